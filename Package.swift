@@ -1,0 +1,39 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault")]
+
+let package = Package(
+    name: "desk-gateway",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "desk-gateway", targets: ["desk-gateway"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // C is fenced into these two system-library targets; only HTTPServer and Postgres import them.
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
+        .target(name: "Telemetry", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "API", dependencies: ["HTTPServer", "Postgres", "Telemetry",
+                                            .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "GatewayApp", dependencies: ["API", "HTTPServer", "Postgres", "Telemetry",
+                                                   .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .executableTarget(name: "desk-gateway", dependencies: [
+            "GatewayApp", "Telemetry",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ], swiftSettings: strict),
+
+        .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "API", "Postgres", "TestSupport"], swiftSettings: strict),
+    ]
+)

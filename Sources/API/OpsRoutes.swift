@@ -1,0 +1,68 @@
+import HTTPServer
+public import Postgres
+public import Telemetry
+
+/// `/livez`, `/readyz`, `/metrics` and `/openapi.yaml`.
+public struct OpsRoutes: Sendable {
+    let checks: [any ReadinessCheck]
+    let metrics: MetricsRegistry
+    let openAPIDocument: String?
+    let version: String
+
+    public init(checks: [any ReadinessCheck], metrics: MetricsRegistry, pool: PostgresPool?, openAPIDocument: String?,
+                version: String) {
+        self.checks = checks
+        self.metrics = metrics
+        self.openAPIDocument = openAPIDocument
+        self.version = version
+        if let pool {
+            metrics.gauge("db_pool_connections", help: "Database pool connections by state.") {
+                let stats = pool.statistics
+                return [([("state", "in_use")], Double(stats.inUse)), ([("state", "idle")], Double(stats.idle))]
+            }
+            metrics.gauge("db_pool_waiting", help: "Callers waiting for a database connection.") {
+                [([], Double(pool.statistics.waiting))]
+            }
+        }
+    }
+
+    public func register(in routes: inout RouteTable) {
+        let live = HTTPResponse(status: 200, headers: [("Content-Type", "application/health+json"), ("Cache-Control", "no-store")],
+                                body: Array(#"{"status":"pass"}"#.utf8))
+        routes.add("GET", "/livez", .sync { _, _ in live })
+        routes.add("GET", "/readyz", .async { _, _ in await readiness() })
+        routes.add("GET", "/metrics", .sync { [metrics] _, _ in
+            .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        })
+        routes.add("GET", "/openapi.yaml", .sync { [openAPIDocument] _, _ in
+            guard let openAPIDocument else { throw APIError.notFound("This build has no OpenAPI document installed.") }
+            return .text(openAPIDocument, contentType: "application/yaml")
+        })
+    }
+
+    /// `application/health+json`; 503 when any check fails, 200 on pass or warn.
+    func readiness() async -> HTTPResponse {
+        let results = await withTaskGroup(of: (Int, CheckResult).self) { group in
+            for (index, check) in checks.enumerated() {
+                group.addTask { (index, await check.check()) }
+            }
+            var results = [CheckResult?](repeating: nil, count: checks.count)
+            for await (index, result) in group { results[index] = result }
+            return results.map { $0! }
+        }
+        let overall = results.map(\.status).max() ?? .pass
+        var entries: [(String, JSONValue)] = []
+        for (check, result) in zip(checks, results) {
+            var fields: [(String, JSONValue)] = [("componentType", .string(check.componentType)),
+                                                 ("status", .string(result.status.rawValue))]
+            if let value = result.observedValue { fields.append(("observedValue", .number(value))) }
+            if let unit = result.observedUnit { fields.append(("observedUnit", .string(unit))) }
+            if let output = result.output { fields.append(("output", .string(output))) }
+            entries.append((check.name, .array([.object(fields)])))
+        }
+        let body: JSONValue = .object([("status", .string(overall.rawValue)), ("version", .string(version)),
+                                       ("checks", .object(entries))])
+        return .json(body, status: overall == .fail ? 503 : 200, headers: [("Cache-Control", "no-store")],
+                     contentType: "application/health+json")
+    }
+}

@@ -1,0 +1,83 @@
+public import Postgres
+
+public enum HealthStatus: String, Sendable, Comparable {
+    case pass, warn, fail
+
+    public static func < (lhs: HealthStatus, rhs: HealthStatus) -> Bool {
+        let order: [HealthStatus] = [.pass, .warn, .fail]
+        return order.firstIndex(of: lhs)! < order.firstIndex(of: rhs)!
+    }
+}
+
+public struct CheckResult: Sendable {
+    public var status: HealthStatus
+    public var observedValue: Double?
+    public var observedUnit: String?
+    public var output: String?
+
+    public init(status: HealthStatus, observedValue: Double? = nil, observedUnit: String? = nil, output: String? = nil) {
+        self.status = status
+        self.observedValue = observedValue
+        self.observedUnit = observedUnit
+        self.output = output
+    }
+}
+
+/// One dependency that `/readyz` reports on.
+public protocol ReadinessCheck: Sendable {
+    /// Key in the `checks` map.
+    var name: String { get }
+    var componentType: String { get }
+    func check() async -> CheckResult
+}
+
+/// Runs `body`, or gives up after `timeout` with nil (the abandoned work finishes in the background).
+func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async -> T) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask { await body() }
+        group.addTask {
+            try? await Task.sleep(for: timeout)
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
+}
+
+/// `SELECT 1` through the pool: proves a connection can be had and the server answers.
+public struct DatabaseReadinessCheck: ReadinessCheck {
+    public let name = "database"
+    public let componentType = "datastore"
+    let pool: PostgresPool
+    let timeout: Duration
+
+    public init(pool: PostgresPool, timeout: Duration = .seconds(2)) {
+        self.pool = pool
+        self.timeout = timeout
+    }
+
+    public func check() async -> CheckResult {
+        let started = ContinuousClock.now
+        let outcome = await withDeadline(timeout) { [pool] () -> String? in
+            do {
+                try await pool.query("SELECT 1")
+                return nil
+            } catch let error as PostgresError {
+                return error.description
+            } catch {
+                return "unexpected error"
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        let millis = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
+        switch outcome {
+        case .some(.none):
+            return CheckResult(status: .pass, observedValue: (millis * 100).rounded() / 100, observedUnit: "ms")
+        case .some(.some(let message)):
+            return CheckResult(status: .fail, output: message)
+        case .none:
+            return CheckResult(status: .fail, output: "no answer within \(timeout)")
+        }
+    }
+}

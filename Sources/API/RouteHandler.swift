@@ -1,0 +1,26 @@
+public import HTTPServer
+
+/// Facts about the request that handlers and logs share.
+public struct RequestInfo: Sendable {
+    public let id: String
+    /// The route template (`/v1/tickets/{id}`), never the concrete path: safe as a metric label.
+    public let route: String
+}
+
+public enum RouteHandler: Sendable {
+    /// CPU-only work answered on the libmicrohttpd thread (no I/O, no waiting).
+    case sync(@Sendable (HTTPRequest, RequestInfo) throws -> HTTPResponse)
+    /// Anything that awaits: the connection is suspended while it runs.
+    case async(@Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse)
+}
+
+/// The routes of one gateway, built at start-up and then read-only.
+public struct RouteTable: Sendable {
+    var router = Router<RouteHandler>()
+
+    public init() {}
+
+    public mutating func add(_ method: String, _ path: String, _ handler: RouteHandler) {
+        router.add(method, path, handler)
+    }
+}

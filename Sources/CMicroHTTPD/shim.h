@@ -1,0 +1,42 @@
+#ifndef DG_MHD_SHIM_H
+#define DG_MHD_SHIM_H
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+/* MHD_start_daemon is C-variadic, which Swift cannot call; this fixed-arity wrapper passes each option with the
+   exact type MHD reads through va_arg. Returns NULL when the host is not an IPv4 literal or MHD refuses to start. */
+static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *host, uint16_t port,
+                                              MHD_AccessHandlerCallback handler, void *handler_cls,
+                                              MHD_RequestCompletedCallback completed, void *completed_cls,
+                                              unsigned int threads, unsigned int connection_timeout,
+                                              unsigned int connection_limit, size_t memory_limit,
+                                              unsigned int listen_backlog)
+{
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof(addr));
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) return NULL;
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_THREAD_POOL_SIZE, threads,
+                            MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
+                            MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
+                            MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
+                            MHD_OPTION_SOCK_ADDR, (const struct sockaddr *) &addr,
+                            MHD_OPTION_END);
+}
+
+/* The port actually bound (useful when 0 asked the kernel for an ephemeral one). */
+static inline uint16_t dg_mhd_bound_port(struct MHD_Daemon *daemon)
+{
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
+}
+#endif

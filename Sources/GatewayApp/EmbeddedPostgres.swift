@@ -1,0 +1,162 @@
+import Foundation
+import Synchronization
+public import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public struct EmbeddedPostgresError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+}
+
+/// A private PostgreSQL cluster in a local folder, for `make run`, tests and demos: `initdb` on first use, then
+/// `pg_ctl start` (reusing a cluster that is already running), unix socket plus 127.0.0.1. When the process runs as
+/// root the server runs as the unprivileged `postgres` user, since PostgreSQL refuses to run as root.
+public final class EmbeddedPostgres: Sendable {
+    public let dataDirectory: String
+    public let socketDirectory: String
+    let logDirectory: String
+    public let port: Int
+    private let binDirectory: String
+    private let runAsUser: String?
+    private let durable: Bool
+    private let logger: Logger
+    private let startedByUs = Mutex<Bool>(false)
+
+    /// - Parameter durable: false turns off fsync (fast, for throwaway test clusters).
+    public init(directory: String, port: Int, durable: Bool = true, logger: Logger) throws {
+        self.port = port
+        self.durable = durable
+        self.logger = logger
+        self.runAsUser = geteuid() == 0 ? "postgres" : nil
+        guard let bin = Self.findBinDirectory() else {
+            throw EmbeddedPostgresError(description: "no PostgreSQL server found (install the 'postgresql' package or set PG_BIN_DIR)")
+        }
+        self.binDirectory = bin
+        var base = URL(fileURLWithPath: directory).standardizedFileURL.path
+        if let user = runAsUser, !Self.usable(base, by: user) {
+            // The project folder is not reachable by the server's user (e.g. under a private home): fall back to /var/tmp.
+            let fallback = "/var/tmp/desk-gateway-pg/" + base.replacingOccurrences(of: "/", with: "_")
+            logger.notice("embedded PostgreSQL folder not reachable by user \(user); using \(fallback)")
+            base = fallback
+            guard Self.usable(base, by: user) else {
+                throw EmbeddedPostgresError(description: "cannot prepare a folder for the embedded PostgreSQL at \(base)")
+            }
+        }
+        dataDirectory = base + "/data"
+        logDirectory = base + "/log"
+        // Unix socket paths are limited to 107 bytes.
+        let socket = base + "/sock"
+        socketDirectory = socket.utf8.count < 80 ? socket : "/tmp/desk-gateway-pg-\(port)"
+    }
+
+    /// A libpq connection string for `database` on this cluster.
+    public func connectionString(database: String) -> String {
+        "host=\(socketDirectory) port=\(port) user=postgres dbname=\(database)"
+    }
+
+    /// Starts the cluster (creating it first if needed); returns whether this call started it.
+    @discardableResult
+    public func start() throws -> Bool {
+        try makeDirectory(socketDirectory)
+        try makeDirectory(logDirectory)
+        if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") {
+            logger.info("creating embedded PostgreSQL cluster", metadata: ["data": "\(dataDirectory)"])
+            try makeDirectory(dataDirectory)
+            try run(binDirectory + "/initdb", ["-D", dataDirectory, "-U", "postgres", "-A", "trust", "-E", "UTF8",
+                                               "--locale=C.UTF-8", "--no-sync"], timeout: 120)
+        }
+        if (try? run(binDirectory + "/pg_ctl", ["-D", dataDirectory, "status"], timeout: 10)) != nil {
+            logger.info("reusing running embedded PostgreSQL", metadata: ["port": "\(port)"])
+            return false
+        }
+        var options = "-p \(port) -k \(socketDirectory) -c listen_addresses=127.0.0.1 -c max_connections=200"
+        if !durable { options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off" }
+        try run(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-l", logDirectory + "/server.log", "-w", "-t", "60",
+                                           "-o", options, "start"], timeout: 90)
+        startedByUs.withLock { $0 = true }
+        logger.info("started embedded PostgreSQL", metadata: ["port": "\(port)", "socket": "\(socketDirectory)"])
+        return true
+    }
+
+    /// Stops the cluster if this object started it (a cluster someone else started is left running).
+    public func stop(force: Bool = false) {
+        guard force || startedByUs.withLock({ $0 }) else { return }
+        _ = try? run(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "stop"], timeout: 60)
+        startedByUs.withLock { $0 = false }
+        logger.info("stopped embedded PostgreSQL", metadata: ["port": "\(port)"])
+    }
+
+    /// Removes the cluster's folder (tests only).
+    public func destroy() {
+        stop(force: true)
+        try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().path)
+        try? FileManager.default.removeItem(atPath: socketDirectory)
+    }
+
+    private func makeDirectory(_ path: String) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        if let user = runAsUser {
+            try run("/bin/chown", [user + ":" + user, path], timeout: 10, asServerUser: false)
+            try run("/bin/chmod", ["0700", path], timeout: 10, asServerUser: false)
+        }
+    }
+
+    @discardableResult
+    private func run(_ executable: String, _ arguments: [String], timeout: Double, asServerUser: Bool = true) throws -> String {
+        let process = Process()
+        if asServerUser, let user = runAsUser {
+            process.executableURL = URL(fileURLWithPath: "/sbin/runuser")
+            process.arguments = ["-u", user, "--", executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
+        // Output goes to a file, not a pipe: `pg_ctl start` leaves the server holding its descriptors open.
+        let outputPath = NSTemporaryDirectory() + "dg-pg-\(UUID().uuidString).out"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+        defer { try? output.close() }
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            process.terminate()
+            throw EmbeddedPostgresError(description: "\(executable) did not finish within \(Int(timeout)) s")
+        }
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        guard process.terminationStatus == 0 else {
+            throw EmbeddedPostgresError(description: "\(URL(fileURLWithPath: executable).lastPathComponent) failed: \(text.suffix(600))")
+        }
+        return text
+    }
+
+    private static func usable(_ base: String, by user: String) -> Bool {
+        do {
+            try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        } catch { return false }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/sbin/runuser")
+        process.arguments = ["-u", user, "--", "test", "-x", base]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+
+    private static func findBinDirectory() -> String? {
+        if let dir = ProcessInfo.processInfo.environment["PG_BIN_DIR"], !dir.isEmpty { return dir }
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
+            .compactMap(Int.init).sorted(by: >)
+        for version in versions where FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/initdb") {
+            return "\(root)/\(version)/bin"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+public import Logging
+
+public struct ConfigError: Error, CustomStringConvertible, Sendable {
+    public let variable: String
+    public let message: String
+    public var description: String { "\(variable): \(message)" }
+}
+
+/// Everything the gateway reads from its environment, validated once at start-up.
+/// Secrets (the database URL may hold a password) are redacted from `description`.
+public struct GatewayConfig: Sendable, CustomStringConvertible {
+    public var host = "0.0.0.0"
+    public var port = 8080
+    public var httpThreads = 2
+    public var httpConnectionTimeoutSeconds = 30
+    public var httpConnectionLimit = 1024
+    public var httpBodyLimitBytes = 1 << 20
+    public var shutdownDrainSeconds = 10
+
+    /// nil: start (or reuse) the embedded private PostgreSQL cluster.
+    public var databaseURL: String?
+    public var dbPoolSize = 4
+    public var dbConnectTimeoutSeconds = 5
+    public var dbStatementTimeoutMilliseconds = 5000
+    public var dbAcquireTimeoutMilliseconds = 5000
+    /// How long start-up waits for an external database to accept connections.
+    public var dbStartupWaitSeconds = 30
+
+    public var embeddedPostgresDirectory = ".data/postgres"
+    public var embeddedPostgresPort = 55432
+
+    public var logLevel: Logger.Level = .info
+    /// Folder holding `sql/` and `openapi.yaml`; nil searches the usual places.
+    public var assetsDirectory: String?
+
+    public init() {}
+
+    public static func fromEnvironment(_ env: [String: String]) throws -> GatewayConfig {
+        var config = GatewayConfig()
+        let reader = EnvironmentReader(env: env)
+        config.host = try reader.ipv4("HOST", default: config.host)
+        config.port = try reader.int("PORT", default: config.port, range: 0...65535)
+        config.httpThreads = try reader.int("HTTP_THREADS", default: config.httpThreads, range: 1...256)
+        config.httpConnectionTimeoutSeconds = try reader.int("HTTP_CONNECTION_TIMEOUT_S", default: config.httpConnectionTimeoutSeconds, range: 1...3600)
+        config.httpConnectionLimit = try reader.int("HTTP_CONNECTION_LIMIT", default: config.httpConnectionLimit, range: 1...65536)
+        config.httpBodyLimitBytes = try reader.int("HTTP_BODY_LIMIT_BYTES", default: config.httpBodyLimitBytes, range: 1024...(64 << 20))
+        config.shutdownDrainSeconds = try reader.int("SHUTDOWN_DRAIN_S", default: config.shutdownDrainSeconds, range: 0...600)
+        config.databaseURL = try reader.optionalString("DATABASE_URL")
+        config.dbPoolSize = try reader.int("DB_POOL_SIZE", default: config.dbPoolSize, range: 1...256)
+        config.dbConnectTimeoutSeconds = try reader.int("DB_CONNECT_TIMEOUT_S", default: config.dbConnectTimeoutSeconds, range: 1...300)
+        config.dbStatementTimeoutMilliseconds = try reader.int("DB_STATEMENT_TIMEOUT_MS", default: config.dbStatementTimeoutMilliseconds, range: 10...3_600_000)
+        config.dbAcquireTimeoutMilliseconds = try reader.int("DB_ACQUIRE_TIMEOUT_MS", default: config.dbAcquireTimeoutMilliseconds, range: 1...600_000)
+        config.dbStartupWaitSeconds = try reader.int("DB_STARTUP_WAIT_S", default: config.dbStartupWaitSeconds, range: 0...3600)
+        config.embeddedPostgresDirectory = try reader.optionalString("EMBEDDED_PG_DIR") ?? config.embeddedPostgresDirectory
+        config.embeddedPostgresPort = try reader.int("EMBEDDED_PG_PORT", default: config.embeddedPostgresPort, range: 1024...65535)
+        config.logLevel = try reader.logLevel("LOG_LEVEL", default: config.logLevel)
+        config.assetsDirectory = try reader.optionalString("ASSETS_DIR")
+        return config
+    }
+
+    public var description: String {
+        "GatewayConfig(host: \(host), port: \(port), httpThreads: \(httpThreads), database: \(databaseURL == nil ? "embedded" : "<redacted>"), dbPoolSize: \(dbPoolSize), logLevel: \(logLevel))"
+    }
+}
+
+struct EnvironmentReader {
+    let env: [String: String]
+
+    func optionalString(_ name: String) throws -> String? {
+        guard let value = env[name] else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty { return nil }
+        return trimmed
+    }
+
+    func int(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text = try optionalString(name) else { return fallback }
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigError(variable: name, message: "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
+        }
+        return value
+    }
+
+    func ipv4(_ name: String, default fallback: String) throws -> String {
+        guard let text = try optionalString(name) else { return fallback }
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts.allSatisfy({ Int($0).map { (0...255).contains($0) } ?? false }) else {
+            throw ConfigError(variable: name, message: "expected an IPv4 address such as 0.0.0.0 or 127.0.0.1, got '\(text)'")
+        }
+        return text
+    }
+
+    func logLevel(_ name: String, default fallback: Logger.Level) throws -> Logger.Level {
+        guard let text = try optionalString(name) else { return fallback }
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            throw ConfigError(variable: name, message: "expected one of trace, debug, info, notice, warning, error, critical, got '\(text)'")
+        }
+        return level
+    }
+}

@@ -1,0 +1,40 @@
+/// One request as the server collected it: method, decoded path, query arguments and headers in arrival order,
+/// and the whole body (bounded by the server's body limit).
+public struct HTTPRequest: Sendable {
+    public var method: String
+    public var path: String
+    /// Query arguments already percent-decoded, repeated keys kept in order.
+    public var query: [(name: String, value: String)]
+    /// Header names are lower-cased so lookups are case-insensitive.
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// Filled by the router with the values of `{name}` segments.
+    public var pathParameters: [String: String]
+
+    public init(method: String, path: String, query: [(name: String, value: String)] = [],
+                headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+                pathParameters: [String: String] = [:]) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers.map { ($0.name.lowercased(), $0.value) }
+        self.body = body
+        self.pathParameters = pathParameters
+    }
+
+    /// The first value of a header, matched case-insensitively.
+    public func header(_ name: String) -> String? {
+        let key = name.lowercased()
+        for header in headers where header.name == key { return header.value }
+        return nil
+    }
+
+    public func queryValue(_ name: String) -> String? {
+        for item in query where item.name == name { return item.value }
+        return nil
+    }
+
+    public func queryValues(_ name: String) -> [String] {
+        query.compactMap { $0.name == name ? $0.value : nil }
+    }
+}

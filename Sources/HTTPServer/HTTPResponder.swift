@@ -1,0 +1,15 @@
+/// What the application answers for a request: a response computed on the spot (cheap, CPU-only work runs on
+/// the libmicrohttpd thread), or async work; the server then suspends the connection and resumes it when the work ends.
+public enum HTTPReply: Sendable {
+    case now(HTTPResponse)
+    case later(@Sendable () async -> HTTPResponse)
+}
+
+/// The application side of the server. Called on libmicrohttpd threads: `respond` must not block.
+public protocol HTTPResponder: Sendable {
+    func respond(to request: HTTPRequest) -> HTTPReply
+    /// The answer when the body exceeds the server's limit (the request is never routed).
+    func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse
+    /// The answer for a request still suspended when the drain deadline passes during shutdown.
+    func shuttingDown(_ request: HTTPRequest) -> HTTPResponse
+}

@@ -1,0 +1,122 @@
+internal import CMicroHTTPD
+
+/// libmicrohttpd's access handler: capture-free, finds the server through `cls`.
+let httpAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
+    guard let cls, let connection, let uploadDataSize, let conCls else { return .NO }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    return server.handle(connection: connection, url: url, method: method, uploadData: uploadData,
+                         uploadDataSize: uploadDataSize, conCls: conCls)
+}
+
+/// Releases the per-request context once libmicrohttpd is done with the request.
+let httpRequestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
+    guard let cls, let conCls, let raw = conCls.pointee else { return }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+    conCls.pointee = nil
+    if context.dispatched, context.claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+        // The client went away while the work was running; nobody will resume this connection.
+        _ = server.suspended.withLock { $0.removeValue(forKey: ObjectIdentifier(context)) }
+    }
+    server.liveContexts.subtract(1, ordering: .relaxed)
+}
+
+/// Collects header or query pairs through `MHD_get_connection_values`.
+private final class PairCollector {
+    var pairs: [(name: String, value: String)] = []
+}
+
+private let collectPair: MHD_KeyValueIterator = { cls, _, key, value in
+    guard let cls, let key else { return .YES }
+    let collector = Unmanaged<PairCollector>.fromOpaque(cls).takeUnretainedValue()
+    collector.pairs.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+    return .YES
+}
+
+extension HTTPServer {
+    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+                uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
+                conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+        guard let raw = conCls.pointee else {
+            // First call: headers only. Answering here would cost keep-alive, so only early rejects happen here.
+            let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET",
+                                      path: url.map { String(cString: $0) } ?? "/",
+                                      query: values(of: connection, kind: .GET_ARGUMENT_KIND),
+                                      headers: values(of: connection, kind: .HEADER_KIND))
+            let context = RequestContext(request: request)
+            context.connection = connection
+            conCls.pointee = Unmanaged.passRetained(context).toOpaque()
+            liveContexts.add(1, ordering: .relaxed)
+            if let length = request.header("content-length").flatMap(Int.init), length > configuration.bodyLimitBytes {
+                context.tooLarge = true
+                return queue(responder.bodyTooLarge(request, limit: configuration.bodyLimitBytes), on: connection, close: true)
+            }
+            return .YES
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+
+        if uploadDataSize.pointee > 0 {
+            let size = uploadDataSize.pointee
+            if !context.tooLarge {
+                if context.request.body.count + size > configuration.bodyLimitBytes {
+                    // Chunked bodies have no Content-Length: keep reading, drop the bytes, answer 413 at the end.
+                    context.tooLarge = true
+                    context.request.body = []
+                } else if let uploadData {
+                    uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
+                        context.request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+                    }
+                }
+            }
+            uploadDataSize.pointee = 0
+            return .YES
+        }
+
+        if let response = context.response {
+            context.response = nil
+            return queue(response, on: connection)
+        }
+        if context.dispatched { return .YES }
+        if context.tooLarge {
+            return queue(responder.bodyTooLarge(context.request, limit: configuration.bodyLimitBytes), on: connection)
+        }
+
+        switch responder.respond(to: context.request) {
+        case .now(let response):
+            return queue(response, on: connection)
+        case .later(let work):
+            context.dispatched = true
+            suspended.withLock { $0[ObjectIdentifier(context)] = context }
+            MHD_suspend_connection(connection)
+            Task { [self] in
+                let response = await work()
+                finish(context, with: response)
+            }
+            return .YES
+        }
+    }
+
+    private func values(of connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
+        let collector = PairCollector()
+        withExtendedLifetime(collector) {
+            _ = MHD_get_connection_values(connection, kind, collectPair, Unmanaged.passUnretained(collector).toOpaque())
+        }
+        return collector.pairs
+    }
+
+    private func queue(_ response: HTTPResponse, on connection: OpaquePointer, close: Bool = false) -> MHD_Result {
+        let handle = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                                            .RESPMEM_MUST_COPY)
+        }
+        guard let handle else { return .NO }
+        defer { MHD_destroy_response(handle) }
+        for header in response.headers {
+            _ = MHD_add_response_header(handle, header.name, header.value)
+        }
+        if close || draining.load(ordering: .relaxed) {
+            _ = MHD_add_response_header(handle, "Connection", "close")
+        }
+        return MHD_queue_response(connection, UInt32(response.status), handle)
+    }
+}

@@ -1,0 +1,91 @@
+internal import CMicroHTTPD
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An HTTP/1.1 server on libmicrohttpd: internal epoll polling with a thread pool, suspend/resume for async
+/// handlers (no libmicrohttpd thread ever waits on Swift work), bounded bodies, and a graceful stop.
+///
+/// Thread safety: `daemon` is written only by `start` and `stop`, which callers must not race with each other;
+/// every other mutable field is a `Mutex` or an `Atomic`. libmicrohttpd threads reach this object through an
+/// unretained pointer, valid because the object outlives the daemon (`stop` runs `MHD_stop_daemon` before returning).
+public final class HTTPServer: @unchecked Sendable {
+    public let configuration: HTTPServerConfiguration
+    let responder: any HTTPResponder
+    private var daemon: OpaquePointer?
+    private var boundPort = 0
+    let draining = Atomic<Bool>(false)
+    /// Requests whose connection is suspended while their async work runs.
+    let suspended = Mutex<[ObjectIdentifier: RequestContext]>([:])
+    /// Contexts created and not yet completed (counts requests being received, worked on or sent).
+    let liveContexts = Atomic<Int>(0)
+
+    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
+        self.configuration = configuration
+        self.responder = responder
+    }
+
+    /// The bound port; with `port: 0` the kernel's choice.
+    public var port: Int { boundPort }
+
+    /// Requests currently suspended on async work.
+    public var suspendedCount: Int { suspended.withLock { $0.count } }
+
+    public func start() throws {
+        guard daemon == nil else { throw HTTPServerError(code: .alreadyStarted, description: "server already started") }
+        let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        guard configuration.port >= 0, configuration.port <= 65535 else {
+            throw HTTPServerError(code: .startFailed, description: "port \(configuration.port) is out of range")
+        }
+        let started = dg_mhd_start(
+            UInt32(flags), configuration.host, UInt16(configuration.port),
+            httpAccessHandler, context, httpRequestCompleted, context,
+            UInt32(max(1, configuration.threads)), UInt32(max(0, configuration.connectionTimeoutSeconds)),
+            UInt32(max(1, configuration.connectionLimit)), max(4096, configuration.connectionMemoryLimitBytes),
+            UInt32(max(1, configuration.listenBacklog)))
+        guard let started else {
+            throw HTTPServerError(code: .startFailed,
+                                  description: "libmicrohttpd could not listen on \(configuration.host):\(configuration.port) (address in use or invalid host)")
+        }
+        daemon = started
+        boundPort = Int(dg_mhd_bound_port(started))
+    }
+
+    /// Stops accepting connections, lets in-flight requests finish until `drainDeadline`, answers whatever is still
+    /// suspended with the responder's shutdown response, then stops the daemon.
+    public func stop(drainDeadline: Duration = .seconds(10)) async {
+        guard let daemon else { return }
+        draining.store(true, ordering: .sequentiallyConsistent)
+        let listenSocket = MHD_quiesce_daemon(daemon)
+        if listenSocket >= 0 { close(listenSocket) }
+
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: drainDeadline)
+        while suspendedCount > 0, clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        let leftovers = suspended.withLock { Array($0.values) }
+        for context in leftovers {
+            finish(context, with: responder.shuttingDown(context.request))
+        }
+        // Give the pool threads a moment to write the last responses before the sockets close.
+        let flushDeadline = clock.now.advanced(by: .seconds(1))
+        while liveContexts.load(ordering: .relaxed) > 0, clock.now < flushDeadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        MHD_stop_daemon(daemon)
+        self.daemon = nil
+    }
+
+    /// Hands the async result back to libmicrohttpd; only the first caller for a context wins.
+    func finish(_ context: RequestContext, with response: HTTPResponse) {
+        guard context.claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged,
+              let connection = context.connection else { return }
+        context.response = response
+        _ = suspended.withLock { $0.removeValue(forKey: ObjectIdentifier(context)) }
+        MHD_resume_connection(connection)
+    }
+}

@@ -1,0 +1,21 @@
+internal import CMicroHTTPD
+import Synchronization
+
+/// Per-request state that lives in libmicrohttpd's `*con_cls` from the first callback to the completion callback.
+///
+/// Thread safety: libmicrohttpd calls the access handler for one connection on one thread at a time. The only
+/// hand-off between threads is `response`, written by the async work before `MHD_resume_connection`, whose internal
+/// mutex orders that write before the next access-handler call that reads it. `claimed` decides, exactly once,
+/// who resumes a suspended connection (the work finishing, or a shutdown past its drain deadline).
+final class RequestContext: @unchecked Sendable {
+    var request: HTTPRequest
+    var tooLarge = false
+    var dispatched = false
+    var response: HTTPResponse?
+    let claimed = Atomic<Bool>(false)
+    var connection: OpaquePointer?
+
+    init(request: HTTPRequest) {
+        self.request = request
+    }
+}

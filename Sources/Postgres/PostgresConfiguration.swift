@@ -1,0 +1,26 @@
+public struct PostgresConfiguration: Sendable, CustomStringConvertible {
+    /// A libpq connection string: `postgresql://…` URL or `key=value` pairs.
+    public var connectionString: String
+    public var poolSize: Int
+    public var connectTimeoutSeconds: Int
+    public var statementTimeoutMilliseconds: Int
+    /// How long a caller may wait for a free connection before failing with `poolTimeout`.
+    public var acquireTimeoutMilliseconds: Int
+    public var applicationName: String
+
+    public init(connectionString: String, poolSize: Int = 4, connectTimeoutSeconds: Int = 5,
+                statementTimeoutMilliseconds: Int = 5000, acquireTimeoutMilliseconds: Int = 5000,
+                applicationName: String = "desk-gateway") {
+        self.connectionString = connectionString
+        self.poolSize = poolSize
+        self.connectTimeoutSeconds = connectTimeoutSeconds
+        self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
+        self.acquireTimeoutMilliseconds = acquireTimeoutMilliseconds
+        self.applicationName = applicationName
+    }
+
+    /// Never prints the connection string: it may hold a password.
+    public var description: String {
+        "PostgresConfiguration(poolSize: \(poolSize), connectTimeout: \(connectTimeoutSeconds)s, statementTimeout: \(statementTimeoutMilliseconds)ms)"
+    }
+}

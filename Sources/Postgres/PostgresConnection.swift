@@ -1,0 +1,169 @@
+internal import CLibPQ
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One libpq connection. Used by one thread at a time: the pool hands it to a job on the pool's own thread,
+/// so it is deliberately not `Sendable`. Statements are prepared once per connection and then executed by name.
+public final class PostgresConnection {
+    private var raw: OpaquePointer?
+    private let keywords: [String]
+    private let values: [String]
+    private var prepared: [String: String] = [:]
+    /// Statements sent during the current job; a dead connection is retried only before the first one.
+    var statementsInJob = 0
+    var inTransaction = false
+
+    init(configuration: PostgresConfiguration) {
+        keywords = ["dbname", "connect_timeout", "options", "application_name"]
+        values = [configuration.connectionString, String(configuration.connectTimeoutSeconds),
+                  "-c statement_timeout=\(configuration.statementTimeoutMilliseconds) -c client_min_messages=warning", configuration.applicationName]
+    }
+
+    deinit { close() }
+
+    var isConnected: Bool {
+        guard let raw else { return false }
+        return PQstatus(raw) == CONNECTION_OK
+    }
+
+    func connect() throws {
+        close()
+        let connection = withCStringArray(keywords) { keys in
+            withCStringArray(values) { vals in PQconnectdbParams(keys, vals, 1) }
+        }
+        guard let connection else { throw PostgresError(code: .connectionFailed, detail: "out of memory") }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PostgresError(code: .connectionFailed, detail: message)
+        }
+        raw = connection
+    }
+
+    func close() {
+        if let raw { PQfinish(raw) }
+        raw = nil
+        prepared.removeAll()
+    }
+
+    func ensureConnected() throws {
+        if !isConnected { try connect() }
+    }
+
+    /// Runs one statement with bound parameters (prepared on first use on this connection).
+    @discardableResult
+    public func query(_ sql: String, _ binds: [any PostgresEncodable] = []) throws -> PostgresRows {
+        let texts = try binds.map { value -> String? in
+            let text = value.postgresText
+            if let text, text.utf8.contains(0) {
+                throw PostgresError(code: .invalidParameter, detail: "a parameter contains a NUL byte")
+            }
+            return text
+        }
+        do {
+            return try run(sql, texts)
+        } catch let error as PostgresError where error.code == .connectionFailed && statementsInJob <= 1 && !inTransaction {
+            // The server dropped an idle connection (restart, failover): nothing of this job reached it; try once more.
+            statementsInJob = 0
+            try connect()
+            return try run(sql, texts)
+        }
+    }
+
+    /// Runs SQL text with no parameters through the simple protocol; several statements are allowed (migrations).
+    public func execute(script sql: String) throws {
+        try ensureConnected()
+        statementsInJob += 1
+        let result = PQexec(raw, sql)
+        defer { PQclear(result) }
+        _ = try check(result)
+    }
+
+    private func run(_ sql: String, _ texts: [String?]) throws -> PostgresRows {
+        try ensureConnected()
+        statementsInJob += 1
+        let name: String
+        if let existing = prepared[sql] {
+            name = existing
+        } else {
+            name = "s\(prepared.count)"
+            let result = PQprepare(raw, name, sql, 0, nil)
+            defer { PQclear(result) }
+            _ = try check(result)
+            prepared[sql] = name
+        }
+        let result = withCStringArray(texts) { params in
+            PQexecPrepared(raw, name, Int32(texts.count), params, nil, nil, 0)
+        }
+        defer { PQclear(result) }
+        return try check(result)
+    }
+
+    private func check(_ result: OpaquePointer?) throws -> PostgresRows {
+        guard let result else { throw failure(nil) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            return PostgresRows(columns: [], rows: [], affectedRows: affected(result))
+        case PGRES_TUPLES_OK:
+            return copyRows(result)
+        default:
+            throw failure(result)
+        }
+    }
+
+    private func failure(_ result: OpaquePointer?) -> PostgresError {
+        let broken = raw.map { PQstatus($0) != CONNECTION_OK } ?? true
+        var state: String?
+        var message = raw.map { String(cString: PQerrorMessage($0)) } ?? "no connection"
+        if let result {
+            if let field = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) { state = String(cString: field) }
+            if let text = PQresultErrorMessage(result), text.pointee != 0 { message = String(cString: text) }
+        }
+        if broken {
+            close()
+            return PostgresError(code: .connectionFailed, sqlState: state, detail: message)
+        }
+        return PostgresError(code: .queryFailed, sqlState: state, detail: message)
+    }
+
+    private func affected(_ result: OpaquePointer) -> Int {
+        guard let text = PQcmdTuples(result) else { return 0 }
+        return Int(String(cString: text)) ?? 0
+    }
+
+    private func copyRows(_ result: OpaquePointer) -> PostgresRows {
+        let rowCount = Int(PQntuples(result))
+        let columnCount = Int(PQnfields(result))
+        var columns: [String] = []
+        columns.reserveCapacity(columnCount)
+        for c in 0..<columnCount { columns.append(String(cString: PQfname(result, Int32(c)))) }
+        var rows: [PostgresRow] = []
+        rows.reserveCapacity(rowCount)
+        for r in 0..<rowCount {
+            var values: [String?] = []
+            values.reserveCapacity(columnCount)
+            for c in 0..<columnCount {
+                if PQgetisnull(result, Int32(r), Int32(c)) == 1 {
+                    values.append(nil)
+                } else {
+                    values.append(String(cString: PQgetvalue(result, Int32(r), Int32(c))))
+                }
+            }
+            rows.append(PostgresRow(columns: columns, values: values))
+        }
+        return PostgresRows(columns: columns, rows: rows, affectedRows: 0)
+    }
+}
+
+/// Makes NUL-terminated copies that live for the duration of `body` (libpq reads parameters synchronously).
+func withCStringArray<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
+    defer { for copy in copies { free(copy) } }
+    return body(copies.map { $0.map { UnsafePointer($0) } })
+}
+
+func withCStringArray<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    // libpq's keyword/value arrays end with a NULL entry.
+    withCStringArray(strings.map { Optional($0) } + [nil], body)
+}

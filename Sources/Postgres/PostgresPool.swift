@@ -1,0 +1,159 @@
+import Foundation
+import Synchronization
+
+public struct PostgresPoolStatistics: Sendable {
+    public let size: Int
+    public let inUse: Int
+    public let idle: Int
+    public let waiting: Int
+}
+
+/// A fixed set of connections, each owned by its own thread. Blocking libpq calls therefore never run on the Swift
+/// cooperative pool; async callers wait for a job slot instead of growing the pool.
+public final class PostgresPool: Sendable {
+    public let configuration: PostgresConfiguration
+    private let queue: JobQueue
+
+    public init(configuration: PostgresConfiguration) {
+        self.configuration = configuration
+        queue = JobQueue(acquireTimeout: .milliseconds(configuration.acquireTimeoutMilliseconds))
+        for index in 0..<max(1, configuration.poolSize) {
+            let thread = Thread { [queue] in
+                let connection = PostgresConnection(configuration: configuration)
+                try? connection.connect()
+                queue.work(with: connection)
+            }
+            thread.name = "postgres-\(index)"
+            thread.start()
+        }
+    }
+
+    public var statistics: PostgresPoolStatistics {
+        let (busy, waiting) = queue.counts
+        let size = max(1, configuration.poolSize)
+        return PostgresPoolStatistics(size: size, inUse: busy, idle: size - busy, waiting: waiting)
+    }
+
+    /// Runs `body` with a connection on one of the pool's threads.
+    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            queue.submit(Job(enqueued: .now, run: { connection in
+                connection.statementsInJob = 0
+                continuation.resume(with: Result { try body(connection) })
+            }, fail: { error in
+                continuation.resume(throwing: error)
+            }))
+        }
+    }
+
+    /// Runs `body` inside BEGIN … COMMIT; any thrown error rolls back.
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await withConnection { connection in try connection.transaction { try body($0) } }
+    }
+
+    @discardableResult
+    public func query(_ sql: String, _ binds: [any PostgresEncodable] = []) async throws -> PostgresRows {
+        try await withConnection { try $0.query(sql, binds) }
+    }
+
+    /// Fails waiting and future jobs and lets the threads close their connections.
+    public func shutdown() {
+        queue.close()
+    }
+}
+
+extension PostgresConnection {
+    public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try query("BEGIN")
+        inTransaction = true
+        defer { inTransaction = false }
+        do {
+            let value = try body(self)
+            try query("COMMIT")
+            return value
+        } catch {
+            if isConnected { _ = try? query("ROLLBACK") }
+            throw error
+        }
+    }
+}
+
+struct Job: Sendable {
+    let enqueued: ContinuousClock.Instant
+    let run: @Sendable (PostgresConnection) -> Void
+    let fail: @Sendable (PostgresError) -> Void
+}
+
+/// The pool's job queue. Thread safety: all state is guarded by `condition`.
+final class JobQueue: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [Job] = []
+    private var head = 0
+    private var busy = 0
+    private var closed = false
+    private let acquireTimeout: Duration
+
+    init(acquireTimeout: Duration) {
+        self.acquireTimeout = acquireTimeout
+    }
+
+    var counts: (busy: Int, waiting: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (busy, jobs.count - head)
+    }
+
+    func submit(_ job: Job) {
+        condition.lock()
+        if closed {
+            condition.unlock()
+            job.fail(PostgresError(code: .poolClosed, detail: "the pool is shut down"))
+            return
+        }
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    func close() {
+        condition.lock()
+        closed = true
+        let pending = jobs[head...]
+        jobs = []
+        head = 0
+        condition.broadcast()
+        condition.unlock()
+        for job in pending { job.fail(PostgresError(code: .poolClosed, detail: "the pool is shut down")) }
+    }
+
+    /// The loop of one pool thread; returns when the pool closes.
+    func work(with connection: PostgresConnection) {
+        while true {
+            condition.lock()
+            while head == jobs.count, !closed { condition.wait() }
+            if closed {
+                condition.unlock()
+                connection.close()
+                return
+            }
+            let job = jobs[head]
+            head += 1
+            if head > 1024, head * 2 > jobs.count {
+                jobs.removeFirst(head)
+                head = 0
+            }
+            busy += 1
+            condition.unlock()
+
+            if ContinuousClock.now - job.enqueued > acquireTimeout {
+                job.fail(PostgresError(code: .poolTimeout, detail: "waited longer than \(acquireTimeout) for a connection"))
+            } else {
+                job.run(connection)
+            }
+
+            condition.lock()
+            busy -= 1
+            condition.unlock()
+        }
+    }
+}

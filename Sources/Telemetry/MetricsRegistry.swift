@@ -1,0 +1,132 @@
+import Synchronization
+
+/// Prometheus text-format metrics: counters, histograms and gauges read at scrape time.
+/// Labels must stay low-cardinality (route templates, never ids).
+public final class MetricsRegistry: Sendable {
+    public enum Kind: String, Sendable { case counter, gauge, histogram }
+
+    struct Family: Sendable {
+        let name: String
+        let help: String
+        let kind: Kind
+        let buckets: [Double]
+        var samples: [String: Sample] = [:]
+    }
+
+    struct Sample: Sendable {
+        var value: Double = 0
+        var bucketCounts: [Int] = []
+        var count: Int = 0
+    }
+
+    public typealias GaugeReader = @Sendable () -> [(labels: [(String, String)], value: Double)]
+
+    private let families = Mutex<[String: Family]>([:])
+    private let order = Mutex<[String]>([])
+    private let gauges = Mutex<[(name: String, help: String, read: GaugeReader)]>([])
+
+    public static let defaultLatencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    public init() {}
+
+    public func describe(_ name: String, _ kind: Kind, help: String, buckets: [Double] = MetricsRegistry.defaultLatencyBuckets) {
+        families.withLock { families in
+            guard families[name] == nil else { return }
+            families[name] = Family(name: name, help: help, kind: kind, buckets: kind == .histogram ? buckets : [])
+            order.withLock { $0.append(name) }
+        }
+    }
+
+    public func increment(_ name: String, _ labels: [(String, String)] = [], by amount: Double = 1) {
+        let key = Self.render(labels)
+        families.withLock { families in
+            families[name]?.samples[key, default: Sample()].value += amount
+        }
+    }
+
+    public func set(_ name: String, _ labels: [(String, String)] = [], to value: Double) {
+        let key = Self.render(labels)
+        families.withLock { families in
+            families[name]?.samples[key, default: Sample()].value = value
+        }
+    }
+
+    public func observe(_ name: String, _ labels: [(String, String)] = [], _ value: Double) {
+        let key = Self.render(labels)
+        families.withLock { families in
+            guard let buckets = families[name]?.buckets else { return }
+            var sample = families[name]!.samples[key] ?? Sample(bucketCounts: Array(repeating: 0, count: buckets.count))
+            for (index, bound) in buckets.enumerated() where value <= bound { sample.bucketCounts[index] += 1 }
+            sample.count += 1
+            sample.value += value
+            families[name]!.samples[key] = sample
+        }
+    }
+
+    /// A gauge whose values are read when /metrics is scraped (pool sizes, queue depths).
+    public func gauge(_ name: String, help: String, read: @escaping GaugeReader) {
+        gauges.withLock { $0.append((name, help, read)) }
+    }
+
+    /// The current value of a counter or gauge sample (for tests and health checks).
+    public func value(_ name: String, _ labels: [(String, String)] = []) -> Double {
+        let key = Self.render(labels)
+        return families.withLock { $0[name]?.samples[key]?.value ?? 0 }
+    }
+
+    public func render() -> String {
+        let snapshot = families.withLock { $0 }
+        var out = ""
+        for name in order.withLock({ $0 }) {
+            guard let family = snapshot[name] else { continue }
+            out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.kind.rawValue)\n"
+            for key in family.samples.keys.sorted() {
+                let sample = family.samples[key]!
+                switch family.kind {
+                case .counter, .gauge:
+                    out += "\(name)\(key.isEmpty ? "" : "{\(key)}") \(Self.format(sample.value))\n"
+                case .histogram:
+                    let prefix = key.isEmpty ? "" : key + ","
+                    for (index, bound) in family.buckets.enumerated() {
+                        out += "\(name)_bucket{\(prefix)le=\"\(Self.format(bound))\"} \(sample.bucketCounts[index])\n"
+                    }
+                    out += "\(name)_bucket{\(prefix)le=\"+Inf\"} \(sample.count)\n"
+                    out += "\(name)_sum\(key.isEmpty ? "" : "{\(key)}") \(Self.format(sample.value))\n"
+                    out += "\(name)_count\(key.isEmpty ? "" : "{\(key)}") \(sample.count)\n"
+                }
+            }
+        }
+        for gauge in gauges.withLock({ $0 }) {
+            out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n"
+            for sample in gauge.read() {
+                let key = Self.render(sample.labels)
+                out += "\(gauge.name)\(key.isEmpty ? "" : "{\(key)}") \(Self.format(sample.value))\n"
+            }
+        }
+        return out
+    }
+
+    static func render(_ labels: [(String, String)]) -> String {
+        var out = ""
+        for (index, label) in labels.enumerated() {
+            if index > 0 { out += "," }
+            out += label.0
+            out += "=\""
+            for ch in label.1 {
+                switch ch {
+                case "\\": out += "\\\\"
+                case "\"": out += "\\\""
+                case "\n": out += "\\n"
+                default: out.append(ch)
+                }
+            }
+            out += "\""
+        }
+        return out
+    }
+
+    static func format(_ value: Double) -> String {
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return String(value)
+    }
+}
