@@ -31,9 +31,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
 
-        .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres"], path: "Tests/TestSupport", swiftSettings: strict),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "API", "Postgres", "TestSupport"], swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres"], path: "Tests/TestSupport"),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "API", "Postgres", "TestSupport"]),
     ]
 )

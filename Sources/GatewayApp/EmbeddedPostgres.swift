@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 public import Logging
@@ -57,7 +58,14 @@ public final class EmbeddedPostgres: Sendable {
 
     /// Starts the cluster (creating it first if needed); returns whether this call started it.
     @discardableResult
-    public func start() throws -> Bool {
+    public func start() async throws -> Bool {
+        // initdb and pg_ctl block for up to seconds: keep them off the cooperative pool.
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try self.startBlocking() }) }
+        }
+    }
+
+    private func startBlocking() throws -> Bool {
         try makeDirectory(socketDirectory)
         try makeDirectory(logDirectory)
         if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") {
@@ -104,32 +112,14 @@ public final class EmbeddedPostgres: Sendable {
 
     @discardableResult
     private func run(_ executable: String, _ arguments: [String], timeout: Double, asServerUser: Bool = true) throws -> String {
-        let process = Process()
-        if asServerUser, let user = runAsUser {
-            process.executableURL = URL(fileURLWithPath: "/sbin/runuser")
-            process.arguments = ["-u", user, "--", executable] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-        }
+        var argv = [executable] + arguments
+        if asServerUser, let user = runAsUser { argv = ["/sbin/runuser", "-u", user, "--"] + argv }
         // Output goes to a file, not a pipe: `pg_ctl start` leaves the server holding its descriptors open.
         let outputPath = NSTemporaryDirectory() + "dg-pg-\(UUID().uuidString).out"
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: outputPath) }
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        defer { try? output.close() }
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            process.terminate()
-            throw EmbeddedPostgresError(description: "\(executable) did not finish within \(Int(timeout)) s")
-        }
+        defer { unlink(outputPath) }
+        let status = try ChildProcess.run(argv, outputPath: outputPath, timeout: timeout)
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else {
+        guard status == 0 else {
             throw EmbeddedPostgresError(description: "\(URL(fileURLWithPath: executable).lastPathComponent) failed: \(text.suffix(600))")
         }
         return text
@@ -139,14 +129,7 @@ public final class EmbeddedPostgres: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         } catch { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/sbin/runuser")
-        process.arguments = ["-u", user, "--", "test", "-x", base]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        return (try? ChildProcess.run(["/sbin/runuser", "-u", user, "--", "test", "-x", base], outputPath: "/dev/null", timeout: 10)) == 0
     }
 
     private static func findBinDirectory() -> String? {
@@ -158,5 +141,40 @@ public final class EmbeddedPostgres: Sendable {
             return "\(root)/\(version)/bin"
         }
         return nil
+    }
+}
+
+/// posix_spawn + waitpid: child processes whose exit is observed directly, independent of any run loop or signal
+/// handler, with stdout and stderr sent to a file.
+enum ChildProcess {
+    static func run(_ argv: [String], outputPath: String, timeout: Double) throws -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var pid: pid_t = 0
+        let cArgs = argv.map { strdup($0) } + [nil]
+        defer { for arg in cArgs { free(arg) } }
+        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
+        guard spawned == 0 else {
+            throw EmbeddedPostgresError(description: "cannot start \(argv[0]) (error \(spawned))")
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: Int32 = 0
+        while true {
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid { break }
+            if done < 0 { throw EmbeddedPostgresError(description: "lost track of \(argv[0])") }
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                throw EmbeddedPostgresError(description: "\(argv[0]) did not finish within \(Int(timeout)) s")
+            }
+            usleep(10_000)
+        }
+        // WIFEXITED / WEXITSTATUS are macros Swift cannot import.
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
     }
 }

@@ -48,7 +48,7 @@ func openDatabase(_ config: GatewayConfig, logger: Logger) async throws -> (Post
     if connectionString == nil {
         let cluster = try EmbeddedPostgres(directory: config.embeddedPostgresDirectory, port: config.embeddedPostgresPort,
                                            logger: logger)
-        try cluster.start()
+        try await cluster.start()
         let admin = PostgresPool(configuration: PostgresConfiguration(connectionString: cluster.connectionString(database: "postgres"), poolSize: 1))
         defer { admin.shutdown() }
         let exists = try await admin.query("SELECT 1 FROM pg_database WHERE datname = 'desk_gateway'")

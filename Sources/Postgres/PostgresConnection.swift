@@ -38,6 +38,8 @@ public final class PostgresConnection {
             PQfinish(connection)
             throw PostgresError(code: .connectionFailed, detail: message)
         }
+        // Server notices (e.g. "terminating connection") would otherwise go straight to stderr.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         raw = connection
     }
 

@@ -39,7 +39,8 @@ public final class PostgresPool: Sendable {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             queue.submit(Job(enqueued: .now, run: { connection in
                 connection.statementsInJob = 0
-                continuation.resume(with: Result { try body(connection) })
+                let result = Result { try body(connection) }
+                return { continuation.resume(with: result) }
             }, fail: { error in
                 continuation.resume(throwing: error)
             }))
@@ -80,7 +81,8 @@ extension PostgresConnection {
 
 struct Job: Sendable {
     let enqueued: ContinuousClock.Instant
-    let run: @Sendable (PostgresConnection) -> Void
+    /// Does the work on the pool thread; the returned closure hands the result over once the slot is released.
+    let run: @Sendable (PostgresConnection) -> @Sendable () -> Void
     let fail: @Sendable (PostgresError) -> Void
 }
 
@@ -145,15 +147,17 @@ final class JobQueue: @unchecked Sendable {
             busy += 1
             condition.unlock()
 
+            var complete: @Sendable () -> Void
             if ContinuousClock.now - job.enqueued > acquireTimeout {
-                job.fail(PostgresError(code: .poolTimeout, detail: "waited longer than \(acquireTimeout) for a connection"))
+                complete = { job.fail(PostgresError(code: .poolTimeout, detail: "waited longer than \(self.acquireTimeout) for a connection")) }
             } else {
-                job.run(connection)
+                complete = job.run(connection)
             }
 
             condition.lock()
             busy -= 1
             condition.unlock()
+            complete()
         }
     }
 }

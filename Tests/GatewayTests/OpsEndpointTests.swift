@@ -1,0 +1,136 @@
+import API
+import Foundation
+import GatewayApp
+import Testing
+import TestSupport
+
+@Suite struct OpsEndpointTests {
+    @Test func livezAndReadyzPassWithADatabase() async throws {
+        try await TestGateway.with { app in
+            let live = try await httpRequest(port: app.port, "GET", "/livez")
+            #expect(live.status == 200)
+            #expect(live.json?["status"] as? String == "pass")
+            let ready = try await httpRequest(port: app.port, "GET", "/readyz")
+            #expect(ready.status == 200)
+            #expect(ready.header("Content-Type") == "application/health+json")
+            let checks = ready.json?["checks"] as? [String: Any]
+            let database = (checks?["database"] as? [[String: Any]])?.first
+            #expect(database?["status"] as? String == "pass")
+        }
+    }
+
+    @Test func unknownRoutesAndMethodsGetProblemDetails() async throws {
+        try await TestGateway.with { app in
+            let missing = try await httpRequest(port: app.port, "GET", "/v1/does-not-exist", headers: [("X-Request-ID", "trace-123")])
+            #expect(missing.status == 404)
+            #expect(missing.header("Content-Type") == "application/problem+json")
+            #expect(missing.header("X-Request-ID") == "trace-123")
+            #expect(missing.json?["code"] as? String == "not_found")
+            #expect(missing.json?["requestId"] as? String == "trace-123")
+            #expect(missing.json?["status"] as? Int == 404)
+
+            let wrong = try await httpRequest(port: app.port, "PUT", "/livez")
+            #expect(wrong.status == 405)
+            #expect(wrong.header("Allow") == "GET, HEAD")
+            #expect(wrong.json?["code"] as? String == "method_not_allowed")
+        }
+    }
+
+    @Test func oversizedBodiesGet413ProblemDetails() async throws {
+        try await TestGateway.with(configure: { $0.httpBodyLimitBytes = 2048 }) { app in
+            let response = try await httpRequest(port: app.port, "POST", "/v1/anything", body: [UInt8](repeating: 32, count: 4096))
+            #expect(response.status == 413)
+            #expect(response.json?["code"] as? String == "payload_too_large")
+        }
+    }
+
+    @Test func generatedRequestIdsAreUniqueAndEchoed() async throws {
+        try await TestGateway.with { app in
+            let first = try await httpRequest(port: app.port, "GET", "/livez")
+            let second = try await httpRequest(port: app.port, "GET", "/livez")
+            let ids = [first.header("X-Request-ID"), second.header("X-Request-ID")]
+            #expect(ids.allSatisfy { ($0?.count ?? 0) > 8 })
+            #expect(ids[0] != ids[1])
+            // An id with control characters or spaces is replaced, not echoed.
+            let hostile = try await httpRequest(port: app.port, "GET", "/livez", headers: [("X-Request-ID", "a b")])
+            #expect(hostile.header("X-Request-ID") != "a b")
+        }
+    }
+
+    @Test func metricsCountRequestsByRouteTemplate() async throws {
+        try await TestGateway.with { app in
+            for _ in 0..<3 { _ = try await httpRequest(port: app.port, "GET", "/livez") }
+            _ = try await httpRequest(port: app.port, "GET", "/nope/123")
+            let metrics = try await httpRequest(port: app.port, "GET", "/metrics")
+            #expect(metrics.status == 200)
+            let text = metrics.text
+            #expect(text.contains(#"http_requests_total{route="/livez",method="GET",status="200"} 3"#))
+            #expect(text.contains(#"http_requests_total{route="(unmatched)",method="GET",status="404"} 1"#))
+            #expect(text.contains("http_request_duration_seconds_bucket{route=\"/livez\",le=\"+Inf\"} 3"))
+            #expect(text.contains("db_pool_connections{state=\"idle\"}"))
+            #expect(text.contains("db_pool_waiting 0"))
+            #expect(text.contains("http_requests_in_flight"))
+            #expect(!text.contains("/nope/123"))
+        }
+    }
+
+    @Test func servesTheRepositoryOpenAPIDocument() async throws {
+        try await TestGateway.with { app in
+            let response = try await httpRequest(port: app.port, "GET", "/openapi.yaml")
+            #expect(response.status == 200)
+            let file = try String(contentsOfFile: TestPostgres.repositoryRoot + "/openapi.yaml", encoding: .utf8)
+            #expect(response.text == file)
+        }
+    }
+
+    @Test func readyzFailsWhileTheDatabaseIsDownAndRecoversWithoutARestart() async throws {
+        let cluster = try TestPostgres.privateCluster()
+        defer { cluster.destroy() }
+        try await cluster.start()
+        var config = TestGateway.configuration(databaseURL: cluster.connectionString(database: "postgres"))
+        config.dbConnectTimeoutSeconds = 2
+        let app = try await TestGateway.start(config)
+        #expect(try await httpRequest(port: app.port, "GET", "/readyz").status == 200)
+
+        cluster.stop(force: true)
+        let down = try await httpRequest(port: app.port, "GET", "/readyz")
+        #expect(down.status == 503)
+        #expect(down.json?["status"] as? String == "fail")
+        // Liveness does not depend on the database.
+        #expect(try await httpRequest(port: app.port, "GET", "/livez").status == 200)
+
+        try await cluster.start()
+        let up = try await httpRequest(port: app.port, "GET", "/readyz")
+        #expect(up.status == 200)
+        await app.stop()
+    }
+}
+
+@Suite struct ConfigTests {
+    @Test func defaultsApplyWhenTheEnvironmentIsEmpty() throws {
+        let config = try GatewayConfig.fromEnvironment([:])
+        #expect(config.port == 8080)
+        #expect(config.databaseURL == nil)
+        #expect(config.httpBodyLimitBytes == 1 << 20)
+    }
+
+    @Test func invalidValuesNameTheVariable() {
+        for (name, value) in [("PORT", "eighty"), ("PORT", "70000"), ("DB_POOL_SIZE", "0"), ("HOST", "localhost"),
+                              ("LOG_LEVEL", "loud"), ("HTTP_BODY_LIMIT_BYTES", "-1")] {
+            do {
+                _ = try GatewayConfig.fromEnvironment([name: value])
+                Issue.record("\(name)=\(value) was accepted")
+            } catch let error as ConfigError {
+                #expect(error.variable == name)
+                #expect(error.description.contains(value))
+            } catch {
+                Issue.record("unexpected error \(error)")
+            }
+        }
+    }
+
+    @Test func theDatabaseURLIsNeverPrinted() throws {
+        let config = try GatewayConfig.fromEnvironment(["DATABASE_URL": "postgresql://app:hunter2@db/app"])
+        #expect(!config.description.contains("hunter2"))
+    }
+}

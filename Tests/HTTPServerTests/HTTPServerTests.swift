@@ -1,0 +1,236 @@
+import Foundation
+import HTTPServer
+import Synchronization
+import Testing
+import TestSupport
+
+/// A gate the test opens by hand, so ordering is shown by events rather than by sleeping.
+final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.open { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    var waiting: Int { state.withLock { $0.waiters.count } }
+}
+
+/// A small application for exercising the server alone.
+struct TestResponder: HTTPResponder {
+    let router: Router<@Sendable (HTTPRequest) async -> HTTPResponse>
+    let gate: Gate
+
+    init(gate: Gate = Gate()) {
+        self.gate = gate
+        var router = Router<@Sendable (HTTPRequest) async -> HTTPResponse>()
+        router.add("GET", "/hello", { _ in HTTPResponse(status: 200, contentType: "text/plain", body: "hello") })
+        router.add("GET", "/items/{id}", { request in
+            HTTPResponse(status: 200, contentType: "text/plain", body: "item \(request.pathParameters["id"] ?? "?")")
+        })
+        router.add("GET", "/items/special", { _ in HTTPResponse(status: 200, contentType: "text/plain", body: "special") })
+        router.add("POST", "/echo", { request in
+            HTTPResponse(status: 200, headers: [("Content-Type", request.header("content-type") ?? "")], body: request.body)
+        })
+        router.add("GET", "/query", { request in
+            HTTPResponse(status: 200, contentType: "text/plain", body: request.queryValues("tag").joined(separator: "|"))
+        })
+        router.add("GET", "/slow", { [gate] _ in
+            await gate.wait()
+            return HTTPResponse(status: 200, contentType: "text/plain", body: "slow done")
+        })
+        self.router = router
+    }
+
+    func respond(to request: HTTPRequest) -> HTTPReply {
+        switch router.match(method: request.method, path: request.path) {
+        case .found(let handler, _, let parameters):
+            var routed = request
+            routed.pathParameters = parameters
+            if request.path == "/hello" {
+                return .now(HTTPResponse(status: 200, contentType: "text/plain", body: "hello"))
+            }
+            return .later { [routed] in await handler(routed) }
+        case .methodNotAllowed(let allowed, _):
+            return .now(HTTPResponse(status: 405, headers: [("Allow", allowed.joined(separator: ", "))]))
+        case .notFound:
+            return .now(HTTPResponse(status: 404))
+        }
+    }
+
+    func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
+        HTTPResponse(status: 413, contentType: "application/problem+json", body: #"{"code":"payload_too_large"}"#)
+    }
+
+    func shuttingDown(_ request: HTTPRequest) -> HTTPResponse {
+        HTTPResponse(status: 503, contentType: "text/plain", body: "shutting down")
+    }
+}
+
+func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
+                   _ body: (HTTPServer) async throws -> T) async throws -> T {
+    let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2,
+                                                                   bodyLimitBytes: bodyLimit),
+                            responder: TestResponder(gate: gate))
+    try server.start()
+    do {
+        let result = try await body(server)
+        await server.stop(drainDeadline: .seconds(2))
+        return result
+    } catch {
+        gate.open()
+        await server.stop(drainDeadline: .seconds(2))
+        throw error
+    }
+}
+
+@Suite struct HTTPServerTests {
+    @Test func routesLiteralAndParameterPathsAndKeepsConnectionsAlive() async throws {
+        try await withServer { server in
+            let port = server.port
+            #expect(port > 0)
+            let bodies = try await onBlockingThread { () -> [String] in
+                let connection = try RawHTTPConnection(port: port)
+                var bodies: [String] = []
+                for path in ["/hello", "/items/42", "/items/special", "/items/42/"] {
+                    try connection.send(RawHTTPConnection.requestBytes("GET", path))
+                    guard let response = try connection.readResponse() else { throw TestHTTPError(description: "closed") }
+                    #expect(response.status == 200)
+                    #expect(response.header("connection")?.lowercased() != "close")
+                    bodies.append(response.text)
+                }
+                return bodies
+            }
+            #expect(bodies == ["hello", "item 42", "special", "item 42"])
+        }
+    }
+
+    @Test func unknownPathIs404AndWrongMethodIs405WithAllow() async throws {
+        try await withServer { server in
+            let missing = try await httpRequest(port: server.port, "GET", "/nothing-here")
+            #expect(missing.status == 404)
+            let wrong = try await httpRequest(port: server.port, "DELETE", "/hello")
+            #expect(wrong.status == 405)
+            #expect(wrong.header("Allow") == "GET, HEAD")
+        }
+    }
+
+    @Test func queryArgumentsArriveDecodedAndRepeated() async throws {
+        try await withServer { server in
+            let response = try await httpRequest(port: server.port, "GET", "/query?tag=a%20b&tag=c&other=1")
+            #expect(response.text == "a b|c")
+        }
+    }
+
+    @Test func bodyIsDeliveredWholeUpToTheLimit() async throws {
+        try await withServer(bodyLimit: 100_000) { server in
+            let payload = [UInt8]((0..<90_000).map { UInt8(truncatingIfNeeded: $0 % 251) })
+            let response = try await httpRequest(port: server.port, "POST", "/echo",
+                                                 headers: [("Content-Type", "application/octet-stream")], body: payload)
+            #expect(response.status == 200)
+            #expect(response.body == payload)
+        }
+    }
+
+    @Test func oversizedBodyWithContentLengthIs413() async throws {
+        try await withServer(bodyLimit: 1024) { server in
+            let response = try await httpRequest(port: server.port, "POST", "/echo", body: [UInt8](repeating: 65, count: 5000))
+            #expect(response.status == 413)
+            #expect(response.text.contains("payload_too_large"))
+        }
+    }
+
+    @Test func oversizedChunkedBodyIs413() async throws {
+        try await withServer(bodyLimit: 1024) { server in
+            let port = server.port
+            let response = try await onBlockingThread { () -> TestResponse? in
+                let connection = try RawHTTPConnection(port: port)
+                var bytes = Array("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+                for _ in 0..<8 {
+                    bytes += Array("400\r\n".utf8) + [UInt8](repeating: 66, count: 1024) + Array("\r\n".utf8)
+                }
+                bytes += Array("0\r\n\r\n".utf8)
+                try connection.send(bytes)
+                return try connection.readResponse()
+            }
+            #expect(response?.status == 413)
+        }
+    }
+
+    @Test func slowHandlerDoesNotStallOtherRequests() async throws {
+        let gate = Gate()
+        try await withServer(gate: gate) { server in
+            let port = server.port
+            let slow = Task { try await httpRequest(port: port, "GET", "/slow") }
+            // Wait until the slow request is parked inside its handler.
+            while gate.waiting == 0 { try await Task.sleep(for: .milliseconds(2)) }
+            // With both pool threads free, many fast requests complete while the slow one is still parked.
+            for index in 0..<20 {
+                let fast = try await httpRequest(port: port, "GET", "/items/\(index)")
+                #expect(fast.status == 200)
+            }
+            #expect(gate.waiting == 1)
+            #expect(server.suspendedCount == 1)
+            gate.open()
+            let slowResponse = try await slow.value
+            #expect(slowResponse.text == "slow done")
+        }
+    }
+
+    @Test func gracefulStopDrainsAnInFlightRequest() async throws {
+        let gate = Gate()
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2),
+                                responder: TestResponder(gate: gate))
+        try server.start()
+        let port = server.port
+        let inFlight = Task { try await httpRequest(port: port, "GET", "/slow") }
+        while gate.waiting == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        let stopping = Task { await server.stop(drainDeadline: .seconds(10)) }
+        // Once stopping, the listener is closed: new connections are refused.
+        var refused = false
+        for _ in 0..<200 where !refused {
+            do {
+                _ = try RawHTTPConnection(port: port)
+                try await Task.sleep(for: .milliseconds(5))
+            } catch {
+                refused = true
+            }
+        }
+        #expect(refused)
+        gate.open()
+        let response = try await inFlight.value
+        #expect(response.status == 200)
+        #expect(response.text == "slow done")
+        await stopping.value
+    }
+
+    @Test func stopPastTheDrainDeadlineAnswersWithTheShutdownResponse() async throws {
+        let gate = Gate()
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2),
+                                responder: TestResponder(gate: gate))
+        try server.start()
+        let port = server.port
+        let stuck = Task { try await httpRequest(port: port, "GET", "/slow") }
+        while gate.waiting == 0 { try await Task.sleep(for: .milliseconds(2)) }
+        await server.stop(drainDeadline: .milliseconds(200))
+        let response = try await stuck.value
+        #expect(response.status == 503)
+        #expect(response.text == "shutting down")
+        gate.open()
+    }
+}

@@ -1,0 +1,45 @@
+import HTTPServer
+import Testing
+
+@Suite struct RouterTests {
+    func router() -> Router<String> {
+        var router = Router<String>()
+        router.add("GET", "/v1/tickets", "list")
+        router.add("POST", "/v1/tickets", "create")
+        router.add("GET", "/v1/tickets/{id}", "get")
+        router.add("GET", "/v1/tickets/open-count", "count")
+        router.add("GET", "/v1/tickets/by-channel/{channelUrl}", "byChannel")
+        router.add("POST", "/v1/tickets/{id}/close", "close")
+        return router
+    }
+
+    func name(_ match: Router<String>.Match) -> String {
+        switch match {
+        case .found(let handler, _, let parameters):
+            return handler + (parameters.isEmpty ? "" : ":" + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))
+        case .methodNotAllowed(let allowed, _): return "405 " + allowed.joined(separator: ",")
+        case .notFound: return "404"
+        }
+    }
+
+    @Test func literalsWinOverParameters() {
+        #expect(name(router().match(method: "GET", path: "/v1/tickets/open-count")) == "count")
+        #expect(name(router().match(method: "GET", path: "/v1/tickets/17")) == "get:id=17")
+    }
+
+    @Test func parametersCaptureAcrossNestedRoutes() {
+        #expect(name(router().match(method: "POST", path: "/v1/tickets/9/close")) == "close:id=9")
+        #expect(name(router().match(method: "GET", path: "/v1/tickets/by-channel/sendbird_group_channel_1")) == "byChannel:channelUrl=sendbird_group_channel_1")
+    }
+
+    @Test func wrongMethodListsAllowedOnes() {
+        #expect(name(router().match(method: "DELETE", path: "/v1/tickets")) == "405 GET,HEAD,POST")
+        #expect(name(router().match(method: "HEAD", path: "/v1/tickets")) == "list")
+    }
+
+    @Test func unknownPathsAreNotFound() {
+        #expect(name(router().match(method: "GET", path: "/v1/nothing")) == "404")
+        #expect(name(router().match(method: "GET", path: "/v1/tickets/9/close/extra")) == "404")
+        #expect(name(router().match(method: "GET", path: "/")) == "404")
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws -> T) async throws -> T {
+    try await TestPostgres.withDatabase { url in
+        let pool = PostgresPool(configuration: PostgresConfiguration(connectionString: url, poolSize: size))
+        defer { pool.shutdown() }
+        return try await body(pool)
+    }
+}
+
+@Suite struct PostgresTests {
+    @Test func hostileValuesRoundTripUnchangedAsBoundParameters() async throws {
+        try await withPool { pool in
+            try await pool.query("CREATE TABLE notes (id serial PRIMARY KEY, body text NOT NULL)")
+            let hostile = "Robert'); DROP TABLE notes; -- \"quoted\" \\ back ✓ 😀"
+            let inserted = try await pool.query("INSERT INTO notes (body) VALUES ($1) RETURNING id", [hostile])
+            let id: Int = try inserted[0].decode(0)
+            let read = try await pool.query("SELECT body FROM notes WHERE id = $1", [id])
+            #expect(try read[0].decode(0, as: String.self) == hostile)
+            let tables = try await pool.query("SELECT count(*) FROM pg_tables WHERE tablename = 'notes'")
+            #expect(try tables[0].decode(0, as: Int.self) == 1)
+        }
+    }
+
+    @Test func arraysAndNullsBindCorrectly() async throws {
+        try await withPool { pool in
+            let rows = try await pool.query("SELECT x FROM unnest($1::text[]) AS x WHERE x IS NOT NULL ORDER BY x",
+                                            [["b", "a,\"c\"", "d\\e"]])
+            #expect(rows.map { $0[0] } == ["a,\"c\"", "b", "d\\e"])
+            let null = try await pool.query("SELECT $1::int IS NULL", [PostgresNull()])
+            #expect(try null[0].decode(0, as: Bool.self))
+        }
+    }
+
+    @Test func nulBytesAreRejectedBeforeReachingTheServer() async throws {
+        try await withPool { pool in
+            await #expect(throws: PostgresError.self) {
+                try await pool.query("SELECT $1::text", ["a\u{0}b"])
+            }
+        }
+    }
+
+    @Test func failedTransactionRollsBackEverything() async throws {
+        try await withPool { pool in
+            try await pool.query("CREATE TABLE accounts (id int PRIMARY KEY, balance int NOT NULL)")
+            try await pool.query("INSERT INTO accounts VALUES (1, 100)")
+            await #expect(throws: PostgresError.self) {
+                try await pool.transaction { tx in
+                    try tx.query("UPDATE accounts SET balance = balance - 40 WHERE id = 1")
+                    try tx.query("INSERT INTO accounts VALUES (1, 5)") // duplicate key
+                }
+            }
+            let balance = try await pool.query("SELECT balance FROM accounts WHERE id = 1")
+            #expect(try balance[0].decode(0, as: Int.self) == 100)
+            // The connection is usable again after the rollback.
+            let committed = try await pool.transaction { tx in
+                try tx.query("UPDATE accounts SET balance = balance - 40 WHERE id = 1")
+                return try tx.query("SELECT balance FROM accounts WHERE id = 1")[0].decode(0, as: Int.self)
+            }
+            #expect(committed == 60)
+        }
+    }
+
+    @Test func errorsCarrySQLStateButNeverTheStatement() async throws {
+        try await withPool { pool in
+            try await pool.query("CREATE TABLE uniq (v text UNIQUE)")
+            try await pool.query("INSERT INTO uniq VALUES ($1)", ["secret-value"])
+            do {
+                try await pool.query("INSERT INTO uniq VALUES ($1)", ["secret-value"])
+                Issue.record("duplicate insert succeeded")
+            } catch let error as PostgresError {
+                #expect(error.isUniqueViolation)
+                #expect(!error.description.contains("secret-value"))
+                #expect(!error.description.contains("INSERT"))
+            }
+        }
+    }
+
+    @Test func poolBoundsConcurrencyAndQueuesTheRest() async throws {
+        try await withPool(size: 3) { pool in
+            let started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<9 { group.addTask { try await pool.query("SELECT pg_sleep(0.1)") } }
+                // While the sleeps run, every connection is busy and the rest wait.
+                let deadline = ContinuousClock.now + .seconds(5)
+                while pool.statistics.inUse < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+                let stats = pool.statistics
+                #expect(stats.inUse == 3)
+                #expect(stats.waiting == 6)
+                try await group.waitForAll()
+            }
+            let elapsed = ContinuousClock.now - started
+            // 9 sleeps of 100 ms on 3 connections take three rounds, not one.
+            #expect(elapsed >= .milliseconds(290))
+            #expect(pool.statistics.inUse == 0)
+        }
+    }
+
+    @Test func reconnectsAfterTheServerRestarts() async throws {
+        let cluster = try TestPostgres.privateCluster()
+        defer { cluster.destroy() }
+        try await cluster.start()
+        let pool = PostgresPool(configuration: PostgresConfiguration(
+            connectionString: cluster.connectionString(database: "postgres"), poolSize: 2, connectTimeoutSeconds: 2))
+        defer { pool.shutdown() }
+        #expect(try await pool.query("SELECT 1")[0].decode(0, as: Int.self) == 1)
+        cluster.stop(force: true)
+        await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
+        try await cluster.start()
+        // Every connection of the pool was cut; each one comes back on its next use.
+        for _ in 0..<4 {
+            #expect(try await pool.query("SELECT 2")[0].decode(0, as: Int.self) == 2)
+        }
+    }
+
+    @Test func racingMigratorsApplyEachMigrationOnce() async throws {
+        try await withPool(size: 2) { pool in
+            let other = PostgresPool(configuration: PostgresConfiguration(connectionString: pool.configuration.connectionString, poolSize: 2))
+            defer { other.shutdown() }
+            // Plain CREATE TABLE fails if run twice, so a double application would surface as an error.
+            let migrations = [
+                Migration(version: 1, name: "create_a", sql: "CREATE TABLE a (id int); SELECT pg_sleep(0.2);"),
+                Migration(version: 2, name: "create_b", sql: "CREATE TABLE b (id int);"),
+            ]
+            async let first = Migrator(pool: pool).migrate(migrations)
+            async let second = Migrator(pool: other).migrate(migrations)
+            let applied = try await [first, second]
+            #expect(applied.sorted { $0.count < $1.count } == [[], [1, 2]])
+            let recorded = try await pool.query("SELECT version FROM schema_migrations ORDER BY version")
+            #expect(recorded.map { $0[0] } == ["1", "2"])
+            // Running again is a no-op.
+            #expect(try await Migrator(pool: pool).migrate(migrations) == [])
+        }
+    }
+
+    @Test func anAppliedMigrationThatChangedIsRefused() async throws {
+        try await withPool(size: 1) { pool in
+            _ = try await Migrator(pool: pool).migrate([Migration(version: 1, name: "x", sql: "CREATE TABLE x (id int);")])
+            await #expect(throws: PostgresError.self) {
+                try await Migrator(pool: pool).migrate([Migration(version: 1, name: "x", sql: "CREATE TABLE x (id bigint);")])
+            }
+        }
+    }
+
+    @Test func theRepositoryMigrationsApplyToAnEmptyDatabase() async throws {
+        try await withPool(size: 1) { pool in
+            let migrations = try Migration.load(directory: TestPostgres.repositoryRoot + "/sql")
+            #expect(!migrations.isEmpty)
+            let applied = try await Migrator(pool: pool).migrate(migrations)
+            #expect(applied == migrations.map(\.version))
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import GatewayApp
+import Logging
+
+/// A real gateway on an ephemeral port against a test database.
+public enum TestGateway {
+    public static func configuration(databaseURL: String) -> GatewayConfig {
+        var config = GatewayConfig()
+        config.host = "127.0.0.1"
+        config.port = 0
+        config.databaseURL = databaseURL
+        config.assetsDirectory = TestPostgres.repositoryRoot
+        config.shutdownDrainSeconds = 5
+        config.dbStartupWaitSeconds = 5
+        config.logLevel = .warning
+        return config
+    }
+
+    public static func start(_ config: GatewayConfig) async throws -> GatewayApplication {
+        var logger = Logger(label: "gateway-test")
+        logger.logLevel = config.logLevel
+        return try await buildApplication(config, logger: logger)
+    }
+
+    /// Runs `body` with a started gateway on a fresh database and stops it afterwards.
+    public static func with<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in },
+                                         _ body: (GatewayApplication) async throws -> T) async throws -> T {
+        try await TestPostgres.withDatabase { url in
+            var config = configuration(databaseURL: url)
+            configure(&config)
+            let app = try await start(config)
+            do {
+                let result = try await body(app)
+                await app.stop()
+                return result
+            } catch {
+                await app.stop()
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import GatewayApp
+import Logging
+import Postgres
+
+/// Where the tests find PostgreSQL. `make test` starts one private cluster for the whole run and passes its admin
+/// connection string in `TEST_DATABASE_URL`; without it (a bare `swift test`) a shared cluster is started under
+/// `.build/test-postgres` on first use and left running for the next run.
+public enum TestPostgres {
+    public static let repositoryRoot: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        return url.path
+    }()
+
+    public static let logger: Logger = {
+        var logger = Logger(label: "test")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    private static let shared = Task<String, any Error> {
+        if let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"], !url.isEmpty { return url }
+        let cluster = try EmbeddedPostgres(directory: repositoryRoot + "/.build/test-postgres", port: 55433,
+                                           durable: false, logger: logger)
+        try await cluster.start()
+        return cluster.connectionString(database: "postgres")
+    }
+
+    /// The admin connection string of the shared test cluster.
+    public static func adminConnectionString() async throws -> String {
+        try await shared.value
+    }
+
+    /// Creates a fresh database, hands its connection string to `body`, and drops it afterwards, so suites run in
+    /// parallel and leave nothing behind.
+    public static func withDatabase<T: Sendable>(_ body: (String) async throws -> T) async throws -> T {
+        let admin = try await adminConnectionString()
+        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20)
+        let pool = PostgresPool(configuration: PostgresConfiguration(connectionString: admin, poolSize: 1))
+        defer { pool.shutdown() }
+        try await pool.query("CREATE DATABASE \(name)")
+        let connectionString = replacingDatabase(in: admin, with: String(name))
+        do {
+            let result = try await body(connectionString)
+            _ = try? await pool.query("DROP DATABASE \(name) WITH (FORCE)")
+            return result
+        } catch {
+            _ = try? await pool.query("DROP DATABASE \(name) WITH (FORCE)")
+            throw error
+        }
+    }
+
+    /// Works for both `key=value` strings and `postgresql://…/db` URLs.
+    public static func replacingDatabase(in connectionString: String, with database: String) -> String {
+        if connectionString.hasPrefix("postgres") {
+            guard var components = URLComponents(string: connectionString) else { return connectionString }
+            components.path = "/" + database
+            return components.string ?? connectionString
+        }
+        var parts = connectionString.split(separator: " ").filter { !$0.hasPrefix("dbname=") }.map(String.init)
+        parts.append("dbname=\(database)")
+        return parts.joined(separator: " ")
+    }
+
+    /// A private cluster for tests that stop and start the server; destroyed by the caller.
+    public static func privateCluster() throws -> EmbeddedPostgres {
+        let port = Int.random(in: 40000...49999)
+        let directory = NSTemporaryDirectory() + "dg-pg-\(UUID().uuidString.prefix(8))"
+        return try EmbeddedPostgres(directory: directory, port: port, durable: false, logger: logger)
+    }
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Benchmarks (not tests): starts the release gateway on its own private PostgreSQL, drives it with wrk on
+# loopback, and prints one table row per scenario. wrk shares the 2 cores with the server and PostgreSQL, so
+# the figures are whole-machine figures, good for comparing builds, not absolute capacity.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+port=${BENCH_PORT:-18080}
+duration=${BENCH_DURATION:-10s}
+connections=${BENCH_CONNECTIONS:-64}
+out=bench/out
+mkdir -p "$out"
+
+export PORT=$port HOST=127.0.0.1 LOG_LEVEL=${BENCH_LOG_LEVEL:-warning}
+export EMBEDDED_PG_DIR=.build/bench-postgres EMBEDDED_PG_PORT=${BENCH_PG_PORT:-55435}
+unset DATABASE_URL
+./.build/release/desk-gateway >"$out/gateway.log" 2>&1 &
+gw=$!
+cleanup() {
+  kill -TERM "$gw" 2>/dev/null || true
+  wait "$gw" 2>/dev/null || true
+  pg=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  as_pg=(); [ "$(id -u)" -eq 0 ] && as_pg=(runuser -u postgres --)
+  "${as_pg[@]}" "$pg/pg_ctl" -D "$EMBEDDED_PG_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+for _ in $(seq 1 600); do
+  curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+curl -fs "http://127.0.0.1:$port/readyz" >/dev/null || { echo "gateway did not become ready"; cat "$out/gateway.log"; exit 1; }
+
+rows=()
+# scenario NAME URL [wrk args...]
+scenario() {
+  local name=$1 url=$2; shift 2
+  local file="$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_').txt"
+  wrk -t2 -c"$connections" -d2s "$@" "$url" >/dev/null 2>&1 || true
+  wrk -t2 -c"$connections" -d"$duration" --latency "$@" "$url" >"$file" 2>&1
+  local rps p50 p99 errors
+  rps=$(awk '/Requests\/sec/ {print $2}' "$file")
+  p50=$(awk '$1=="50%" {print $2}' "$file")
+  p99=$(awk '$1=="99%" {print $2}' "$file")
+  errors=$(awk '/Non-2xx/ {print $5}' "$file"); errors=${errors:-0}
+  rows+=("$(printf '| %-28s | %12s | %9s | %9s | %8s |' "$name" "$rps" "$p50" "$p99" "$errors")")
+}
+
+scenario "GET /livez" "http://127.0.0.1:$port/livez"
+scenario "GET /readyz (db round trip)" "http://127.0.0.1:$port/readyz"
+
+echo
+echo "wrk -t2 -c$connections -d$duration on 127.0.0.1 ($(nproc) cores shared by wrk, gateway and PostgreSQL)"
+printf '| %-28s | %12s | %9s | %9s | %8s |\n' "scenario" "requests/s" "p50" "p99" "non-2xx"
+printf '|%s|%s|%s|%s|%s|\n' "------------------------------" "--------------" "-----------" "-----------" "----------"
+printf '%s\n' "${rows[@]}"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what the gateway needs on Debian, only when something is missing (idempotent, quiet when all is there).
+set -euo pipefail
+
+packages=(libmicrohttpd-dev libpq-dev postgresql postgresql-contrib pkg-config wrk curl python3-pip)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  # RUNLEVEL=1 keeps the postgresql package from starting the system cluster; the gateway runs its own.
+  RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+command -v swift >/dev/null || { echo "the Swift toolchain is not on PATH (swift 6.x is required)" >&2; exit 1; }
+
+# Contract checks used by 'make test'.
+if [ "${1:-}" = "--test" ]; then
+  py=(python3 -m pip install -q --disable-pip-version-check)
+  python3 -c "import openapi_spec_validator" 2>/dev/null || "${py[@]}" openapi-spec-validator ||
+    "${py[@]}" --break-system-packages openapi-spec-validator
+fi

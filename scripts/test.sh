@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite against real components: one private PostgreSQL for the run (each suite makes its own
+# database in it), the real HTTP server on ephemeral ports, and the OpenAPI document validated.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== building (debug, with tests)"
+swift build --build-tests
+
+pg_dir=.build/test-pg-run
+pg_port=${TEST_PG_PORT:-55434}
+trap 'scripts/test-postgres.sh stop "$pg_dir"' EXIT
+echo "== starting the test PostgreSQL on port $pg_port"
+TEST_DATABASE_URL=$(scripts/test-postgres.sh start "$pg_dir" "$pg_port")
+export TEST_DATABASE_URL
+
+echo "== validating openapi.yaml"
+python3 -m openapi_spec_validator openapi.yaml
+
+echo "== running the test suite"
+swift test --skip-build
