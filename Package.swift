@@ -8,10 +8,12 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "desk-gateway", targets: ["desk-gateway"]),
+        .executable(name: "desk-emulator", targets: ["desk-emulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // C is fenced into these two system-library targets; only HTTPServer and Postgres import them.
@@ -20,8 +22,15 @@ let package = Package(
 
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
-        .target(name: "Telemetry", dependencies: [.product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .target(name: "API", dependencies: ["HTTPServer", "Postgres", "Telemetry",
+        .target(name: "JSON", swiftSettings: strict),
+        .target(name: "Domain", swiftSettings: strict),
+        .target(name: "DeskEmulator", dependencies: ["HTTPServer", "JSON", "Domain",
+                                                     .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
+        .executableTarget(name: "desk-emulator", dependencies: [
+            "DeskEmulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], swiftSettings: strict),
+        .target(name: "Telemetry", dependencies: ["JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "API", dependencies: ["HTTPServer", "Postgres", "Telemetry", "JSON",
                                             .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "GatewayApp", dependencies: ["API", "HTTPServer", "Postgres", "Telemetry",
                                                    .product(name: "Logging", package: "swift-log")], swiftSettings: strict),

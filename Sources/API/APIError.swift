@@ -1,3 +1,4 @@
+public import JSON
 /// A client-facing failure, rendered as RFC 9457 problem+json. `code` values are stable and listed in openapi.yaml.
 public struct APIError: Error, Sendable {
     public let status: Int

@@ -1,3 +1,4 @@
+public import JSON
 public import HTTPServer
 
 extension HTTPResponse {

@@ -1,3 +1,4 @@
+import JSON
 import HTTPServer
 public import Postgres
 public import Telemetry

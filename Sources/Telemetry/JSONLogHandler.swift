@@ -1,5 +1,6 @@
 public import Logging
 import Foundation
+import JSON
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -73,15 +74,7 @@ public struct JSONLogHandler: LogHandler {
     static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        var parts = tm()
-        var seconds = now.tv_sec
-        gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(now.tv_nsec / 1_000_000), 3))Z"
+        return ISOTimestamp.format(Double(now.tv_sec) + Double(now.tv_nsec) / 1e9)
     }
 }
 

@@ -1,4 +1,4 @@
-import Telemetry
+
 
 /// A JSON document as a value: what handlers build for responses and what request bodies parse into.
 /// Object keys keep insertion order so responses read the way openapi.yaml lists them.

@@ -1,0 +1,285 @@
+import Domain
+import Foundation
+import HTTPServer
+import JSON
+
+/// `/emulator/…`: plays the agent's and the system's side so tests and demos can walk whole ticket lifecycles.
+extension DeskEmulator {
+    static func addControlRoutes(to router: inout Router<EmulatorHandler>) {
+        func add(_ method: String, _ path: String,
+                 _ run: @escaping @Sendable (DeskEmulator, HTTPRequest) throws(EmulatorFailure) -> HTTPResponse) {
+            router.add(method, "/emulator" + path, EmulatorHandler(surface: .control, run: run))
+        }
+        add("POST", "/teams") { emulator, request throws(EmulatorFailure) in
+            let body = try request.jsonBody()
+            guard let key = body["key"]?.stringValue, Self.isValidTeamKey(key) else {
+                throw EmulatorFailure.invalid("key must be lowercase letters, digits, '-' or '_'.")
+            }
+            let name = body["name"]?.stringValue ?? key
+            return try emulator.world.withLock { world throws(EmulatorFailure) in
+                let team = try Self.addTeam(&world, key: key, name: name, description: body["description"]?.stringValue ?? "")
+                return EmulatorResponse.json(world.teamJSON(team), status: 201)
+            }
+        }
+        add("POST", "/agents") { emulator, request throws(EmulatorFailure) in
+            let body = try request.jsonBody()
+            guard let name = body["displayName"]?.stringValue, !name.isEmpty,
+                  let sendbirdId = body["sendbirdId"]?.stringValue, !sendbirdId.isEmpty else {
+                throw EmulatorFailure.invalid("displayName and sendbirdId are required.")
+            }
+            let keys = body["teamKeys"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            return try emulator.world.withLock { world throws(EmulatorFailure) in
+                let agent = try Self.addAgent(&world, displayName: name, sendbirdId: sendbirdId, teamKeys: keys,
+                                              email: body["email"]?.stringValue)
+                return EmulatorResponse.json(world.agentJSON(agent), status: 201)
+            }
+        }
+        add("POST", "/customers") { emulator, request throws(EmulatorFailure) in
+            let body = try request.jsonBody()
+            guard let sendbirdId = body["sendbirdId"]?.stringValue, !sendbirdId.isEmpty else {
+                throw EmulatorFailure.invalid("sendbirdId is required.")
+            }
+            return try emulator.world.withLock { world throws(EmulatorFailure) in
+                let customer = try Self.addCustomer(&world, sendbirdId: sendbirdId, accessToken: body["accessToken"]?.stringValue ?? "",
+                                                    displayName: body["displayName"]?.stringValue ?? sendbirdId)
+                return EmulatorResponse.json(world.customerJSON(customer), status: 201)
+            }
+        }
+        add("POST", "/custom-field-keys") { emulator, request throws(EmulatorFailure) in
+            let body = try request.jsonBody()
+            let keys = body["keys"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            let target = body["target"]?.stringValue ?? "ticket"
+            return emulator.world.withLock { world in
+                if target == "customer" { world.customerFieldKeys.formUnion(keys) } else { world.ticketFieldKeys.formUnion(keys) }
+                return EmulatorResponse.json(.object([
+                    ("ticket", .array(world.ticketFieldKeys.sorted().map(JSONValue.string))),
+                    ("customer", .array(world.customerFieldKeys.sorted().map(JSONValue.string))),
+                ]))
+            }
+        }
+        add("POST", "/settings") { emulator, request throws(EmulatorFailure) in
+            let body = try request.jsonBody()
+            return emulator.world.withLock { world in
+                if let value = body["autoCloseOnConfirm"]?.boolValue { world.autoCloseOnConfirm = value }
+                return EmulatorResponse.json(.object([("autoCloseOnConfirm", .bool(world.autoCloseOnConfirm))]))
+            }
+        }
+        add("POST", "/faults") { emulator, request throws(EmulatorFailure) in
+            let body = try request.jsonBody()
+            var faults = EmulatorFaults()
+            if let rate = body["failRate"] {
+                guard case let value? = rate.intValue.map(Double.init) ?? { if case .number(let d) = rate { return d } else { return nil } }(),
+                      (0...1).contains(value) else { throw EmulatorFailure.invalid("failRate must be a number from 0 to 1.") }
+                faults.failRate = value
+            }
+            if let latency = body["latencyMs"] {
+                guard let value = latency.intValue, (0...60_000).contains(value) else {
+                    throw EmulatorFailure.invalid("latencyMs must be an integer from 0 to 60000.")
+                }
+                faults.latencyMs = value
+            }
+            faults.down = body["down"]?.boolValue ?? false
+            emulator.setFaults(faults)
+            return EmulatorResponse.json(.object([("failRate", .number(faults.failRate)), ("latencyMs", .integer(faults.latencyMs)),
+                                                  ("down", .bool(faults.down))]))
+        }
+        add("POST", "/webhooks") { emulator, request throws(EmulatorFailure) in
+            let body = try request.jsonBody()
+            let urls = body["urls"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            guard let secret = body["secret"]?.stringValue, !secret.isEmpty else { throw EmulatorFailure.invalid("secret is required.") }
+            emulator.setWebhooks(urls: urls, secret: secret)
+            return EmulatorResponse.json(.object([("urls", .array(urls.map(JSONValue.string)))]))
+        }
+        add("GET", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            return try emulator.world.withLock { world throws(EmulatorFailure) in
+                guard let ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
+                guard case .object(var fields) = world.ticketJSON(ticket, platform: true) else { throw EmulatorFailure.notFound() }
+                fields.append(("messages", .array(ticket.messages.map { world.messageJSON($0, ticket: ticket) })))
+                return EmulatorResponse.json(.object(fields))
+            }
+        }
+        add("POST", "/tickets/{id}/customer-message") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            let text = try request.jsonBody()["text"]?.stringValue ?? "Hello"
+            return try emulator.controlMutation(id) { world, ticket, events throws(EmulatorFailure) in
+                guard ticket.status != .closed else { throw EmulatorFailure.state("The ticket is closed.") }
+                let now = Date.nowRounded
+                if ticket.status == .initialized {
+                    ticket.status = .pending
+                    ticket.issuedAt = now
+                } else if ticket.status == .idle {
+                    ticket.status = .active
+                }
+                ticket.messages.append(Self.textMessage(&world, text: text, sender: "customer"))
+                return ticket.status != world.tickets[id]!.status
+            }
+        }
+        add("POST", "/tickets/{id}/assign") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            let body = try request.jsonBody()
+            guard let agentId = body["agentId"]?.intValue else { throw EmulatorFailure.invalid("agentId is required.") }
+            let teamKey = body["teamKey"]?.stringValue
+            return try emulator.controlMutation(id, extraEvent: "TICKET.ASSIGNED") { world, ticket, events throws(EmulatorFailure) in
+                guard let agent = world.agents[agentId] else { throw EmulatorFailure.invalid("Unknown agent \(agentId).") }
+                guard [.pending, .active, .idle, .workInProgress].contains(ticket.status) else {
+                    throw EmulatorFailure.state("Only PENDING, ACTIVE, IDLE or WORK_IN_PROGRESS tickets can be assigned; this one is \(ticket.status.rawValue).")
+                }
+                if let teamKey {
+                    guard let team = world.team(key: teamKey) else { throw EmulatorFailure.invalid("Unknown team \(teamKey).") }
+                    ticket.groupId = team.id
+                } else if ticket.groupId == nil || !agent.teamIds.contains(ticket.groupId!) {
+                    ticket.groupId = agent.teamIds.first ?? ticket.groupId
+                }
+                if ticket.agentId == nil, let issued = ticket.issuedAt {
+                    ticket.firstResponseTime = max(0, Int(Date().timeIntervalSince(issued)))
+                }
+                ticket.agentId = agentId
+                ticket.status = .active
+                ticket.messages.append(Self.adminMessage(&world, type: "SYSTEM_MESSAGE_TICKET_ASSIGNED_BY_AGENT"))
+                return true
+            }
+        }
+        add("POST", "/tickets/{id}/idle") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            return try emulator.controlMutation(id) { world, ticket, events throws(EmulatorFailure) in
+                guard ticket.status == .active else { throw EmulatorFailure.state("Only ACTIVE tickets go idle; this one is \(ticket.status.rawValue).") }
+                ticket.status = .idle
+                ticket.messages.append(Self.adminMessage(&world, type: "SYSTEM_MESSAGE_TICKET_ACTIVE_TO_IDLE_BY_SYSTEM"))
+                return true
+            }
+        }
+        add("POST", "/tickets/{id}/work-in-progress") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            return try emulator.controlMutation(id) { world, ticket, events throws(EmulatorFailure) in
+                guard ticket.status == .active || ticket.status == .idle else {
+                    throw EmulatorFailure.state("Only ACTIVE or IDLE tickets can be put in progress.")
+                }
+                ticket.status = .workInProgress
+                ticket.messages.append(Self.adminMessage(&world, type: "SYSTEM_MESSAGE_TICKET_WIP_BY_AGENT"))
+                return true
+            }
+        }
+        add("POST", "/tickets/{id}/closure-inquiry") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            return try emulator.sendRichMessage(id, type: .closureInquiry, text: "Is your issue resolved?") { ticket throws(EmulatorFailure) in
+                guard ticket.status == .active || ticket.status == .idle, ticket.agentId != nil else {
+                    throw EmulatorFailure.state("The assigned agent can ask to close only ACTIVE or IDLE tickets; this one is \(ticket.status.rawValue).")
+                }
+            }
+        }
+        add("POST", "/tickets/{id}/close") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            let comment = try request.jsonBody()["comment"]?.stringValue
+            return try emulator.mutate { world, events throws(EmulatorFailure) in
+                guard let ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
+                guard [.active, .idle, .workInProgress].contains(ticket.status) else {
+                    throw EmulatorFailure.state("Agents close ACTIVE, IDLE or WORK_IN_PROGRESS tickets; this one is \(ticket.status.rawValue).")
+                }
+                Self.close(&world, id: id, closeStatus: "CLOSED_BY_AGENT", comment: comment,
+                           adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_AGENT", events: &events)
+                return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: true))
+            }
+        }
+        add("POST", "/tickets/{id}/csat-request") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            return try emulator.sendRichMessage(id, type: .customerSatisfaction, text: "How would you rate our support?") { ticket throws(EmulatorFailure) in
+                guard ticket.status == .closed else { throw EmulatorFailure.state("CSAT requests are sent after the ticket is closed.") }
+            }
+        }
+    }
+
+    static func isValidTeamKey(_ key: String) -> Bool {
+        !key.isEmpty && key.count <= 100 && key.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_"
+        }
+    }
+
+    static func addTeam(_ world: inout EmulatorWorld, key: String, name: String, description: String) throws(EmulatorFailure) -> EmulatedTeam {
+        guard world.team(key: key) == nil else { throw EmulatorFailure.invalid("A team with key \(key) exists.") }
+        let team = EmulatedTeam(id: world.nextTeamId, key: key, name: name, description: description, createdAt: .nowRounded)
+        world.nextTeamId += 1
+        world.teams[team.id] = team
+        return team
+    }
+
+    static func addAgent(_ world: inout EmulatorWorld, displayName: String, sendbirdId: String, teamKeys: [String],
+                         email: String?) throws(EmulatorFailure) -> EmulatedAgent {
+        guard !world.agents.values.contains(where: { $0.sendbirdId == sendbirdId }) else {
+            throw EmulatorFailure.invalid("An agent with sendbirdId \(sendbirdId) exists.")
+        }
+        var teamIds: [Int] = []
+        for key in teamKeys {
+            guard let team = world.team(key: key) else { throw EmulatorFailure.invalid("Unknown team \(key).") }
+            teamIds.append(team.id)
+        }
+        let agent = EmulatedAgent(id: world.nextAgentId, displayName: displayName, sendbirdId: sendbirdId,
+                                  email: email ?? "\(sendbirdId)@example.com", teamIds: teamIds, createdAt: .nowRounded)
+        world.nextAgentId += 1
+        world.agents[agent.id] = agent
+        return agent
+    }
+
+    static func addCustomer(_ world: inout EmulatorWorld, sendbirdId: String, accessToken: String,
+                            displayName: String) throws(EmulatorFailure) -> EmulatedCustomer {
+        guard world.customer(sendbirdId: sendbirdId) == nil else { throw EmulatorFailure.invalid("Customer \(sendbirdId) exists.") }
+        let customer = EmulatedCustomer(id: world.nextCustomerId, sendbirdId: sendbirdId, displayName: displayName,
+                                        accessToken: accessToken, customFields: [], createdAt: .nowRounded)
+        world.nextCustomerId += 1
+        world.customers[customer.id] = customer
+        return customer
+    }
+
+    static func textMessage(_ world: inout EmulatorWorld, text: String, sender: String) -> EmulatedMessage {
+        defer { world.nextMessageId += 1 }
+        let now = Date.nowRounded
+        return EmulatedMessage(messageId: world.nextMessageId, richType: nil, customType: "", state: nil, score: nil,
+                               comment: nil, text: text, adminType: nil, sender: sender, createdAt: now, updatedAt: now)
+    }
+
+    static func adminMessage(_ world: inout EmulatorWorld, type: String) -> EmulatedMessage {
+        defer { world.nextMessageId += 1 }
+        let now = Date.nowRounded
+        return EmulatedMessage(messageId: world.nextMessageId, richType: nil, customType: RichMessageType.adminCustomType,
+                               state: nil, score: nil, comment: nil, text: type, adminType: type, sender: "system",
+                               createdAt: now, updatedAt: now)
+    }
+
+    /// Applies an agent/system change to one ticket; emits TICKET.STATUS.UPDATED when `body` reports a change.
+    func controlMutation(_ id: Int, extraEvent: String? = nil,
+                         _ body: (inout EmulatorWorld, inout EmulatedTicket, inout [WebhookEvent]) throws(EmulatorFailure) -> Bool) throws(EmulatorFailure) -> HTTPResponse {
+        try mutate { world, events throws(EmulatorFailure) in
+            guard var ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
+            let before = ticket.status
+            let changed = try body(&world, &ticket, &events)
+            ticket.updatedAt = .nowRounded
+            world.tickets[id] = ticket
+            let json = world.ticketJSON(ticket, platform: true)
+            if let extraEvent { events.append(WebhookEvent(type: extraEvent, ticket: json)) }
+            if changed, before != ticket.status { events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: json)) }
+            return EmulatorResponse.json(json)
+        }
+    }
+
+    func sendRichMessage(_ id: Int, type: RichMessageType, text: String,
+                         check: (EmulatedTicket) throws(EmulatorFailure) -> Void) throws(EmulatorFailure) -> HTTPResponse {
+        try mutate { world, events throws(EmulatorFailure) in
+            guard let ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
+            try check(ticket)
+            let now = Date.nowRounded
+            let message = EmulatedMessage(messageId: world.nextMessageId, richType: type, customType: RichMessageType.customType,
+                                          state: .waiting, score: nil, comment: nil, text: text, adminType: nil,
+                                          sender: ticket.agentId.map { "agent-\($0)" } ?? "system", createdAt: now, updatedAt: now)
+            world.nextMessageId += 1
+            world.tickets[id]!.messages.append(message)
+            world.tickets[id]!.updatedAt = now
+            let updated = world.tickets[id]!
+            if type == .customerSatisfaction {
+                events.append(WebhookEvent(type: "TICKET.CSAT.REQUESTED", ticket: world.ticketJSON(updated, platform: true),
+                                           message: world.messageJSON(message, ticket: updated)))
+            }
+            return EmulatorResponse.json(.object([("messageId", .integer(message.messageId)),
+                                                  ("message", world.messageJSON(message, ticket: updated))]), status: 201)
+        }
+    }
+}

@@ -1,0 +1,441 @@
+import Domain
+import Foundation
+import HTTPServer
+import JSON
+
+/// The customer-side API the Desk SDKs call (`/sapi`), authenticated by `sendbirdDeskToken`.
+extension DeskEmulator {
+    static func addCustomerRoutes(to router: inout Router<EmulatorHandler>) {
+        func add(_ method: String, _ path: String,
+                 _ run: @escaping @Sendable (DeskEmulator, HTTPRequest) throws(EmulatorFailure) -> HTTPResponse) {
+            router.add(method, "/sapi" + path, EmulatorHandler(surface: .customer, run: run))
+        }
+        add("POST", "/customers/auth") { emulator, request throws(EmulatorFailure) in try emulator.authenticate(request) }
+        add("PATCH", "/customers/custom_fields") { emulator, request throws(EmulatorFailure) in
+            try emulator.setCustomerCustomFields(request)
+        }
+        add("PATCH", "/customers/language") { emulator, request throws(EmulatorFailure) in
+            let customer = try emulator.session(request)
+            return EmulatorResponse.json(emulator.world.withLock { $0.customerJSON($0.customers[customer]!) })
+        }
+        add("POST", "/tickets") { emulator, request throws(EmulatorFailure) in try emulator.createTicket(request) }
+        add("GET", "/tickets") { emulator, request throws(EmulatorFailure) in try emulator.listTickets(request) }
+        add("GET", "/tickets/count") { emulator, request throws(EmulatorFailure) in try emulator.countTickets(request) }
+        add("POST", "/tickets/url_preview") { emulator, request throws(EmulatorFailure) in try emulator.urlPreview(request) }
+        add("GET", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
+            let customer = try emulator.session(request)
+            let id = try request.intParameter("id")
+            return try emulator.world.withLock { world throws(EmulatorFailure) in
+                guard let ticket = world.tickets[id], ticket.customerId == customer else { throw EmulatorFailure.notFound() }
+                return EmulatorResponse.json(world.ticketJSON(ticket, platform: false))
+            }
+        }
+        add("PATCH", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in try emulator.updateTicket(request) }
+        add("PATCH", "/tickets/{id}/custom_fields") { emulator, request throws(EmulatorFailure) in
+            try emulator.setTicketCustomFields(request)
+        }
+        add("PATCH", "/tickets/{id}/close") { emulator, request throws(EmulatorFailure) in try emulator.customerClose(request) }
+        add("PATCH", "/tickets/{id}/reopen") { emulator, request throws(EmulatorFailure) in try emulator.reopen(request) }
+        add("PATCH", "/tickets/{id}/cancel") { emulator, request throws(EmulatorFailure) in try emulator.cancel(request) }
+        add("PATCH", "/tickets/{id}/edit_message") { emulator, request throws(EmulatorFailure) in try emulator.editMessage(request) }
+        add("POST", "/tickets/{id}/select_question") { emulator, request throws(EmulatorFailure) in
+            _ = try emulator.ownTicket(request)
+            return EmulatorResponse.json(.object([]))
+        }
+    }
+
+    /// The customer id behind the request's Desk session token.
+    func session(_ request: HTTPRequest) throws(EmulatorFailure) -> Int {
+        guard let token = request.header("sendbirddesktoken"), !token.isEmpty,
+              let customer = world.withLock({ $0.sessions[token] }) else { throw EmulatorFailure.unauthorized() }
+        return customer
+    }
+
+    func ownTicket(_ request: HTTPRequest) throws(EmulatorFailure) -> (customer: Int, ticket: Int) {
+        let customer = try session(request)
+        let id = try request.intParameter("id")
+        let owned = world.withLock { $0.tickets[id]?.customerId == customer }
+        guard owned else { throw EmulatorFailure.notFound() }
+        return (customer, id)
+    }
+
+    func checkAppId(_ value: String?) throws(EmulatorFailure) {
+        if let value, value != configuration.appId { throw EmulatorFailure.invalid("Unknown sendbirdAppId.") }
+    }
+
+    func authenticate(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let body = try request.jsonBody()
+        try checkAppId(body["sendbirdAppId"]?.stringValue ?? "")
+        guard let userId = body["sendbirdId"]?.stringValue, !userId.isEmpty else {
+            throw EmulatorFailure.invalid("sendbirdId is required.")
+        }
+        let accessToken = request.header("sendbirdaccesstoken") ?? ""
+        let token = "desk-" + UUID().uuidString.lowercased()
+        return try world.withLock { world throws(EmulatorFailure) in
+            guard let customer = world.customer(sendbirdId: userId), customer.accessToken == accessToken else {
+                throw EmulatorFailure.unauthorized("Invalid Sendbird user or access token.")
+            }
+            world.sessions[token] = customer.id
+            return EmulatorResponse.json(.object([("token", .string(token)), ("id", .integer(customer.id))]))
+        }
+    }
+
+    /// `customFields` arrives as a JSON string of `{key: value}`; keys the project has not registered are ignored.
+    static func parseCustomFields(_ value: JSONValue?, allowed: Set<String>) throws(EmulatorFailure) -> [(key: String, value: String)] {
+        guard let value, !value.isNull else { return [] }
+        guard let text = value.stringValue else { throw EmulatorFailure.invalid("customFields must be a JSON-encoded string.") }
+        let parsed: JSONValue
+        do { parsed = try JSONParser.parse(text) } catch { throw EmulatorFailure.invalid("customFields is not valid JSON.") }
+        guard let members = parsed.objectValue else { throw EmulatorFailure.invalid("customFields must encode an object.") }
+        var fields: [(key: String, value: String)] = []
+        for (key, raw) in members where allowed.contains(key) {
+            let text: String
+            switch raw {
+            case .string(let s): text = s
+            case .null: continue
+            default: text = raw.serialized()
+            }
+            guard key.count <= DeskLimits.customFieldKeyLength, text.count <= DeskLimits.customFieldValueLength else {
+                throw EmulatorFailure.invalid("Custom field \(key) is too long.")
+            }
+            fields.append((key, text))
+        }
+        return fields
+    }
+
+    static func merge(_ existing: [(key: String, value: String)], _ updates: [(key: String, value: String)]) -> [(key: String, value: String)] {
+        var result = existing
+        for update in updates {
+            if let index = result.firstIndex(where: { $0.key == update.key }) { result[index].value = update.value } else { result.append(update) }
+        }
+        return result
+    }
+
+    static func parseRelatedChannels(_ value: JSONValue?) throws(EmulatorFailure) -> [String]? {
+        guard let value, !value.isNull else { return nil }
+        guard let text = value.stringValue else { throw EmulatorFailure.invalid("relatedChannelUrls must be a comma-separated string.") }
+        let urls = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard urls.count <= DeskLimits.maxRelatedChannels else {
+            throw EmulatorFailure.invalid("A ticket can have at most \(DeskLimits.maxRelatedChannels) related channels.")
+        }
+        return urls
+    }
+
+    static func parsePriority(_ value: JSONValue?) throws(EmulatorFailure) -> TicketPriority? {
+        guard let value, !value.isNull else { return nil }
+        guard let text = value.stringValue, let priority = TicketPriority(rawValue: text) else {
+            throw EmulatorFailure.invalid("priority must be one of URGENT, HIGH, MEDIUM, LOW.")
+        }
+        return priority
+    }
+
+    func setCustomerCustomFields(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let customer = try session(request)
+        let body = try request.jsonBody()
+        let allowed = world.withLock { $0.customerFieldKeys }
+        let fields = try Self.parseCustomFields(body["customFields"], allowed: allowed)
+        return world.withLock { world in
+            world.customers[customer]!.customFields = Self.merge(world.customers[customer]!.customFields, fields)
+            return EmulatorResponse.json(world.customerJSON(world.customers[customer]!))
+        }
+    }
+
+    func createTicket(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let customer = try session(request)
+        let body = try request.jsonBody()
+        try checkAppId(body["sendbirdAppId"]?.stringValue)
+        guard let title = body["channelName"]?.stringValue, !title.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw EmulatorFailure.invalid("channelName is required.")
+        }
+        guard title.count <= 255 else { throw EmulatorFailure.invalid("channelName is longer than 255 characters.") }
+        let priority = try Self.parsePriority(body["priority"]) ?? .medium
+        let related = try Self.parseRelatedChannels(body["relatedChannelUrls"]) ?? []
+        let allowed = world.withLock { $0.ticketFieldKeys }
+        let fields = try Self.parseCustomFields(body["customFields"], allowed: allowed)
+        let channelType = body["channelType"]?.stringValue ?? "SENDBIRD_JAVASCRIPT"
+        let info = body["info"]?.stringValue ?? "{}"
+        let groupKey = body["groupKey"]?.stringValue
+        return try mutate { world, events throws(EmulatorFailure) in
+            var groupId: Int?
+            if let groupKey, !groupKey.isEmpty {
+                guard let team = world.team(key: groupKey) else { throw EmulatorFailure.invalid("Unknown groupKey \(groupKey).") }
+                groupId = team.id
+            }
+            let id = world.nextTicketId
+            world.nextTicketId += 1
+            let now = Date.nowRounded
+            let ticket = EmulatedTicket(
+                id: id, channelName: title,
+                channelUrl: "sendbird_desk_\(world.appId.lowercased())_\(id)_\(UUID().uuidString.prefix(8).lowercased())",
+                channelType: channelType, customerId: customer, status: .initialized, closeStatus: "NOT_CLOSED",
+                priority: priority, groupId: groupId, agentId: nil, customFields: fields, relatedChannels: related,
+                info: info, createdAt: now, updatedAt: now, issuedAt: nil, closedAt: nil, closeComment: nil,
+                customerSatisfactionScore: nil, customerSatisfactionComment: nil, firstResponseTime: 0, messages: [])
+            world.tickets[id] = ticket
+            events.append(WebhookEvent(type: "TICKET.CREATED", ticket: world.ticketJSON(ticket, platform: true)))
+            return EmulatorResponse.json(world.ticketJSON(ticket, platform: false), status: 201)
+        }
+    }
+
+    /// Open = the legacy `status=ASSIGNED&status=UNASSIGNED` (or `status2` values); newest first; the SDK's encoding
+    /// of the custom-field filter (`k:v,k2:v2` with values percent-encoded once more).
+    func listTickets(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let customer = try session(request)
+        let limit = try request.intQuery("limit", default: 10, range: 1...100)
+        let offset = try request.intQuery("offset", default: 0, range: 0...Int.max)
+        let legacy = Set(request.queryValues("status").flatMap { $0.split(separator: ",").map(String.init) })
+        let status2 = Set(request.queryValues("status2").flatMap { $0.split(separator: ",").map(String.init) })
+        for value in status2 where TicketStatus(rawValue: value) == nil {
+            throw EmulatorFailure.invalid("Unknown status2 value \(value).")
+        }
+        let channelUrl = request.queryValue("channelUrl")
+        let group = request.queryValue("group")
+        let fieldFilter = try Self.parseFieldFilter(request.queryValue("customFields"))
+        let order = request.queryValue("order") ?? "-created_at"
+        return world.withLock { world in
+            var matches = world.tickets.values.filter { ticket in
+                guard ticket.customerId == customer else { return false }
+                if !legacy.isEmpty, !legacy.contains(ticket.status.legacy),
+                   !(legacy.contains("OPEN") && ticket.status.isOpen) { return false }
+                if !status2.isEmpty, !status2.contains(ticket.status.rawValue) { return false }
+                if let channelUrl, ticket.channelUrl != channelUrl { return false }
+                if let group, ticket.groupId.flatMap({ world.teams[$0]?.key }) != group { return false }
+                for (key, value) in fieldFilter where !ticket.customFields.contains(where: { $0.key == key && $0.value == value }) {
+                    return false
+                }
+                return true
+            }
+            Self.sort(&matches, order: order)
+            let page = matches.dropFirst(offset).prefix(limit).map { world.ticketJSON($0, platform: false) }
+            return EmulatorResponse.json(pageJSON(Array(page), count: matches.count, limit: limit, offset: offset, request: request))
+        }
+    }
+
+    static func sort(_ tickets: inout [EmulatedTicket], order: String) {
+        switch order {
+        case "created_at", "id": tickets.sort { $0.id < $1.id }
+        case "-updated_at", "-last_message_at": tickets.sort { ($0.updatedAt, $0.id) > ($1.updatedAt, $1.id) }
+        case "updated_at": tickets.sort { ($0.updatedAt, $0.id) < ($1.updatedAt, $1.id) }
+        default: tickets.sort { $0.id > $1.id }
+        }
+    }
+
+    static func parseFieldFilter(_ raw: String?) throws(EmulatorFailure) -> [(String, String)] {
+        guard let raw, !raw.isEmpty else { return [] }
+        var pairs: [(String, String)] = []
+        for item in raw.split(separator: ",") {
+            guard let colon = item.firstIndex(of: ":") else { throw EmulatorFailure.invalid("customFields filter must be key:value pairs.") }
+            let value = String(item[item.index(after: colon)...])
+            pairs.append((String(item[..<colon]), value.removingPercentEncoding ?? value))
+        }
+        return pairs
+    }
+
+    func pageJSON(_ results: [JSONValue], count: Int, limit: Int, offset: Int, request: HTTPRequest) -> JSONValue {
+        func link(_ newOffset: Int) -> JSONValue {
+            var items = request.query.filter { $0.name != "offset" && $0.name != "limit" }.map { "\(escape($0.name))=\(escape($0.value))" }
+            items.append("limit=\(limit)")
+            items.append("offset=\(newOffset)")
+            return .string(baseURL + request.path + "?" + items.joined(separator: "&"))
+        }
+        return .object([
+            ("count", .integer(count)),
+            ("next", offset + limit < count ? link(offset + limit) : .null),
+            ("previous", offset > 0 ? link(max(0, offset - limit)) : .null),
+            ("results", .array(results)),
+        ])
+    }
+
+    private func escape(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(CharacterSet(charactersIn: "&=+,:"))) ?? text
+    }
+
+    func countTickets(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let customer = try session(request)
+        return world.withLock { world in
+            var counts: [String: Int] = [:]
+            for key in ["UNASSIGNED", "ASSIGNED", "CLOSED", "PROACTIVE", "INITIALIZED"] + TicketStatus.allCases.map(\.rawValue) {
+                counts[key] = 0
+            }
+            for ticket in world.tickets.values where ticket.customerId == customer {
+                counts[ticket.status.legacy, default: 0] += 1
+                if ticket.status.rawValue != ticket.status.legacy { counts[ticket.status.rawValue, default: 0] += 1 }
+            }
+            return EmulatorResponse.json(.object(counts.keys.sorted().map { ($0, .integer(counts[$0]!)) }))
+        }
+    }
+
+    func updateTicket(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let (_, id) = try ownTicket(request)
+        let body = try request.jsonBody()
+        let priority = try Self.parsePriority(body["priority"])
+        let related = try Self.parseRelatedChannels(body["relatedChannelUrls"])
+        guard priority != nil || related != nil else { throw EmulatorFailure.invalid("Send priority or relatedChannelUrls.") }
+        return mutate { world, events in
+            if let priority { world.tickets[id]!.priority = priority }
+            if let related { world.tickets[id]!.relatedChannels = related }
+            world.tickets[id]!.updatedAt = .nowRounded
+            return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))
+        }
+    }
+
+    func setTicketCustomFields(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let (_, id) = try ownTicket(request)
+        let body = try request.jsonBody()
+        let allowed = world.withLock { $0.ticketFieldKeys }
+        let fields = try Self.parseCustomFields(body["customFields"], allowed: allowed)
+        return world.withLock { world in
+            world.tickets[id]!.customFields = Self.merge(world.tickets[id]!.customFields, fields)
+            world.tickets[id]!.updatedAt = .nowRounded
+            return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))
+        }
+    }
+
+    func customerClose(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let (_, id) = try ownTicket(request)
+        let body = try request.jsonBody()
+        let comment = body["closeComment"]?.stringValue ?? ""
+        return try mutate { world, events throws(EmulatorFailure) in
+            guard world.tickets[id]!.status.customerMayClose else {
+                throw EmulatorFailure.state("Customers can close only ACTIVE or IDLE tickets; this one is \(world.tickets[id]!.status.rawValue).")
+            }
+            Self.close(&world, id: id, closeStatus: "CLOSED_BY_CUSTOMER", comment: comment,
+                       adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_CUSTOMER", events: &events)
+            return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))
+        }
+    }
+
+    static func close(_ world: inout EmulatorWorld, id: Int, closeStatus: String, comment: String?, adminType: String,
+                      events: inout [WebhookEvent]) {
+        let now = Date.nowRounded
+        world.tickets[id]!.status = .closed
+        world.tickets[id]!.closeStatus = closeStatus
+        world.tickets[id]!.closeComment = comment
+        world.tickets[id]!.closedAt = now
+        world.tickets[id]!.updatedAt = now
+        appendAdminMessage(&world, ticket: id, type: adminType)
+        events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(world.tickets[id]!, platform: true)))
+    }
+
+    static func appendAdminMessage(_ world: inout EmulatorWorld, ticket id: Int, type: String) {
+        let messageId = world.nextMessageId
+        world.nextMessageId += 1
+        let now = Date.nowRounded
+        world.tickets[id]!.messages.append(EmulatedMessage(
+            messageId: messageId, richType: nil, customType: RichMessageType.adminCustomType, state: nil, score: nil,
+            comment: nil, text: type, adminType: type, sender: "system", createdAt: now, updatedAt: now))
+    }
+
+    func reopen(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let (_, id) = try ownTicket(request)
+        return try mutate { world, events throws(EmulatorFailure) in
+            guard world.tickets[id]!.status == .closed else {
+                throw EmulatorFailure.state("Only CLOSED tickets can be reopened; this one is \(world.tickets[id]!.status.rawValue).")
+            }
+            // Back to the previous agent when there is one, otherwise into the queue.
+            world.tickets[id]!.status = world.tickets[id]!.agentId == nil ? .pending : .active
+            world.tickets[id]!.closeStatus = "NOT_CLOSED"
+            world.tickets[id]!.closedAt = nil
+            world.tickets[id]!.closeComment = nil
+            world.tickets[id]!.updatedAt = .nowRounded
+            Self.appendAdminMessage(&world, ticket: id, type: "SYSTEM_MESSAGE_TICKET_REOPENED_BY_CUSTOMER")
+            events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(world.tickets[id]!, platform: true)))
+            return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))
+        }
+    }
+
+    func cancel(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let (_, id) = try ownTicket(request)
+        let body = try request.jsonBody()
+        let transfer = body["groupKeyForTransfer"]?.stringValue
+        return try mutate { world, events throws(EmulatorFailure) in
+            guard [.active, .idle, .workInProgress, .pending].contains(world.tickets[id]!.status) else {
+                throw EmulatorFailure.state("This ticket cannot be cancelled in status \(world.tickets[id]!.status.rawValue).")
+            }
+            if let transfer, !transfer.isEmpty {
+                guard let team = world.team(key: transfer) else { throw EmulatorFailure.invalid("Unknown groupKeyForTransfer.") }
+                world.tickets[id]!.groupId = team.id
+            }
+            world.tickets[id]!.agentId = nil
+            world.tickets[id]!.status = .pending
+            world.tickets[id]!.updatedAt = .nowRounded
+            events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(world.tickets[id]!, platform: true)))
+            return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))
+        }
+    }
+
+    /// Answers a closure inquiry (CONFIRMED/DECLINED) or a CSAT request (CONFIRMED with score and comment).
+    func editMessage(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let (_, id) = try ownTicket(request)
+        let body = try request.jsonBody()
+        guard let messageId = body["messageId"]?.intValue, messageId > 0 else { throw EmulatorFailure.invalid("messageId must be a positive integer.") }
+        guard let dataText = body["messageData"]?.stringValue else { throw EmulatorFailure.invalid("messageData must be a JSON-encoded string.") }
+        let data: JSONValue
+        do { data = try JSONParser.parse(dataText) } catch { throw EmulatorFailure.invalid("messageData is not valid JSON.") }
+        guard let typeText = data["type"]?.stringValue, let type = RichMessageType(rawValue: typeText) else {
+            throw EmulatorFailure.invalid("messageData.type is not a known rich message type.")
+        }
+        guard let payload = data["body"], payload.objectValue != nil else { throw EmulatorFailure.invalid("messageData.body must be an object.") }
+        guard let stateText = payload["state"]?.stringValue, let state = RichMessageState(rawValue: stateText) else {
+            throw EmulatorFailure.invalid("messageData.body.state must be WAITING, CONFIRMED or DECLINED.")
+        }
+        return try mutate { world, events throws(EmulatorFailure) in
+            guard let index = world.tickets[id]!.messages.firstIndex(where: { $0.messageId == messageId }) else {
+                throw EmulatorFailure.notFound("No message \(messageId) in this ticket.")
+            }
+            var message = world.tickets[id]!.messages[index]
+            guard message.richType == type else { throw EmulatorFailure.invalid("Message \(messageId) is not of type \(type.rawValue).") }
+            guard message.state == .waiting else {
+                throw EmulatorFailure.state("Message \(messageId) was already answered (\(message.state?.rawValue ?? "none")).")
+            }
+            switch type {
+            case .closureInquiry:
+                guard state == .confirmed || state == .declined else {
+                    throw EmulatorFailure.invalid("A closure inquiry is answered CONFIRMED or DECLINED.")
+                }
+                message.state = state
+            case .customerSatisfaction:
+                guard state == .confirmed else { throw EmulatorFailure.invalid("A CSAT request is answered CONFIRMED.") }
+                guard let score = payload["customerSatisfactionScore"]?.intValue, DeskLimits.csatScores.contains(score) else {
+                    throw EmulatorFailure.invalid("customerSatisfactionScore must be an integer from 1 to 5.")
+                }
+                let comment = payload["customerSatisfactionComment"]
+                guard comment == nil || comment!.isNull || comment!.stringValue != nil else {
+                    throw EmulatorFailure.invalid("customerSatisfactionComment must be a string.")
+                }
+                message.state = .confirmed
+                message.score = score
+                message.comment = comment?.stringValue
+            case .urlPreview:
+                throw EmulatorFailure.invalid("URL previews are edited through the Chat API.")
+            }
+            message.updatedAt = .nowRounded
+            world.tickets[id]!.messages[index] = message
+            world.tickets[id]!.updatedAt = .nowRounded
+            if type == .customerSatisfaction {
+                world.tickets[id]!.customerSatisfactionScore = message.score
+                world.tickets[id]!.customerSatisfactionComment = message.comment
+                events.append(WebhookEvent(type: "TICKET.CSAT.UPDATED", ticket: world.ticketJSON(world.tickets[id]!, platform: true),
+                                           message: world.messageJSON(message, ticket: world.tickets[id]!)))
+            } else if state == .confirmed, world.autoCloseOnConfirm, world.tickets[id]!.status != .closed {
+                Self.close(&world, id: id, closeStatus: "CONFIRMED", comment: nil,
+                           adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_CUSTOMER", events: &events)
+            }
+            return EmulatorResponse.json(world.messageJSON(message, ticket: world.tickets[id]!))
+        }
+    }
+
+    /// A deterministic preview (the emulator does not reach the internet).
+    func urlPreview(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        _ = try session(request)
+        let body = try request.jsonBody()
+        guard let text = body["url"]?.stringValue, let url = URL(string: text), let host = url.host,
+              ["http", "https"].contains(url.scheme ?? "") else {
+            throw EmulatorFailure.invalid("url must be an absolute http(s) URL.")
+        }
+        return EmulatorResponse.json(.object([
+            ("url", .string(text)), ("title", .string("Preview of \(host)")), ("siteName", .string(host)),
+            ("description", .string("A page on \(host).")), ("image", .string("https://\(host)/preview.png")),
+        ]))
+    }
+}

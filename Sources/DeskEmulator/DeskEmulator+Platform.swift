@@ -1,0 +1,112 @@
+import Domain
+import Foundation
+import HTTPServer
+import JSON
+
+/// The server-to-server Platform API (`/platform/v1`), authenticated by `SENDBIRDDESKAPITOKEN`.
+extension DeskEmulator {
+    static func addPlatformRoutes(to router: inout Router<EmulatorHandler>) {
+        func add(_ method: String, _ path: String,
+                 _ run: @escaping @Sendable (DeskEmulator, HTTPRequest) throws(EmulatorFailure) -> HTTPResponse) {
+            router.add(method, "/platform/v1" + path, EmulatorHandler(surface: .platform) { emulator, request throws(EmulatorFailure) in
+                guard request.header("sendbirddeskapitoken") == emulator.configuration.apiToken else {
+                    throw EmulatorFailure.unauthorized("Invalid SENDBIRDDESKAPITOKEN.")
+                }
+                return try run(emulator, request)
+            })
+        }
+        add("GET", "/tickets") { emulator, request throws(EmulatorFailure) in try emulator.platformTickets(request) }
+        add("GET", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            return try emulator.world.withLock { world throws(EmulatorFailure) in
+                guard let ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
+                return EmulatorResponse.json(world.ticketJSON(ticket, platform: true))
+            }
+        }
+        add("PATCH", "/tickets/{id}/close") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            let comment = try request.jsonBody()["closeComment"]?.stringValue
+            return try emulator.mutate { world, events throws(EmulatorFailure) in
+                guard let ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
+                guard ticket.status != .closed else { throw EmulatorFailure.state("The ticket is already closed.") }
+                Self.close(&world, id: id, closeStatus: "CLOSED_BY_ADMIN", comment: comment,
+                           adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_PLATFORM_API", events: &events)
+                return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: true))
+            }
+        }
+        add("GET", "/agents") { emulator, request throws(EmulatorFailure) in
+            try emulator.platformList(request) { world in world.agents.values.sorted { $0.id < $1.id }.map { world.agentJSON($0) } }
+        }
+        add("GET", "/agents/{id}") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            return try emulator.world.withLock { world throws(EmulatorFailure) in
+                guard let agent = world.agents[id] else { throw EmulatorFailure.notFound() }
+                return EmulatorResponse.json(world.agentJSON(agent))
+            }
+        }
+        add("GET", "/groups") { emulator, request throws(EmulatorFailure) in
+            try emulator.platformList(request) { world in world.teams.values.sorted { $0.id < $1.id }.map { world.teamJSON($0) } }
+        }
+        add("GET", "/groups/{id}") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            return try emulator.world.withLock { world throws(EmulatorFailure) in
+                guard let team = world.teams[id] else { throw EmulatorFailure.notFound() }
+                return EmulatorResponse.json(world.teamJSON(team, members: true))
+            }
+        }
+        add("GET", "/customers") { emulator, request throws(EmulatorFailure) in
+            let sendbirdId = request.queryValue("sendbird_id")
+            return try emulator.platformList(request) { world in
+                world.customers.values.filter { sendbirdId == nil || $0.sendbirdId == sendbirdId }
+                    .sorted { $0.id < $1.id }.map { world.customerJSON($0) }
+            }
+        }
+        add("GET", "/customers/{id}") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            return try emulator.world.withLock { world throws(EmulatorFailure) in
+                guard let customer = world.customers[id] else { throw EmulatorFailure.notFound() }
+                return EmulatorResponse.json(world.customerJSON(customer))
+            }
+        }
+    }
+
+    func platformList(_ request: HTTPRequest, _ items: (EmulatorWorld) -> [JSONValue]) throws(EmulatorFailure) -> HTTPResponse {
+        let limit = try request.intQuery("limit", default: 50, range: 1...500)
+        let offset = try request.intQuery("offset", default: 0, range: 0...Int.max)
+        let all = world.withLock { items($0) }
+        let page = Array(all.dropFirst(offset).prefix(limit))
+        return EmulatorResponse.json(pageJSON(page, count: all.count, limit: limit, offset: offset, request: request))
+    }
+
+    /// Filters: `status2` (repeatable or comma-separated), `agent`, `sendbird_id`, `channel_url`, `group` (team id),
+    /// `updated_after` (ISO 8601, for incremental sync); `order` as in the customer API (default newest first).
+    func platformTickets(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let status2 = Set(request.queryValues("status2").flatMap { $0.split(separator: ",").map(String.init) })
+        for value in status2 where TicketStatus(rawValue: value) == nil {
+            throw EmulatorFailure.invalid("Unknown status2 value \(value).")
+        }
+        let agent = request.queryValue("agent").flatMap(Int.init)
+        let sendbirdId = request.queryValue("sendbird_id")
+        let channelUrl = request.queryValue("channel_url")
+        let group = request.queryValue("group").flatMap(Int.init)
+        var updatedAfter: Double?
+        if let text = request.queryValue("updated_after") {
+            guard let parsed = ISOTimestamp.parse(text) else { throw EmulatorFailure.invalid("updated_after must be an ISO 8601 timestamp.") }
+            updatedAfter = parsed
+        }
+        let order = request.queryValue("order") ?? "-created_at"
+        return try platformList(request) { world in
+            var matches = world.tickets.values.filter { ticket in
+                if !status2.isEmpty, !status2.contains(ticket.status.rawValue) { return false }
+                if let agent, ticket.agentId != agent { return false }
+                if let sendbirdId, world.customers[ticket.customerId]?.sendbirdId != sendbirdId { return false }
+                if let channelUrl, ticket.channelUrl != channelUrl { return false }
+                if let group, ticket.groupId != group { return false }
+                if let updatedAfter, ticket.updatedAt.timeIntervalSince1970 <= updatedAfter { return false }
+                return true
+            }
+            Self.sort(&matches, order: order)
+            return matches.map { world.ticketJSON($0, platform: true) }
+        }
+    }
+}

@@ -1,0 +1,194 @@
+import Domain
+import Foundation
+import HTTPServer
+import JSON
+import Synchronization
+
+/// Simulated trouble on the Desk surfaces (the control API is never affected).
+public struct EmulatorFaults: Sendable {
+    /// Share of requests answered 500, 0...1.
+    public var failRate: Double = 0
+    /// Added to every answer.
+    public var latencyMs: Int = 0
+    /// Every request is answered 503 as if Desk were down.
+    public var down = false
+}
+
+public struct DeskEmulatorConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 9090
+    public var appId = "emulated-app"
+    /// The Platform API token the emulator accepts in `SENDBIRDDESKAPITOKEN`.
+    public var apiToken = "emulator-api-token"
+    public var webhookURLs: [String] = []
+    public var webhookSecret = "emulator-webhook-secret"
+    public var threads = 2
+
+    public init() {}
+}
+
+/// A local Sendbird Desk: the customer API (`/sapi`), the Platform API (`/platform/v1`) and an `/emulator` control
+/// API that plays the agent's and the system's side, in Sendbird's wire format, on the project's own HTTP server.
+public final class DeskEmulator: Sendable {
+    public let configuration: DeskEmulatorConfiguration
+    let world: Mutex<EmulatorWorld>
+    let faults = Mutex(EmulatorFaults())
+    let webhooks: WebhookSender
+    let server: HTTPServer
+    let routes: Router<EmulatorHandler>
+
+    public init(configuration: DeskEmulatorConfiguration) {
+        self.configuration = configuration
+        world = Mutex(EmulatorWorld(appId: configuration.appId, apiToken: configuration.apiToken))
+        webhooks = WebhookSender(urls: configuration.webhookURLs, secret: configuration.webhookSecret)
+        var router = Router<EmulatorHandler>()
+        Self.addCustomerRoutes(to: &router)
+        Self.addPlatformRoutes(to: &router)
+        Self.addControlRoutes(to: &router)
+        routes = router
+        let box = ResponderBox()
+        server = HTTPServer(configuration: HTTPServerConfiguration(host: configuration.host, port: configuration.port,
+                                                                   threads: configuration.threads),
+                            responder: box)
+        box.emulator.withLock { $0 = self }
+    }
+
+    public func start() throws { try server.start() }
+    public func stop() async {
+        await server.stop(drainDeadline: .seconds(2))
+        webhooks.stop()
+    }
+
+    public var port: Int { server.port }
+    public var baseURL: String { "http://\(configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host):\(port)" }
+
+    public func setFaults(_ newFaults: EmulatorFaults) { faults.withLock { $0 = newFaults } }
+
+    public func setWebhooks(urls: [String], secret: String) { webhooks.configure(urls: urls, secret: secret) }
+
+    /// Runs a change to the world and sends the webhook events it produced, in order.
+    func mutate<T: Sendable, E: Error>(_ body: (inout EmulatorWorld, inout [WebhookEvent]) throws(E) -> T) throws(E) -> T {
+        var events: [WebhookEvent] = []
+        let result = try world.withLock { world throws(E) -> T in try body(&world, &events) }
+        for event in events { webhooks.send(event) }
+        return result
+    }
+}
+
+/// Breaks the init cycle (the server needs a responder before the emulator exists).
+final class ResponderBox: HTTPResponder {
+    let emulator = Mutex<DeskEmulator?>(nil)
+
+    func respond(to request: HTTPRequest) -> HTTPReply {
+        guard let emulator = emulator.withLock({ $0 }) else { return .now(HTTPResponse(status: 503)) }
+        return emulator.respond(to: request)
+    }
+
+    func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
+        EmulatorResponse.error(413, "Request body too large.", code: "desk413100")
+    }
+
+    func shuttingDown(_ request: HTTPRequest) -> HTTPResponse {
+        EmulatorResponse.error(503, "Desk emulator is stopping.", code: "desk503100")
+    }
+}
+
+/// Where a route belongs: Desk surfaces are subject to faults, the control API is not.
+enum EmulatorSurface: Sendable { case customer, platform, control }
+
+struct EmulatorHandler: Sendable {
+    let surface: EmulatorSurface
+    let run: @Sendable (DeskEmulator, HTTPRequest) throws(EmulatorFailure) -> HTTPResponse
+}
+
+/// A Desk error answer: `{detail, code, message}` (DRF style; some callers read `message`).
+struct EmulatorFailure: Error {
+    let status: Int
+    let detail: String
+    let code: String
+
+    static func invalid(_ detail: String) -> EmulatorFailure { EmulatorFailure(status: 400, detail: detail, code: "desk400100") }
+    /// State conflicts (closing a pending ticket, answering an inquiry twice) are 400s on Desk, told apart by code.
+    static func state(_ detail: String) -> EmulatorFailure { EmulatorFailure(status: 400, detail: detail, code: "desk400200") }
+    static func notFound(_ detail: String = "Not found.") -> EmulatorFailure { EmulatorFailure(status: 404, detail: detail, code: "desk404100") }
+    static func unauthorized(_ detail: String = "Authentication credentials were not provided or are invalid.") -> EmulatorFailure {
+        EmulatorFailure(status: 401, detail: detail, code: "desk401100")
+    }
+}
+
+enum EmulatorResponse {
+    static func json(_ value: JSONValue, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: Array(value.serialized().utf8))
+    }
+
+    static func error(_ status: Int, _ detail: String, code: String) -> HTTPResponse {
+        json(.object([("detail", .string(detail)), ("code", .string(code)), ("message", .string(detail))]), status: status)
+    }
+}
+
+extension DeskEmulator {
+    func respond(to request: HTTPRequest) -> HTTPReply {
+        switch routes.match(method: request.method, path: request.path) {
+        case .notFound:
+            return .now(EmulatorResponse.error(404, "Not found.", code: "desk404000"))
+        case .methodNotAllowed:
+            return .now(EmulatorResponse.error(405, "Method \"\(request.method)\" not allowed.", code: "desk405000"))
+        case .found(let handler, _, let parameters):
+            var routed = request
+            routed.pathParameters = parameters
+            let currentFaults = handler.surface == .control ? EmulatorFaults() : faults.withLock { $0 }
+            let work: @Sendable () -> HTTPResponse = { [routed] in
+                if currentFaults.down { return EmulatorResponse.error(503, "Service unavailable.", code: "desk503000") }
+                if currentFaults.failRate > 0, Double.random(in: 0..<1) < currentFaults.failRate {
+                    return EmulatorResponse.error(500, "Internal server error.", code: "desk500000")
+                }
+                do throws(EmulatorFailure) {
+                    return try handler.run(self, routed)
+                } catch {
+                    return EmulatorResponse.error(error.status, error.detail, code: error.code)
+                }
+            }
+            guard currentFaults.latencyMs > 0 else { return .now(work()) }
+            return .later {
+                try? await Task.sleep(for: .milliseconds(currentFaults.latencyMs))
+                return work()
+            }
+        }
+    }
+}
+
+/// Request helpers shared by the three surfaces.
+extension HTTPRequest {
+    func jsonBody() throws(EmulatorFailure) -> JSONValue {
+        guard !body.isEmpty else { return .object([]) }
+        do {
+            let value = try JSONParser.parse(body)
+            guard case .object = value else { throw EmulatorFailure.invalid("Request body must be a JSON object.") }
+            return value
+        } catch let failure as EmulatorFailure {
+            throw failure
+        } catch {
+            throw EmulatorFailure.invalid("JSON parse error - \(error)")
+        }
+    }
+
+    func intParameter(_ name: String) throws(EmulatorFailure) -> Int {
+        guard let text = pathParameters[name], let value = Int(text) else { throw EmulatorFailure.notFound() }
+        return value
+    }
+
+    func intQuery(_ name: String, default fallback: Int, range: ClosedRange<Int>) throws(EmulatorFailure) -> Int {
+        guard let text = queryValue(name) else { return fallback }
+        guard let value = Int(text), range.contains(value) else {
+            throw EmulatorFailure.invalid("\(name) must be an integer from \(range.lowerBound) to \(range.upperBound).")
+        }
+        return value
+    }
+}
+
+extension Date {
+    static var nowRounded: Date {
+        // Millisecond precision, as rendered.
+        Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+    }
+}

@@ -1,0 +1,94 @@
+import Domain
+import Foundation
+
+struct EmulatedTeam: Sendable {
+    let id: Int
+    var key: String
+    var name: String
+    var description: String
+    let createdAt: Date
+}
+
+struct EmulatedAgent: Sendable {
+    let id: Int
+    var displayName: String
+    var sendbirdId: String
+    var email: String
+    var teamIds: [Int]
+    let createdAt: Date
+}
+
+struct EmulatedCustomer: Sendable {
+    let id: Int
+    let sendbirdId: String
+    var displayName: String
+    var accessToken: String
+    var customFields: [(key: String, value: String)]
+    let createdAt: Date
+}
+
+struct EmulatedMessage: Sendable {
+    let messageId: Int
+    /// nil for plain text and admin messages.
+    let richType: RichMessageType?
+    let customType: String
+    var state: RichMessageState?
+    var score: Int?
+    var comment: String?
+    var text: String
+    /// For admin messages: the `data.type` (e.g. SYSTEM_MESSAGE_TICKET_CLOSED_BY_AGENT).
+    var adminType: String?
+    let sender: String
+    let createdAt: Date
+    var updatedAt: Date
+}
+
+struct EmulatedTicket: Sendable {
+    let id: Int
+    var channelName: String
+    let channelUrl: String
+    let channelType: String
+    let customerId: Int
+    var status: TicketStatus
+    var closeStatus: String
+    var priority: TicketPriority
+    var groupId: Int?
+    var agentId: Int?
+    var customFields: [(key: String, value: String)]
+    var relatedChannels: [String]
+    var info: String
+    let createdAt: Date
+    var updatedAt: Date
+    var issuedAt: Date?
+    var closedAt: Date?
+    var closeComment: String?
+    var customerSatisfactionScore: Int?
+    var customerSatisfactionComment: String?
+    var firstResponseTime: Int
+    var messages: [EmulatedMessage]
+}
+
+/// The whole emulated Desk project. Mutated only under the emulator's lock.
+struct EmulatorWorld: Sendable {
+    var appId: String
+    var apiToken: String
+    var project = 1
+    var teams: [Int: EmulatedTeam] = [:]
+    var agents: [Int: EmulatedAgent] = [:]
+    var customers: [Int: EmulatedCustomer] = [:]
+    var tickets: [Int: EmulatedTicket] = [:]
+    /// Desk session token → customer id.
+    var sessions: [String: Int] = [:]
+    var ticketFieldKeys: Set<String> = ["product", "order_no", "seats", "flags", "region", "plan", "vip"]
+    var customerFieldKeys: Set<String> = ["tier", "age", "company", "plan", "region"]
+    var autoCloseOnConfirm = true
+    var nextTeamId = 11
+    var nextAgentId = 501
+    var nextCustomerId = 2001
+    var nextTicketId = 1001
+    var nextMessageId = 880_001
+
+    func team(key: String) -> EmulatedTeam? { teams.values.first { $0.key == key } }
+    func customer(sendbirdId: String) -> EmulatedCustomer? { customers.values.first { $0.sendbirdId == sendbirdId } }
+    func ticket(channelUrl: String) -> EmulatedTicket? { tickets.values.first { $0.channelUrl == channelUrl } }
+}

@@ -1,0 +1,34 @@
+/// What services and handlers see of any failure below them; API maps these to problem+json in one table.
+public struct DomainError: Error, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let raw: String
+        public var description: String { raw }
+        public init(_ raw: String) { self.raw = raw }
+
+        public static let notFound = Code("not_found")
+        /// The resource's state does not allow the operation (closing a pending ticket…).
+        public static let conflict = Code("conflict")
+        /// A value the upstream refused as invalid.
+        public static let invalid = Code("invalid")
+        public static let unauthorized = Code("unauthorized")
+        public static let forbidden = Code("forbidden")
+        /// Desk did not answer in time, answered 5xx, or the breaker is open.
+        public static let upstreamUnavailable = Code("upstream_unavailable")
+        public static let rateLimited = Code("rate_limited")
+        /// Desk answered something the client could not understand.
+        public static let upstreamProtocol = Code("upstream_protocol")
+    }
+
+    public let code: Code
+    /// Safe to show to clients: never carries upstream bodies or secrets.
+    public let message: String
+    public let retryAfterSeconds: Int?
+
+    public init(_ code: Code, _ message: String, retryAfterSeconds: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+
+    public var description: String { "\(code): \(message)" }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import DeskEmulator
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@main
+struct DeskEmulatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "desk-emulator",
+        abstract: "A local Sendbird Desk: customer API (/sapi), Platform API (/platform/v1) and an /emulator control API.")
+
+    @Option(help: "Port to listen on.") var port = 9090
+    @Option(help: "IPv4 address to listen on.") var host = "127.0.0.1"
+    @Option(help: "JSON seed file (teams, agents, customers, custom-field keys, settings).") var seed: String?
+    @Flag(help: "Start with the built-in demo data (two teams, four agents, demo-customer / demo-token).") var demo = false
+    @Option(help: "Application id the emulator accepts.") var appId = "emulated-app"
+    @Option(help: "Platform API token accepted in SENDBIRDDESKAPITOKEN.") var apiToken = "emulator-api-token"
+    @Option(help: "Webhook target URL (repeatable).") var webhookUrl: [String] = []
+    @Option(help: "Secret for x-hub-signature.") var webhookSecret = "emulator-webhook-secret"
+
+    func run() async throws {
+        signal(SIGPIPE, SIG_IGN)
+        var configuration = DeskEmulatorConfiguration()
+        configuration.host = host
+        configuration.port = port
+        configuration.appId = appId
+        configuration.apiToken = apiToken
+        configuration.webhookURLs = webhookUrl
+        configuration.webhookSecret = webhookSecret
+        let emulator = DeskEmulator(configuration: configuration)
+        if demo { try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8)) }
+        if let seed { try emulator.seed(fromFile: seed) }
+        try emulator.start()
+        FileHandle.standardOutput.write(Data("desk-emulator listening on \(emulator.baseURL) (app \(appId)); Ctrl-C stops it\n".utf8))
+        // Runs until the process is stopped; SIGINT/SIGTERM end it with their default action.
+        while true { try await Task.sleep(for: .seconds(3600)) }
+    }
+}
