@@ -24,6 +24,7 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Domain", swiftSettings: strict),
+        .target(name: "DeskClient", dependencies: ["Domain", "JSON"], swiftSettings: strict),
         .target(name: "DeskEmulator", dependencies: ["HTTPServer", "JSON", "Domain",
                                                      .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         .executableTarget(name: "desk-emulator", dependencies: [
@@ -43,6 +44,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+        .testTarget(name: "DeskContractTests", dependencies: ["DeskClient", "DeskEmulator", "Domain", "JSON", "HTTPServer", "TestSupport",
+                                                             .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "API", "Postgres", "TestSupport"]),
     ]
 )

@@ -12,6 +12,12 @@ public struct EmulatorFaults: Sendable {
     public var latencyMs: Int = 0
     /// Every request is answered 503 as if Desk were down.
     public var down = false
+
+    public init(failRate: Double = 0, latencyMs: Int = 0, down: Bool = false) {
+        self.failRate = failRate
+        self.latencyMs = latencyMs
+        self.down = down
+    }
 }
 
 public struct DeskEmulatorConfiguration: Sendable {

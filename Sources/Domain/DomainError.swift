@@ -23,11 +23,14 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
     /// Safe to show to clients: never carries upstream bodies or secrets.
     public let message: String
     public let retryAfterSeconds: Int?
+    /// What the upstream said (its `detail`/`code`), for logs only; never sent to clients.
+    public let internalDetail: String?
 
-    public init(_ code: Code, _ message: String, retryAfterSeconds: Int? = nil) {
+    public init(_ code: Code, _ message: String, retryAfterSeconds: Int? = nil, internalDetail: String? = nil) {
         self.code = code
         self.message = message
         self.retryAfterSeconds = retryAfterSeconds
+        self.internalDetail = internalDetail
     }
 
     public var description: String { "\(code): \(message)" }

@@ -1,0 +1,290 @@
+public import Domain
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+public import JSON
+
+/// A customer's Desk session (from `POST /sapi/customers/auth/`). Never returned to clients or logged.
+public struct DeskSession: Sendable, CustomStringConvertible {
+    public let token: String
+    public init(token: String) { self.token = token }
+    public var description: String { "DeskSession(<redacted>)" }
+}
+
+/// Outcome of one upstream call, for metrics.
+public struct DeskCallRecord: Sendable {
+    public let operation: String
+    /// `ok`, `client_error`, `server_error`, `timeout`, `unreachable`, `breaker_open`.
+    public let outcome: String
+    public let seconds: Double
+}
+
+/// The Desk wire protocol: the customer API (`/sapi`, what the Desk SDKs call, with a per-customer session token)
+/// and the Platform API (`/platform/v1`, server-to-server). Every attempt has a deadline; idempotent calls retry
+/// with full-jitter backoff and honour `Retry-After`; a circuit breaker fails fast while Desk is down.
+///
+/// HTTP goes through FoundationNetworking's URLSession (libcurl underneath): no extra package to build, HTTP/1.1
+/// keep-alive and TLS from a mature library, and an async API.
+public final class DeskClient: Sendable {
+    public let configuration: DeskClientConfiguration
+    public let breaker: CircuitBreaker
+    let sessionForRequests: URLSession
+    let observe: @Sendable (DeskCallRecord) -> Void
+
+    public init(configuration: DeskClientConfiguration, observe: @escaping @Sendable (DeskCallRecord) -> Void = { _ in }) {
+        self.configuration = configuration
+        self.observe = observe
+        breaker = CircuitBreaker(threshold: configuration.breakerFailureThreshold, cooldown: configuration.breakerCooldown)
+        let sessionConfiguration = URLSessionConfiguration.ephemeral
+        sessionConfiguration.httpMaximumConnectionsPerHost = 32
+        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        sessionForRequests = URLSession(configuration: sessionConfiguration)
+    }
+
+    enum Credential {
+        case customerAuth(accessToken: String)
+        case customer(DeskSession)
+        case platform
+    }
+
+    // MARK: customer API
+
+    public func authenticate(userId: String, accessToken: String) async throws(DomainError) -> DeskSession {
+        let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId)), ("sendbirdId", .string(userId))])
+        let answer = try await call("auth", "POST", "/sapi/customers/auth/", .customerAuth(accessToken: accessToken),
+                                    body: body, idempotent: true)
+        guard let token = answer["token"]?.stringValue, !token.isEmpty else { throw DeskDecoding.failure("auth answer without token") }
+        return DeskSession(token: token)
+    }
+
+    public struct NewTicket: Sendable {
+        public var title: String
+        public var userName: String
+        public var userId: String
+        public var groupKey: String?
+        public var customFields: [(key: String, value: String)]?
+        public var priority: TicketPriority?
+        public var relatedChannelUrls: [String]?
+        public var channelType = "SENDBIRD_JAVASCRIPT"
+
+        public init(title: String, userName: String, userId: String, groupKey: String? = nil,
+                    customFields: [(key: String, value: String)]? = nil, priority: TicketPriority? = nil,
+                    relatedChannelUrls: [String]? = nil) {
+            self.title = title
+            self.userName = userName
+            self.userId = userId
+            self.groupKey = groupKey
+            self.customFields = customFields
+            self.priority = priority
+            self.relatedChannelUrls = relatedChannelUrls
+        }
+    }
+
+    /// Not retried: a repeated create would open a second ticket.
+    public func createTicket(_ session: DeskSession, _ ticket: NewTicket) async throws(DomainError) -> DeskTicket {
+        // `info` is the SDK's legacy requester payload, itself a JSON string.
+        let info: JSONValue = .object([("ticket", .object([
+            ("subject", .string(ticket.title)),
+            ("requester", .object([("name", .string(ticket.userName)), ("email", .string(ticket.userId))])),
+        ]))])
+        var fields: [(String, JSONValue)] = [
+            ("sendbirdAppId", .string(configuration.appId)), ("channelName", .string(ticket.title)),
+            ("channelType", .string(ticket.channelType)),
+        ]
+        if let customFields = ticket.customFields { fields.append(("customFields", .string(Self.encodeFields(customFields)))) }
+        if let related = ticket.relatedChannelUrls { fields.append(("relatedChannelUrls", .string(related.joined(separator: ",")))) }
+        fields.append(("info", .string(info.serialized())))
+        if let groupKey = ticket.groupKey, !groupKey.isEmpty { fields.append(("groupKey", .string(groupKey))) }
+        if let priority = ticket.priority { fields.append(("priority", .string(priority.rawValue))) }
+        return try DeskTicket(json: try await call("createTicket", "POST", "/sapi/tickets/", .customer(session),
+                                                   body: .object(fields), idempotent: false))
+    }
+
+    public enum ListStatus: Sendable { case open, closed, all }
+
+    /// Newest first. The custom-field filter uses the SDK's encoding: `k:v,k2:v2` with each value percent-encoded.
+    public func listTickets(_ session: DeskSession, status: ListStatus, limit: Int, offset: Int, channelUrl: String? = nil,
+                            customFields: [(key: String, value: String)] = [], groupKey: String? = nil) async throws(DomainError) -> DeskPage<DeskTicket> {
+        var query: [(String, String)] = [("sendbirdAppId", configuration.appId), ("limit", String(limit)), ("offset", String(offset))]
+        // status2 (as the mobile SDKs send it) also covers INITIALIZED tickets, which the legacy filter leaves out.
+        switch status {
+        case .open: query += TicketStatus.allCases.filter(\.isOpen).map { ("status2", $0.rawValue) }
+        case .closed: query.append(("status2", TicketStatus.closed.rawValue))
+        case .all: break
+        }
+        query.append(("order", "-created_at"))
+        if let channelUrl { query.append(("channelUrl", channelUrl)) }
+        if let groupKey { query.append(("group", groupKey)) }
+        if !customFields.isEmpty {
+            query.append(("customFields", customFields.map { "\($0.key):\(Self.percentEncode($0.value))" }.joined(separator: ",")))
+        }
+        let answer = try await call("listTickets", "GET", "/sapi/tickets/", .customer(session), query: query, idempotent: true)
+        return try Self.page(answer, DeskTicket.init(json:))
+    }
+
+    public func ticketCount(_ session: DeskSession) async throws(DomainError) -> DeskTicketCounts {
+        let answer = try await call("ticketCount", "GET", "/sapi/tickets/count/", .customer(session),
+                                    query: [("sendbirdAppId", configuration.appId)], idempotent: true)
+        guard let members = answer.objectValue else { throw DeskDecoding.failure("count answer is not an object") }
+        var counts: [String: Int] = [:]
+        for (key, value) in members { if let count = value.intValue { counts[key] = count } }
+        return DeskTicketCounts(counts: counts)
+    }
+
+    public func ticket(_ session: DeskSession, id: Int) async throws(DomainError) -> DeskTicket {
+        try DeskTicket(json: try await call("getTicket", "GET", "/sapi/tickets/\(id)/", .customer(session),
+                                            query: [("sendbirdAppId", configuration.appId)], idempotent: true))
+    }
+
+    /// `getByChannelUrl`: the first result of a list filtered by channel.
+    public func ticket(_ session: DeskSession, channelUrl: String) async throws(DomainError) -> DeskTicket {
+        let page = try await listTickets(session, status: .all, limit: 10, offset: 0, channelUrl: channelUrl)
+        guard let ticket = page.results.first(where: { $0.channelUrl == channelUrl }) else {
+            throw DomainError(.notFound, "No ticket has this channel URL.")
+        }
+        return ticket
+    }
+
+    public func setPriority(_ session: DeskSession, ticketId: Int, _ priority: TicketPriority) async throws(DomainError) -> DeskTicket {
+        try await patchTicket("setPriority", session, ticketId, [("priority", .string(priority.rawValue))])
+    }
+
+    public func setRelatedChannels(_ session: DeskSession, ticketId: Int, _ urls: [String]) async throws(DomainError) -> DeskTicket {
+        try await patchTicket("setRelatedChannels", session, ticketId, [("relatedChannelUrls", .string(urls.joined(separator: ",")))])
+    }
+
+    private func patchTicket(_ operation: String, _ session: DeskSession, _ ticketId: Int,
+                             _ fields: [(String, JSONValue)]) async throws(DomainError) -> DeskTicket {
+        let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId))] + fields)
+        return try DeskTicket(json: try await call(operation, "PATCH", "/sapi/tickets/\(ticketId)", .customer(session),
+                                                   body: body, idempotent: true))
+    }
+
+    public func setTicketCustomFields(_ session: DeskSession, ticketId: Int,
+                                      _ fields: [(key: String, value: String)]) async throws(DomainError) -> DeskTicket {
+        let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId)), ("customFields", .string(Self.encodeFields(fields)))])
+        return try DeskTicket(json: try await call("setTicketCustomFields", "PATCH", "/sapi/tickets/\(ticketId)/custom_fields/",
+                                                   .customer(session), body: body, idempotent: true))
+    }
+
+    public func setCustomerCustomFields(_ session: DeskSession, _ fields: [(key: String, value: String)]) async throws(DomainError) -> DeskCustomer {
+        let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId)), ("customFields", .string(Self.encodeFields(fields)))])
+        return try DeskCustomer(json: try await call("setCustomerCustomFields", "PATCH", "/sapi/customers/custom_fields/",
+                                                     .customer(session), body: body, idempotent: true))
+    }
+
+    public func close(_ session: DeskSession, ticketId: Int, comment: String) async throws(DomainError) -> DeskTicket {
+        let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId)), ("closeComment", .string(comment))])
+        return try DeskTicket(json: try await call("closeTicket", "PATCH", "/sapi/tickets/\(ticketId)/close", .customer(session),
+                                                   body: body, idempotent: false))
+    }
+
+    public func reopen(_ session: DeskSession, ticketId: Int) async throws(DomainError) -> DeskTicket {
+        let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId))])
+        return try DeskTicket(json: try await call("reopenTicket", "PATCH", "/sapi/tickets/\(ticketId)/reopen/", .customer(session),
+                                                   body: body, idempotent: false))
+    }
+
+    /// Answers a closure inquiry (`confirmEndOfChat`): the message's state becomes CONFIRMED or DECLINED.
+    @discardableResult
+    public func confirmClosure(_ session: DeskSession, ticketId: Int, messageId: Int, confirm: Bool) async throws(DomainError) -> JSONValue {
+        let data: JSONValue = .object([
+            ("type", .string(RichMessageType.closureInquiry.rawValue)),
+            ("body", .object([("state", .string(confirm ? "CONFIRMED" : "DECLINED")), ("ticketId", .integer(ticketId))])),
+        ])
+        return try await editMessage("confirmClosure", session, ticketId: ticketId, messageId: messageId, data: data)
+    }
+
+    /// Submits CSAT feedback (`submitFeedback`): score 1…5, optional comment.
+    @discardableResult
+    public func submitFeedback(_ session: DeskSession, ticketId: Int, messageId: Int, score: Int,
+                               comment: String?) async throws(DomainError) -> JSONValue {
+        let data: JSONValue = .object([
+            ("type", .string(RichMessageType.customerSatisfaction.rawValue)),
+            ("body", .object([("state", .string("CONFIRMED")), ("customerSatisfactionScore", .integer(score)),
+                              ("customerSatisfactionComment", comment.map(JSONValue.string) ?? .null), ("ticketId", .integer(ticketId))])),
+        ])
+        return try await editMessage("submitFeedback", session, ticketId: ticketId, messageId: messageId, data: data)
+    }
+
+    private func editMessage(_ operation: String, _ session: DeskSession, ticketId: Int, messageId: Int,
+                             data: JSONValue) async throws(DomainError) -> JSONValue {
+        let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId)), ("messageId", .integer(messageId)),
+                                       ("messageData", .string(data.serialized()))])
+        return try await call(operation, "PATCH", "/sapi/tickets/\(ticketId)/edit_message/", .customer(session), body: body, idempotent: false)
+    }
+
+    public func urlPreview(_ session: DeskSession, url: String) async throws(DomainError) -> DeskURLPreview {
+        let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId)), ("url", .string(url))])
+        var answer = try await call("urlPreview", "POST", "/sapi/tickets/url_preview/", .customer(session), body: body, idempotent: true)
+        if let wrapped = answer["data"], wrapped.objectValue != nil { answer = wrapped }
+        return DeskURLPreview(url: answer["url"]?.stringValue ?? url, title: answer["title"]?.stringValue,
+                              siteName: answer["siteName"]?.stringValue ?? answer["site_name"]?.stringValue,
+                              description: answer["description"]?.stringValue, image: answer["image"]?.stringValue)
+    }
+
+    // MARK: Platform API
+
+    /// Platform ticket list: `limit` ≤ 500; `status2` filter; `updatedAfter` for incremental sync (oldest first then).
+    public func platformTickets(limit: Int, offset: Int, status: [TicketStatus] = [], channelUrl: String? = nil,
+                                updatedAfter: Double? = nil) async throws(DomainError) -> DeskPage<DeskTicket> {
+        var query: [(String, String)] = [("limit", String(min(500, max(1, limit)))), ("offset", String(offset))]
+        for value in status { query.append(("status2", value.rawValue)) }
+        if let channelUrl { query.append(("channel_url", channelUrl)) }
+        if let updatedAfter {
+            query.append(("updated_after", ISOTimestamp.format(updatedAfter)))
+            query.append(("order", "updated_at"))
+        }
+        let answer = try await call("platformTickets", "GET", "/platform/v1/tickets", .platform, query: query, idempotent: true)
+        return try Self.page(answer, DeskTicket.init(json:))
+    }
+
+    public func platformTicket(id: Int) async throws(DomainError) -> DeskTicket {
+        try DeskTicket(json: try await call("platformTicket", "GET", "/platform/v1/tickets/\(id)", .platform, idempotent: true))
+    }
+
+    public func agents(limit: Int = 100, offset: Int = 0) async throws(DomainError) -> DeskPage<DeskAgent> {
+        let answer = try await call("agents", "GET", "/platform/v1/agents", .platform,
+                                    query: [("limit", String(limit)), ("offset", String(offset))], idempotent: true)
+        return try Self.page(answer, DeskAgent.init(json:))
+    }
+
+    public func teams(limit: Int = 100, offset: Int = 0) async throws(DomainError) -> DeskPage<DeskTeam> {
+        let answer = try await call("groups", "GET", "/platform/v1/groups", .platform,
+                                    query: [("limit", String(limit)), ("offset", String(offset))], idempotent: true)
+        return try Self.page(answer, DeskTeam.init(json:))
+    }
+
+    public func team(id: Int) async throws(DomainError) -> DeskTeam {
+        try DeskTeam(json: try await call("group", "GET", "/platform/v1/groups/\(id)", .platform, idempotent: true))
+    }
+
+    public func customers(limit: Int = 100, offset: Int = 0, sendbirdId: String? = nil) async throws(DomainError) -> DeskPage<DeskCustomer> {
+        var query = [("limit", String(limit)), ("offset", String(offset))]
+        if let sendbirdId { query.append(("sendbird_id", sendbirdId)) }
+        let answer = try await call("customers", "GET", "/platform/v1/customers", .platform, query: query, idempotent: true)
+        return try Self.page(answer, DeskCustomer.init(json:))
+    }
+
+    // MARK: encoding helpers
+
+    /// `customFields` travel as a JSON string of `{key: value}`.
+    static func encodeFields(_ fields: [(key: String, value: String)]) -> String {
+        JSONValue.object(fields.map { ($0.key, .string($0.value)) }).serialized()
+    }
+
+    static func percentEncode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+
+    static func page<Item>(_ answer: JSONValue, _ decode: (JSONValue) throws(DomainError) -> Item) throws(DomainError) -> DeskPage<Item> {
+        guard let results = answer["results"]?.arrayValue else { throw DeskDecoding.failure("list answer without results") }
+        var items: [Item] = []
+        for item in results { items.append(try decode(item)) }
+        let next = answer["next"]
+        return DeskPage(count: answer["count"]?.intValue ?? items.count, hasNext: next != nil && !(next!.isNull), results: items)
+    }
+}

@@ -1,0 +1,77 @@
+import Crypto
+import DeskClient
+import DeskEmulator
+import Foundation
+import HTTPServer
+import JSON
+import Synchronization
+import Testing
+import TestSupport
+
+/// Records what arrives, answering with a programmable status.
+final class WebhookReceiver: HTTPResponder {
+    let received = Mutex<[(signature: String?, body: [UInt8])]>([])
+    let failFirst = Mutex(0)
+
+    func respond(to request: HTTPRequest) -> HTTPReply {
+        received.withLock { $0.append((request.header("x-hub-signature"), request.body)) }
+        let fail = failFirst.withLock { count -> Bool in
+            guard count > 0 else { return false }
+            count -= 1
+            return true
+        }
+        return .now(HTTPResponse(status: fail ? 500 : 200))
+    }
+    func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse { HTTPResponse(status: 413) }
+    func shuttingDown(_ request: HTTPRequest) -> HTTPResponse { HTTPResponse(status: 503) }
+}
+
+@Suite struct EmulatorWebhookTests {
+    @Test func eventsAreSignedOrderedAndRetried() async throws {
+        let receiver = WebhookReceiver()
+        receiver.failFirst.withLock { $0 = 2 }
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), responder: receiver)
+        try server.start()
+        var configuration = DeskEmulatorConfiguration()
+        configuration.port = 0
+        configuration.webhookURLs = ["http://127.0.0.1:\(server.port)/hook"]
+        configuration.webhookSecret = "s3cret"
+        let emulator = DeskEmulator(configuration: configuration)
+        try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
+        try emulator.start()
+        let client = DeskClient(configuration: DeskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId))
+        let session = try await client.authenticate(userId: "demo-customer", accessToken: "demo-token")
+        let ticket = try await client.createTicket(session, .init(title: "Hook", userName: "D", userId: "demo-customer"))
+        _ = try await httpRequest(port: emulator.port, "POST", "/emulator/tickets/\(ticket.id)/customer-message", json: "{}")
+        _ = try await httpRequest(port: emulator.port, "POST", "/emulator/tickets/\(ticket.id)/assign", json: #"{"agentId":501}"#)
+        _ = try await httpRequest(port: emulator.port, "POST", "/emulator/tickets/\(ticket.id)/close", json: "{}")
+        let csat = try await httpRequest(port: emulator.port, "POST", "/emulator/tickets/\(ticket.id)/csat-request", json: "{}")
+        let messageId = try #require(csat.json?["messageId"] as? Int)
+        try await client.submitFeedback(session, ticketId: ticket.id, messageId: messageId, score: 3, comment: nil)
+
+        let deadline = ContinuousClock.now + .seconds(10)
+        var events: [(type: String, id: String)] = []
+        while ContinuousClock.now < deadline {
+            let deliveries = receiver.received.withLock { $0 }
+            var seen: [(String, String)] = []
+            for delivery in deliveries {
+                let body = try JSONParser.parse(delivery.body)
+                let expected = "sha1=" + HMAC<Insecure.SHA1>.authenticationCode(for: delivery.body, using: SymmetricKey(data: Array("s3cret".utf8)))
+                    .map { String(format: "%02x", $0) }.joined()
+                #expect(delivery.signature == expected)
+                let pair = (body["eventType"]?.stringValue ?? "", body["eventId"]?.stringValue ?? "")
+                if seen.last?.1 != pair.1 { seen.append(pair) }
+            }
+            events = seen.map { (type: $0.0, id: $0.1) }
+            if events.count >= 7 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(events.map(\.type) == ["TICKET.CREATED", "TICKET.STATUS.UPDATED", "TICKET.ASSIGNED", "TICKET.STATUS.UPDATED",
+                                       "TICKET.STATUS.UPDATED", "TICKET.CSAT.REQUESTED", "TICKET.CSAT.UPDATED"])
+        // The first event failed twice and was delivered on the third attempt with the same id.
+        let firstDeliveries = receiver.received.withLock { $0.prefix(3).map { try? JSONParser.parse($0.body)["eventId"]?.stringValue } }
+        #expect(Set(firstDeliveries).count == 1)
+        await emulator.stop()
+        await server.stop()
+    }
+}
