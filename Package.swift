@@ -31,9 +31,9 @@ let package = Package(
             "DeskEmulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         .target(name: "Telemetry", dependencies: ["JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .target(name: "API", dependencies: ["HTTPServer", "Postgres", "Telemetry", "JSON",
+        .target(name: "API", dependencies: ["HTTPServer", "Postgres", "Telemetry", "JSON", "Domain", "DeskClient",
                                             .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .target(name: "GatewayApp", dependencies: ["API", "HTTPServer", "Postgres", "Telemetry",
+        .target(name: "GatewayApp", dependencies: ["API", "HTTPServer", "Postgres", "Telemetry", "DeskClient", "DeskEmulator", "Domain",
                                                    .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .executableTarget(name: "desk-gateway", dependencies: [
             "GatewayApp", "Telemetry",
@@ -46,6 +46,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "DeskContractTests", dependencies: ["DeskClient", "DeskEmulator", "Domain", "JSON", "HTTPServer", "TestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "API", "Postgres", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "API", "Postgres", "DeskEmulator", "DeskClient", "Domain", "JSON", "TestSupport",
+                                                        .product(name: "Crypto", package: "swift-crypto")]),
     ]
 )

@@ -68,7 +68,7 @@ extension DeskClient {
         case unreachable(String)
     }
 
-    private func perform(_ request: URLRequest) async -> Outcome {
+    func perform(_ request: URLRequest) async -> Outcome {
         do {
             let (data, response) = try await sessionData(for: request)
             guard let http = response as? HTTPURLResponse else { return .unreachable("not an HTTP response") }
@@ -152,50 +152,49 @@ extension DeskClient {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
-    /// URLSession's own timeout is not reliable below a second on Linux: the deadline is enforced here, and the
-    /// transfer is cancelled when it passes.
+    /// URLSession's own timeout is not reliable below a second on Linux: the deadline is enforced here. Whichever
+    /// comes first, the answer or the deadline, resumes the caller; a late transfer is cancelled and not awaited.
     private func sessionData(for request: URLRequest) async throws -> (Data, URLResponse) {
-        let box = TaskBox()
+        let race = TransferRace()
         let deadline = configuration.requestTimeout
-        return try await withThrowingTaskGroup(of: (Data, URLResponse)?.self) { group in
-            group.addTask {
-                try await withTaskCancellationHandler {
-                    try await withCheckedThrowingContinuation { continuation in
-                        let task = self.sessionForRequests.dataTask(with: request) { data, response, error in
-                            if let error { continuation.resume(throwing: error); return }
-                            guard let response else { continuation.resume(throwing: URLError(.badServerResponse)); return }
-                            continuation.resume(returning: (data ?? Data(), response))
-                        }
-                        box.set(task)
-                        task.resume()
-                    }
-                } onCancel: {
-                    box.cancel()
-                }
+        return try await withCheckedThrowingContinuation { continuation in
+            race.arm(continuation)
+            let task = sessionForRequests.dataTask(with: request) { data, response, error in
+                if let error { race.finish(.failure(error)); return }
+                guard let response else { race.finish(.failure(URLError(.badServerResponse))); return }
+                race.finish(.success((data ?? Data(), response)))
             }
-            group.addTask {
-                try await Task.sleep(for: deadline)
-                return nil
+            race.set(task)
+            task.resume()
+            Task {
+                try? await Task.sleep(for: deadline)
+                race.finish(.failure(URLError(.timedOut)))
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let result = first else { throw URLError(.timedOut) }
-            return result
         }
     }
 }
 
-/// Holds the in-flight transfer so a passed deadline can cancel it.
-final class TaskBox: Sendable {
-    private let task = Mutex<URLSessionDataTask?>(nil)
-    private let cancelled = Mutex(false)
+/// Resumes its continuation exactly once, with the transfer's result or the deadline's timeout.
+final class TransferRace: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<(Data, URLResponse), any Error>?, task: URLSessionDataTask?, done: Bool)>((nil, nil, false))
 
-    func set(_ newTask: URLSessionDataTask) {
-        task.withLock { $0 = newTask }
-        if cancelled.withLock({ $0 }) { newTask.cancel() }
+    func arm(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
+        state.withLock { $0.continuation = continuation }
     }
 
-    func cancel() {
-        cancelled.withLock { $0 = true }
-        task.withLock { $0 }?.cancel()
+    func set(_ task: URLSessionDataTask) {
+        state.withLock { $0.task = task }
+    }
+
+    func finish(_ result: Result<(Data, URLResponse), any Error>) {
+        let (continuation, task) = state.withLock { state -> (CheckedContinuation<(Data, URLResponse), any Error>?, URLSessionDataTask?) in
+            guard !state.done else { return (nil, nil) }
+            state.done = true
+            defer { state.continuation = nil; state.task = nil }
+            return (state.continuation, state.task)
+        }
+        guard let continuation else { return }
+        if case .failure(let error as URLError) = result, error.code == .timedOut { task?.cancel() }
+        continuation.resume(with: result)
     }
 }

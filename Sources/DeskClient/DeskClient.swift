@@ -288,3 +288,23 @@ public final class DeskClient: Sendable {
         return DeskPage(count: answer["count"]?.intValue ?? items.count, hasNext: next != nil && !(next!.isNull), results: items)
     }
 }
+
+extension DeskClient {
+    /// Reachability: nil when Desk answers (an authenticated Platform API call when a token is configured, otherwise
+    /// any non-5xx answer from the customer API), else what is wrong. Bypasses retries and the breaker.
+    public func probe() async -> String? {
+        let credential: Credential = configuration.apiToken == nil ? .customer(DeskSession(token: "")) : .platform
+        let path = configuration.apiToken == nil ? "/sapi/tickets/count/" : "/platform/v1/agents"
+        guard let request = try? makeRequest("GET", path, credential, query: [("limit", "1")], body: nil) else {
+            return "the Desk base URL is not valid"
+        }
+        switch await perform(request) {
+        case .answer(let status, _, _):
+            if status >= 500 { return "Desk answered HTTP \(status)" }
+            if configuration.apiToken != nil, status == 401 || status == 403 { return "Desk refused the Platform API token" }
+            return nil
+        case .timedOut: return "Desk did not answer in time"
+        case .unreachable: return "Desk is unreachable"
+        }
+    }
+}

@@ -88,7 +88,16 @@ public final class EmbeddedPostgres: Sendable {
     }
 
     /// Stops the cluster if this object started it (a cluster someone else started is left running).
-    public func stop(force: Bool = false) {
+    public func stop(force: Bool = false) async {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                self.stopBlocking(force: force)
+                continuation.resume()
+            }
+        }
+    }
+
+    func stopBlocking(force: Bool) {
         guard force || startedByUs.withLock({ $0 }) else { return }
         _ = try? run(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-m", "fast", "-w", "stop"], timeout: 60)
         startedByUs.withLock { $0 = false }
@@ -96,8 +105,8 @@ public final class EmbeddedPostgres: Sendable {
     }
 
     /// Removes the cluster's folder (tests only).
-    public func destroy() {
-        stop(force: true)
+    public func destroy() async {
+        await stop(force: true)
         try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().path)
         try? FileManager.default.removeItem(atPath: socketDirectory)
     }

@@ -1,4 +1,6 @@
 import API
+public import DeskClient
+public import DeskEmulator
 import Foundation
 public import HTTPServer
 public import Logging
@@ -15,15 +17,20 @@ public final class GatewayApplication: Sendable {
     public let server: HTTPServer
     public let metrics: MetricsRegistry
     public let logger: Logger
+    public let desk: DeskClient
+    /// The in-process Desk emulator when no DESK_BASE_URL is configured.
+    public let emulator: DeskEmulator?
     let embedded: EmbeddedPostgres?
 
     init(config: GatewayConfig, pool: PostgresPool, server: HTTPServer, metrics: MetricsRegistry, logger: Logger,
-         embedded: EmbeddedPostgres?) {
+         desk: DeskClient, emulator: DeskEmulator?, embedded: EmbeddedPostgres?) {
         self.config = config
         self.pool = pool
         self.server = server
         self.metrics = metrics
         self.logger = logger
+        self.desk = desk
+        self.emulator = emulator
         self.embedded = embedded
     }
 
@@ -35,8 +42,9 @@ public final class GatewayApplication: Sendable {
     public func stop() async {
         logger.info("stopping", metadata: ["drain_s": "\(config.shutdownDrainSeconds)"])
         await server.stop(drainDeadline: .seconds(config.shutdownDrainSeconds))
+        await emulator?.stop()
         pool.shutdown()
-        embedded?.stop()
+        await embedded?.stop()
         logger.info("stopped")
     }
 }
@@ -88,9 +96,10 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
     do {
         try await migrate(pool: pool, assets: assets, config: config, logger: logger)
         let metrics = MetricsRegistry()
+        let (desk, emulator) = try startDesk(config, metrics: metrics, logger: logger)
         let openAPI = try? String(contentsOfFile: assets + "/openapi.yaml", encoding: .utf8)
         var routes = RouteTable()
-        OpsRoutes(checks: [DatabaseReadinessCheck(pool: pool)], metrics: metrics, pool: pool,
+        OpsRoutes(checks: [DatabaseReadinessCheck(pool: pool), DeskReadinessCheck(client: desk)], metrics: metrics, pool: pool,
                   openAPIDocument: openAPI, version: gatewayVersion).register(in: &routes)
         let responder = APIResponder(routes: routes, metrics: metrics, logger: logger)
         let server = HTTPServer(configuration: HTTPServerConfiguration(
@@ -99,21 +108,65 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
             bodyLimitBytes: config.httpBodyLimitBytes), responder: responder)
         try server.start()
         logger.notice("listening", metadata: ["host": "\(config.host)", "port": "\(server.port)", "version": "\(gatewayVersion)"])
-        return GatewayApplication(config: config, pool: pool, server: server, metrics: metrics, logger: logger, embedded: embedded)
+        return GatewayApplication(config: config, pool: pool, server: server, metrics: metrics, logger: logger,
+                                  desk: desk, emulator: emulator, embedded: embedded)
     } catch {
         pool.shutdown()
-        embedded?.stop()
+        await embedded?.stop()
         throw error
     }
+}
+
+/// The Desk client; without DESK_BASE_URL an emulator is started in-process and seeded with the demo data.
+func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger) throws -> (DeskClient, DeskEmulator?) {
+    var baseURL = config.deskBaseURL
+    var apiToken = config.deskAPIToken
+    var emulator: DeskEmulator?
+    if baseURL == nil {
+        var emulatorConfig = DeskEmulatorConfiguration()
+        emulatorConfig.host = "127.0.0.1"
+        emulatorConfig.port = config.deskEmulatorPort
+        emulatorConfig.appId = config.deskAppId
+        emulatorConfig.apiToken = apiToken ?? "emulator-api-token"
+        emulatorConfig.webhookSecret = config.deskWebhookSecret ?? "emulator-webhook-secret"
+        let started = DeskEmulator(configuration: emulatorConfig)
+        try started.seed(json: Array(DeskEmulator.demoSeed.utf8))
+        try started.start()
+        baseURL = started.baseURL
+        apiToken = emulatorConfig.apiToken
+        emulator = started
+        logger.notice("no DESK_BASE_URL: running against the embedded Desk emulator (demo data: customer demo-customer / demo-token)",
+                      metadata: ["desk": "\(started.baseURL)"])
+    }
+    var deskConfig = DeskClientConfiguration(baseURL: baseURL!, appId: config.deskAppId, apiToken: apiToken)
+    deskConfig.requestTimeout = .milliseconds(config.deskTimeoutMilliseconds)
+    deskConfig.breakerFailureThreshold = config.deskBreakerThreshold
+    deskConfig.breakerCooldown = .seconds(config.deskBreakerCooldownSeconds)
+    metrics.describe("desk_requests_total", .counter, help: "Desk API calls by operation and outcome.")
+    metrics.describe("desk_request_duration_seconds", .histogram, help: "Desk API call latency by operation.")
+    let client = DeskClient(configuration: deskConfig) { record in
+        metrics.increment("desk_requests_total", [("operation", record.operation), ("outcome", record.outcome)])
+        if record.outcome != "breaker_open" {
+            metrics.observe("desk_request_duration_seconds", [("operation", record.operation)], record.seconds)
+        }
+    }
+    metrics.gauge("desk_circuit_breaker_open", help: "1 while the Desk circuit breaker is open.") {
+        [([], client.breaker.state == .open ? 1 : 0)]
+    }
+    return (client, emulator)
 }
 
 /// `desk-gateway migrate`: applies migrations and exits.
 public func runMigrations(_ config: GatewayConfig, logger: Logger) async throws {
     let assets = try Assets.locate(configured: config.assetsDirectory)
     let (pool, embedded) = try await openDatabase(config, logger: logger)
-    defer {
+    do {
+        try await migrate(pool: pool, assets: assets, config: config, logger: logger)
+    } catch {
         pool.shutdown()
-        embedded?.stop()
+        await embedded?.stop()
+        throw error
     }
-    try await migrate(pool: pool, assets: assets, config: config, logger: logger)
+    pool.shutdown()
+    await embedded?.stop()
 }

@@ -30,6 +30,17 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var embeddedPostgresDirectory = ".data/postgres"
     public var embeddedPostgresPort = 55432
 
+    /// nil: run the embedded Desk emulator on `deskEmulatorPort`.
+    public var deskBaseURL: String?
+    public var deskAppId = "emulated-app"
+    public var deskAPIToken: String?
+    public var deskWebhookSecret: String?
+    public var deskTimeoutMilliseconds = 5000
+    public var deskBreakerThreshold = 5
+    public var deskBreakerCooldownSeconds = 10
+    /// Port of the embedded emulator (0: any free port).
+    public var deskEmulatorPort = 9090
+
     public var logLevel: Logger.Level = .info
     /// Folder holding `sql/` and `openapi.yaml`; nil searches the usual places.
     public var assetsDirectory: String?
@@ -54,13 +65,28 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         config.dbStartupWaitSeconds = try reader.int("DB_STARTUP_WAIT_S", default: config.dbStartupWaitSeconds, range: 0...3600)
         config.embeddedPostgresDirectory = try reader.optionalString("EMBEDDED_PG_DIR") ?? config.embeddedPostgresDirectory
         config.embeddedPostgresPort = try reader.int("EMBEDDED_PG_PORT", default: config.embeddedPostgresPort, range: 1024...65535)
+        config.deskBaseURL = try reader.httpURL("DESK_BASE_URL")
+        if config.deskBaseURL != nil {
+            guard let appId = try reader.optionalString("DESK_APP_ID") else {
+                throw ConfigError(variable: "DESK_APP_ID", message: "required when DESK_BASE_URL is set")
+            }
+            config.deskAppId = appId
+        } else {
+            config.deskAppId = try reader.optionalString("DESK_APP_ID") ?? config.deskAppId
+        }
+        config.deskAPIToken = try reader.optionalString("DESK_API_TOKEN")
+        config.deskWebhookSecret = try reader.optionalString("DESK_WEBHOOK_SECRET")
+        config.deskTimeoutMilliseconds = try reader.int("DESK_TIMEOUT_MS", default: config.deskTimeoutMilliseconds, range: 50...120_000)
+        config.deskBreakerThreshold = try reader.int("DESK_BREAKER_THRESHOLD", default: config.deskBreakerThreshold, range: 1...1000)
+        config.deskBreakerCooldownSeconds = try reader.int("DESK_BREAKER_COOLDOWN_S", default: config.deskBreakerCooldownSeconds, range: 1...3600)
+        config.deskEmulatorPort = try reader.int("DESK_EMULATOR_PORT", default: config.deskEmulatorPort, range: 0...65535)
         config.logLevel = try reader.logLevel("LOG_LEVEL", default: config.logLevel)
         config.assetsDirectory = try reader.optionalString("ASSETS_DIR")
         return config
     }
 
     public var description: String {
-        "GatewayConfig(host: \(host), port: \(port), httpThreads: \(httpThreads), database: \(databaseURL == nil ? "embedded" : "<redacted>"), dbPoolSize: \(dbPoolSize), logLevel: \(logLevel))"
+        "GatewayConfig(host: \(host), port: \(port), httpThreads: \(httpThreads), database: \(databaseURL == nil ? "embedded" : "<redacted>"), dbPoolSize: \(dbPoolSize), desk: \(deskBaseURL ?? "embedded emulator"), deskApiToken: \(deskAPIToken == nil ? "unset" : "<redacted>"), logLevel: \(logLevel))"
     }
 }
 
@@ -89,6 +115,15 @@ struct EnvironmentReader {
             throw ConfigError(variable: name, message: "expected an IPv4 address such as 0.0.0.0 or 127.0.0.1, got '\(text)'")
         }
         return text
+    }
+
+    func httpURL(_ name: String) throws -> String? {
+        guard let text = try optionalString(name) else { return nil }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              url.host != nil, url.query == nil else {
+            throw ConfigError(variable: name, message: "expected an http(s) base URL such as https://desk-api-APPID.sendbird.com, got '\(text)'")
+        }
+        return text.hasSuffix("/") ? String(text.dropLast()) : text
     }
 
     func logLevel(_ name: String, default fallback: Logger.Level) throws -> Logger.Level {

@@ -1,4 +1,5 @@
 import API
+import DeskEmulator
 import Foundation
 import GatewayApp
 import Testing
@@ -16,6 +17,23 @@ import TestSupport
             let checks = ready.json?["checks"] as? [String: Any]
             let database = (checks?["database"] as? [[String: Any]])?.first
             #expect(database?["status"] as? String == "pass")
+        }
+    }
+
+    @Test func readyzReportsDeskAsWarnWhileItIsDown() async throws {
+        try await TestGateway.with { app in
+            let emulator = try #require(app.emulator)
+            let ready = try await httpRequest(port: app.port, "GET", "/readyz")
+            let desk = ((ready.json?["checks"] as? [String: Any])?["desk"] as? [[String: Any]])?.first
+            #expect(desk?["status"] as? String == "pass")
+
+            emulator.setFaults(EmulatorFaults(down: true))
+            let degraded = try await httpRequest(port: app.port, "GET", "/readyz")
+            #expect(degraded.status == 200)
+            #expect(degraded.json?["status"] as? String == "warn")
+            let deskDown = ((degraded.json?["checks"] as? [String: Any])?["desk"] as? [[String: Any]])?.first
+            #expect(deskDown?["status"] as? String == "warn")
+            #expect((deskDown?["output"] as? String)?.contains("503") == true)
         }
     }
 
@@ -85,14 +103,13 @@ import TestSupport
 
     @Test func readyzFailsWhileTheDatabaseIsDownAndRecoversWithoutARestart() async throws {
         let cluster = try TestPostgres.privateCluster()
-        defer { cluster.destroy() }
         try await cluster.start()
         var config = TestGateway.configuration(databaseURL: cluster.connectionString(database: "postgres"))
         config.dbConnectTimeoutSeconds = 2
         let app = try await TestGateway.start(config)
         #expect(try await httpRequest(port: app.port, "GET", "/readyz").status == 200)
 
-        cluster.stop(force: true)
+        await cluster.stop(force: true)
         let down = try await httpRequest(port: app.port, "GET", "/readyz")
         #expect(down.status == 503)
         #expect(down.json?["status"] as? String == "fail")
@@ -103,6 +120,7 @@ import TestSupport
         let up = try await httpRequest(port: app.port, "GET", "/readyz")
         #expect(up.status == 200)
         await app.stop()
+        await cluster.destroy()
     }
 }
 
@@ -127,6 +145,20 @@ import TestSupport
                 Issue.record("unexpected error \(error)")
             }
         }
+    }
+
+    @Test func deskSettingsAreValidated() throws {
+        #expect(throws: ConfigError.self) { try GatewayConfig.fromEnvironment(["DESK_BASE_URL": "ftp://desk"]) }
+        do {
+            _ = try GatewayConfig.fromEnvironment(["DESK_BASE_URL": "https://desk-api-abc.sendbird.com"])
+            Issue.record("a base URL without an app id was accepted")
+        } catch let error as ConfigError {
+            #expect(error.variable == "DESK_APP_ID")
+        }
+        let config = try GatewayConfig.fromEnvironment(["DESK_BASE_URL": "https://desk-api-abc.sendbird.com/", "DESK_APP_ID": "abc",
+                                                        "DESK_API_TOKEN": "tok-123"])
+        #expect(config.deskBaseURL == "https://desk-api-abc.sendbird.com")
+        #expect(!config.description.contains("tok-123"))
     }
 
     @Test func theDatabaseURLIsNeverPrinted() throws {

@@ -36,7 +36,7 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
     }
 
     @Test func nulBytesAreRejectedBeforeReachingTheServer() async throws {
-        try await withPool { pool in
+        _ = try await withPool { pool in
             await #expect(throws: PostgresError.self) {
                 try await pool.query("SELECT $1::text", ["a\u{0}b"])
             }
@@ -83,37 +83,40 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         try await withPool(size: 3) { pool in
             let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<9 { group.addTask { try await pool.query("SELECT pg_sleep(0.1)") } }
+                for _ in 0..<9 { group.addTask { try await pool.query("SELECT pg_sleep(0.5)") } }
                 // While the sleeps run, every connection is busy and the rest wait.
                 let deadline = ContinuousClock.now + .seconds(5)
-                while pool.statistics.inUse < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+                while pool.statistics.inUse < 3 || pool.statistics.waiting < 6, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(1))
+                }
                 let stats = pool.statistics
                 #expect(stats.inUse == 3)
                 #expect(stats.waiting == 6)
                 try await group.waitForAll()
             }
             let elapsed = ContinuousClock.now - started
-            // 9 sleeps of 100 ms on 3 connections take three rounds, not one.
-            #expect(elapsed >= .milliseconds(290))
+            // 9 sleeps of 500 ms on 3 connections take three rounds, not one.
+            #expect(elapsed >= .milliseconds(1490))
             #expect(pool.statistics.inUse == 0)
         }
     }
 
     @Test func reconnectsAfterTheServerRestarts() async throws {
         let cluster = try TestPostgres.privateCluster()
-        defer { cluster.destroy() }
         try await cluster.start()
         let pool = PostgresPool(configuration: PostgresConfiguration(
             connectionString: cluster.connectionString(database: "postgres"), poolSize: 2, connectTimeoutSeconds: 2))
         defer { pool.shutdown() }
         #expect(try await pool.query("SELECT 1")[0].decode(0, as: Int.self) == 1)
-        cluster.stop(force: true)
+        await cluster.stop(force: true)
         await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
         try await cluster.start()
         // Every connection of the pool was cut; each one comes back on its next use.
         for _ in 0..<4 {
             #expect(try await pool.query("SELECT 2")[0].decode(0, as: Int.self) == 2)
         }
+        pool.shutdown()
+        await cluster.destroy()
     }
 
     @Test func racingMigratorsApplyEachMigrationOnce() async throws {

@@ -13,6 +13,7 @@ public enum TestGateway {
         config.shutdownDrainSeconds = 5
         config.dbStartupWaitSeconds = 5
         config.logLevel = .warning
+        config.deskEmulatorPort = 0
         return config
     }
 

@@ -1,0 +1,32 @@
+public import DeskClient
+
+/// Desk is reported `warn` (never `fail`): the cache keeps reads working while Desk is away.
+public struct DeskReadinessCheck: ReadinessCheck {
+    public let name = "desk"
+    public let componentType = "component"
+    let client: DeskClient
+    let timeout: Duration
+
+    public init(client: DeskClient, timeout: Duration = .seconds(2)) {
+        self.client = client
+        self.timeout = timeout
+    }
+
+    public func check() async -> CheckResult {
+        if client.breaker.state == .open {
+            return CheckResult(status: .warn, output: "circuit breaker open: Desk calls are failing fast")
+        }
+        let started = ContinuousClock.now
+        let outcome = await withDeadline(timeout) { [client] in await client.probe() }
+        let elapsed = ContinuousClock.now - started
+        let millis = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        switch outcome {
+        case .some(nil):
+            return CheckResult(status: .pass, observedValue: (millis * 100).rounded() / 100, observedUnit: "ms")
+        case .some(.some(let problem)):
+            return CheckResult(status: .warn, output: problem)
+        case .none:
+            return CheckResult(status: .warn, output: "no answer within \(timeout)")
+        }
+    }
+}
