@@ -1,6 +1,6 @@
 -- Core tables every later capability builds on. Forward-only: never edit an applied migration, add a new one.
 
--- Desk session for a customer, keyed by the hash of the opaque bearer token the gateway handed out.
+-- A customer as the gateway knows them: the Sendbird user id is the identity.
 CREATE TABLE customers (
     id              bigserial PRIMARY KEY,
     sendbird_id     text NOT NULL UNIQUE,

@@ -1,22 +1,45 @@
 public import HTTPServer
 public import Logging
 public import Telemetry
+import Crypto
+import DeskClient
+import Domain
+import JSON
 import Postgres
+public import Store
 import Synchronization
 
-/// The gateway's HTTP front: routing, request ids, problem+json for every failure, metrics and access logs.
+/// Cross-cutting policy of the public API.
+public struct APIPolicy: Sendable {
+    /// Origins allowed to call from browsers; `*` allows any.
+    public var corsOrigins: [String] = []
+    public var rateLimitPerMinute = 600
+    public var rateLimitBurst = 120
+
+    public init() {}
+}
+
+/// The gateway's HTTP front: routing, request ids, CORS, rate limits, idempotency keys, ETags, problem+json for
+/// every failure, metrics and access logs.
 public final class APIResponder: HTTPResponder {
     private let router: Router<RouteHandler>
     private let metrics: MetricsRegistry
     private let logger: Logger
+    private let policy: APIPolicy
+    private let limiter: RateLimiter
+    private let idempotency: IdempotencyStore?
     private let inFlight = Atomic<Int>(0)
     private let requestCounter = Atomic<UInt64>(0)
     private let idPrefix: String
 
-    public init(routes: RouteTable, metrics: MetricsRegistry, logger: Logger) {
+    public init(routes: RouteTable, metrics: MetricsRegistry, logger: Logger, policy: APIPolicy = APIPolicy(),
+                idempotency: IdempotencyStore? = nil) {
         self.router = routes.router
         self.metrics = metrics
         self.logger = logger
+        self.policy = policy
+        self.idempotency = idempotency
+        limiter = RateLimiter(perMinute: policy.rateLimitPerMinute, burst: policy.rateLimitBurst)
         var generator = SystemRandomNumberGenerator()
         let prefix = String(generator.next() as UInt32, radix: 16)
         idPrefix = String(repeating: "0", count: 8 - prefix.count) + prefix
@@ -30,30 +53,60 @@ public final class APIResponder: HTTPResponder {
     public func respond(to request: HTTPRequest) -> HTTPReply {
         let started = ContinuousClock.now
         let requestID = requestID(for: request)
+        let isPublicAPI = request.path.hasPrefix("/v1/")
+        if request.method == "OPTIONS", request.header("access-control-request-method") != nil {
+            return .now(finish(preflight(request), request: request, route: "(preflight)", requestID: requestID, started: started))
+        }
+        var limitHeaders: [(name: String, value: String)] = []
+        if isPublicAPI {
+            let key = Authenticator.bearer(request).map { "t:" + $0 } ?? "a:" + (request.remoteAddress ?? "unknown")
+            let decision = limiter.take(key)
+            limitHeaders = [("RateLimit-Limit", String(Int(limiter.burst))), ("RateLimit-Remaining", String(decision.remaining)),
+                            ("RateLimit-Reset", String(decision.reset)),
+                            ("RateLimit", "limit=\(Int(limiter.burst)), remaining=\(decision.remaining), reset=\(decision.reset)")]
+            if !decision.allowed {
+                var error = APIError(status: 429, code: "rate_limited", title: "Too many requests",
+                                     detail: "This client sent more than \(policy.rateLimitPerMinute) requests a minute; retry after \(decision.retryAfter) s.")
+                error.headers = [("Retry-After", String(decision.retryAfter))] + limitHeaders
+                return .now(finish(error.response(instance: request.path, requestID: requestID), request: request,
+                                   route: "(rate limited)", requestID: requestID, started: started))
+            }
+        }
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
             let response = APIError.notFound().response(instance: request.path, requestID: requestID)
-            return .now(finish(response, request: request, route: "(unmatched)", requestID: requestID, started: started))
+            return .now(finish(response, request: request, route: "(unmatched)", requestID: requestID, started: started, extra: limitHeaders))
         case .methodNotAllowed(let allowed, let template):
             let response = APIError.methodNotAllowed(allowed).response(instance: request.path, requestID: requestID)
-            return .now(finish(response, request: request, route: template, requestID: requestID, started: started))
+            return .now(finish(response, request: request, route: template, requestID: requestID, started: started, extra: limitHeaders))
         case .found(let handler, let template, let parameters):
             var routed = request
             routed.pathParameters = parameters
             let info = RequestInfo(id: requestID, route: template)
+            let slow: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse
             switch handler {
             case .sync(let body):
                 let response: HTTPResponse
                 do { response = try body(routed, info) } catch { response = problem(for: error, request: routed, info: info) }
-                return .now(finish(response, request: routed, route: template, requestID: requestID, started: started))
-            case .async(let body):
-                inFlight.add(1, ordering: .relaxed)
-                return .later { [self, routed] in
-                    let response: HTTPResponse
-                    do { response = try await body(routed, info) } catch { response = problem(for: error, request: routed, info: info) }
-                    inFlight.subtract(1, ordering: .relaxed)
-                    return finish(response, request: routed, route: template, requestID: requestID, started: started)
+                return .now(finish(response, request: routed, route: template, requestID: requestID, started: started, extra: limitHeaders))
+            case .hybrid(let fast, let rest):
+                if let response = fast(routed, info) {
+                    return .now(finish(response, request: routed, route: template, requestID: requestID, started: started, extra: limitHeaders))
                 }
+                slow = rest
+            case .async(let body):
+                slow = body
+            }
+            inFlight.add(1, ordering: .relaxed)
+            return .later { [self, routed, limitHeaders] in
+                let response: HTTPResponse
+                do {
+                    response = try await runWithIdempotency(routed, info: info, slow)
+                } catch {
+                    response = problem(for: error, request: routed, info: info)
+                }
+                inFlight.subtract(1, ordering: .relaxed)
+                return finish(response, request: routed, route: template, requestID: requestID, started: started, extra: limitHeaders)
             }
         }
     }
@@ -69,12 +122,91 @@ public final class APIResponder: HTTPResponder {
         return APIError.shuttingDown().response(instance: request.path, requestID: requestID)
     }
 
+    // MARK: idempotency
+
+    /// POSTs with `Idempotency-Key`: the first answer for a key is stored and replayed for the same body; the same key
+    /// with another body is refused (422). Sessions are excluded: their answer holds a bearer token, which is never stored.
+    private func runWithIdempotency(_ request: HTTPRequest, info: RequestInfo,
+                                    _ body: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse) async throws -> HTTPResponse {
+        guard request.method == "POST", let key = request.header("idempotency-key"), let idempotency,
+              request.path.hasPrefix("/v1/"), request.path != "/v1/sessions" else {
+            return try await body(request, info)
+        }
+        guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw APIError(status: 400, code: "invalid_idempotency_key", title: "Invalid Idempotency-Key",
+                           detail: "Idempotency-Key must be 1 to 255 visible ASCII characters.")
+        }
+        let principal = Authenticator.bearer(request).map { "t:" + Self.hex(Array(SHA256.hash(data: Array($0.utf8))).prefix(16)) }
+            ?? "a:" + (request.remoteAddress ?? "unknown")
+        var hasher = SHA256()
+        hasher.update(data: Array("\(request.method) \(request.path)\n".utf8))
+        hasher.update(data: request.body)
+        let requestHash = Array(hasher.finalize())
+        switch try await idempotency.claim(principal: principal, key: key, requestHash: requestHash) {
+        case .mismatch:
+            throw APIError(status: 422, code: "idempotency_key_reused", title: "Idempotency-Key reused",
+                           detail: "This Idempotency-Key was already used with a different request; use a new key for a new request.")
+        case .inProgress:
+            throw APIError(status: 409, code: "idempotency_in_progress", title: "Request in progress",
+                           detail: "A request with this Idempotency-Key is still being processed; retry shortly.",
+                           headers: [("Retry-After", "1")])
+        case .replay(let status, let headers, let stored):
+            return HTTPResponse(status: status, headers: headers.map { ($0.0, $0.1) } + [("Idempotent-Replayed", "true")], body: stored)
+        case .claimed:
+            let response: HTTPResponse
+            do {
+                response = try await body(request, info)
+            } catch {
+                let failure = problem(for: error, request: request, info: info)
+                if failure.status >= 500 || failure.status == 409 || failure.status == 429 {
+                    try? await idempotency.release(principal: principal, key: key)
+                } else {
+                    try? await idempotency.complete(principal: principal, key: key, status: failure.status,
+                                                    headers: failure.headers.map { ($0.name, $0.value) }, body: failure.body)
+                }
+                return failure
+            }
+            try? await idempotency.complete(principal: principal, key: key, status: response.status,
+                                            headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
+            return response
+        }
+    }
+
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    // MARK: CORS
+
+    private func allowedOrigin(_ request: HTTPRequest) -> String? {
+        guard let origin = request.header("origin"), !policy.corsOrigins.isEmpty else { return nil }
+        if policy.corsOrigins.contains("*") || policy.corsOrigins.contains(origin) { return origin }
+        return nil
+    }
+
+    private func preflight(_ request: HTTPRequest) -> HTTPResponse {
+        guard let origin = allowedOrigin(request) else { return HTTPResponse(status: 204, headers: [("Vary", "Origin")]) }
+        return HTTPResponse(status: 204, headers: [
+            ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
+            ("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS"),
+            ("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-ID"),
+            ("Access-Control-Max-Age", "600"),
+        ])
+    }
+
+    // MARK: errors
+
     /// The single place where errors become responses; anything unknown is a 500 whose detail goes only to the log.
     func problem(for error: any Error, request: HTTPRequest, info: RequestInfo) -> HTTPResponse {
         let apiError: APIError
         switch error {
         case let error as APIError:
             apiError = error
+        case let error as DomainError:
+            if let detail = error.internalDetail {
+                logger.notice("upstream refused", metadata: ["request_id": "\(info.id)", "code": "\(error.code)", "detail": "\(detail)"])
+            }
+            apiError = Self.map(error)
         case let error as PostgresError where error.isUnavailable:
             logger.warning("database unavailable", metadata: ["request_id": "\(info.id)", "error": "\(error.detail)"])
             apiError = .serviceUnavailable("The database is unavailable; retry shortly.")
@@ -84,6 +216,29 @@ public final class APIResponder: HTTPResponder {
             apiError = .internalError()
         }
         return apiError.response(instance: request.path, requestID: info.id)
+    }
+
+    static func map(_ error: DomainError) -> APIError {
+        switch error.code {
+        case .notFound:
+            return APIError(status: 404, code: "not_found", title: "Not found", detail: error.message)
+        case .conflict:
+            return APIError(status: 409, code: "ticket_state_conflict", title: "Not allowed in the ticket's state", detail: error.message)
+        case .invalid:
+            return APIError(status: 422, code: "desk_rejected", title: "Desk refused the request", detail: error.message)
+        case .unauthorized:
+            return APIError(status: 401, code: "desk_session_expired", title: "Desk session expired",
+                            detail: "Desk no longer accepts this session; sign in again.",
+                            headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway""#)])
+        case .forbidden:
+            return APIError(status: 403, code: "forbidden", title: "Forbidden", detail: error.message)
+        case .rateLimited, .upstreamUnavailable:
+            return APIError(status: 503, code: "desk_unavailable", title: "Desk unavailable",
+                            detail: "Sendbird Desk is not answering right now; retry later.",
+                            headers: [("Retry-After", String(error.retryAfterSeconds ?? 5))])
+        default:
+            return APIError(status: 502, code: "bad_gateway", title: "Bad gateway", detail: "Sendbird Desk answered in a way the gateway did not understand.")
+        }
     }
 
     private static func logDetail(_ error: any Error) -> String {
@@ -103,13 +258,19 @@ public final class APIResponder: HTTPResponder {
     }
 
     private func finish(_ response: HTTPResponse, request: HTTPRequest, route: String, requestID: String,
-                        started: ContinuousClock.Instant) -> HTTPResponse {
-        var response = response
+                        started: ContinuousClock.Instant, extra: [(name: String, value: String)] = []) -> HTTPResponse {
+        var response = ETag.apply(to: response, request: request)
         response.headers.append(("X-Request-ID", requestID))
+        response.headers.append(contentsOf: extra)
+        if let origin = allowedOrigin(request) {
+            response.headers.append(("Access-Control-Allow-Origin", origin))
+            response.headers.append(("Vary", "Origin"))
+            response.headers.append(("Access-Control-Expose-Headers",
+                                     "ETag, X-Request-ID, X-Cache, Retry-After, Location, RateLimit, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Idempotent-Replayed"))
+        }
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let status = String(response.status)
-        metrics.increment("http_requests_total", [("route", route), ("method", request.method), ("status", status)])
+        metrics.increment("http_requests_total", [("route", route), ("method", request.method), ("status", String(response.status))])
         metrics.observe("http_request_duration_seconds", [("route", route)], seconds)
         if logger.logLevel <= .info {
             logger.info("request", metadata: [

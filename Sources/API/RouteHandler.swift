@@ -12,6 +12,9 @@ public enum RouteHandler: Sendable {
     case sync(@Sendable (HTTPRequest, RequestInfo) throws -> HTTPResponse)
     /// Anything that awaits: the connection is suspended while it runs.
     case async(@Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse)
+    /// Tries `fast` on the polling thread (memory only); when it returns nil, runs `slow` as async work.
+    case hybrid(fast: @Sendable (HTTPRequest, RequestInfo) -> HTTPResponse?,
+                slow: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse)
 }
 
 /// The routes of one gateway, built at start-up and then read-only.

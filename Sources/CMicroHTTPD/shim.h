@@ -39,4 +39,16 @@ static inline uint16_t dg_mhd_bound_port(struct MHD_Daemon *daemon)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info ? info->port : 0;
 }
+/* The client's IP address as text; returns 0 when unknown. */
+static inline int dg_mhd_client_ip(struct MHD_Connection *connection, char *buffer, size_t length)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!info || !info->client_addr) return 0;
+    const struct sockaddr *address = info->client_addr;
+    if (address->sa_family == AF_INET)
+        return inet_ntop(AF_INET, &((const struct sockaddr_in *) address)->sin_addr, buffer, (socklen_t) length) != NULL;
+    if (address->sa_family == AF_INET6)
+        return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *) address)->sin6_addr, buffer, (socklen_t) length) != NULL;
+    return 0;
+}
 #endif

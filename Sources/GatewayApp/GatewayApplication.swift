@@ -1,4 +1,5 @@
 import API
+import Store
 public import DeskClient
 public import DeskEmulator
 import Foundation
@@ -101,7 +102,35 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         var routes = RouteTable()
         OpsRoutes(checks: [DatabaseReadinessCheck(pool: pool), DeskReadinessCheck(client: desk)], metrics: metrics, pool: pool,
                   openAPIDocument: openAPI, version: gatewayVersion).register(in: &routes)
-        let responder = APIResponder(routes: routes, metrics: metrics, logger: logger)
+        let (sessionKey, generated) = try await SessionStore.sessionKey(configured: config.sessionKey, pool: pool)
+        if generated {
+            logger.warning("SESSION_KEY is not set: Desk session tokens are sealed with a key kept in the database; set SESSION_KEY in production")
+        }
+        var settings = CustomerAPISettings()
+        settings.cacheTTLSeconds = Double(config.cacheTTLSeconds)
+        settings.listTTLSeconds = Double(config.cacheTTLSeconds)
+        settings.sessionLifetimeSeconds = config.sessionTTLSeconds
+        settings.sessionCacheSeconds = Double(config.sessionCacheSeconds)
+        var previewSettings = LinkPreviewSettings()
+        previewSettings.allowPrivateAddresses = config.linkPreviewAllowPrivate
+        previewSettings.timeout = .milliseconds(config.linkPreviewTimeoutMilliseconds)
+        previewSettings.maxBytes = config.linkPreviewMaxBytes
+        let ticketStore = TicketStore(pool: pool)
+        // Team names for ticket documents; the sync job keeps them current later.
+        Task {
+            if let page = try? await desk.teams(limit: 500) {
+                try? await ticketStore.upsertTeams(page.results.map { (id: $0.id, key: $0.key, name: $0.name) })
+            }
+        }
+        CustomerRoutes(desk: desk, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)), ticketStore: ticketStore,
+                       ratings: CSATStore(pool: pool), previews: LinkPreviewFetcher(settings: previewSettings),
+                       settings: settings).register(in: &routes)
+        var policy = APIPolicy()
+        policy.corsOrigins = config.corsOrigins
+        policy.rateLimitPerMinute = config.rateLimitPerMinute
+        policy.rateLimitBurst = config.rateLimitBurst
+        let responder = APIResponder(routes: routes, metrics: metrics, logger: logger, policy: policy,
+                                     idempotency: IdempotencyStore(pool: pool))
         let server = HTTPServer(configuration: HTTPServerConfiguration(
             host: config.host, port: config.port, threads: config.httpThreads,
             connectionTimeoutSeconds: config.httpConnectionTimeoutSeconds, connectionLimit: config.httpConnectionLimit,

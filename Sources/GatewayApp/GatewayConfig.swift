@@ -41,6 +41,18 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     /// Port of the embedded emulator (0: any free port).
     public var deskEmulatorPort = 9090
 
+    /// 32-byte key (base64url or base64) sealing Desk session tokens; nil generates one kept in the database.
+    public var sessionKey: [UInt8]?
+    public var sessionTTLSeconds = 86_400
+    public var sessionCacheSeconds = 5
+    public var cacheTTLSeconds = 15
+    public var corsOrigins: [String] = []
+    public var rateLimitPerMinute = 600
+    public var rateLimitBurst = 120
+    public var linkPreviewAllowPrivate = false
+    public var linkPreviewTimeoutMilliseconds = 5000
+    public var linkPreviewMaxBytes = 512 * 1024
+
     public var logLevel: Logger.Level = .info
     /// Folder holding `sql/` and `openapi.yaml`; nil searches the usual places.
     public var assetsDirectory: String?
@@ -80,13 +92,37 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         config.deskBreakerThreshold = try reader.int("DESK_BREAKER_THRESHOLD", default: config.deskBreakerThreshold, range: 1...1000)
         config.deskBreakerCooldownSeconds = try reader.int("DESK_BREAKER_COOLDOWN_S", default: config.deskBreakerCooldownSeconds, range: 1...3600)
         config.deskEmulatorPort = try reader.int("DESK_EMULATOR_PORT", default: config.deskEmulatorPort, range: 0...65535)
+        if let text = try reader.optionalString("SESSION_KEY") {
+            var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while base64.count % 4 != 0 { base64 += "=" }
+            guard let key = Data(base64Encoded: base64), key.count == 32 else {
+                throw ConfigError(variable: "SESSION_KEY", message: "expected 32 random bytes in base64 (e.g. `openssl rand -base64 32`)")
+            }
+            config.sessionKey = [UInt8](key)
+        }
+        config.sessionTTLSeconds = try reader.int("SESSION_TTL_S", default: config.sessionTTLSeconds, range: 60...31_536_000)
+        config.sessionCacheSeconds = try reader.int("SESSION_CACHE_S", default: config.sessionCacheSeconds, range: 0...300)
+        config.cacheTTLSeconds = try reader.int("CACHE_TTL_S", default: config.cacheTTLSeconds, range: 0...86_400)
+        if let origins = try reader.optionalString("CORS_ALLOWED_ORIGINS") {
+            config.corsOrigins = origins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            for origin in config.corsOrigins where origin != "*" {
+                guard let url = URL(string: origin), url.scheme != nil, url.host != nil, url.path.isEmpty else {
+                    throw ConfigError(variable: "CORS_ALLOWED_ORIGINS", message: "expected origins like https://app.example.com or *, got '\(origin)'")
+                }
+            }
+        }
+        config.rateLimitPerMinute = try reader.int("RATE_LIMIT_PER_MINUTE", default: config.rateLimitPerMinute, range: 1...10_000_000)
+        config.rateLimitBurst = try reader.int("RATE_LIMIT_BURST", default: config.rateLimitBurst, range: 1...10_000_000)
+        config.linkPreviewAllowPrivate = try reader.bool("LINK_PREVIEW_ALLOW_PRIVATE", default: false)
+        config.linkPreviewTimeoutMilliseconds = try reader.int("LINK_PREVIEW_TIMEOUT_MS", default: config.linkPreviewTimeoutMilliseconds, range: 100...60_000)
+        config.linkPreviewMaxBytes = try reader.int("LINK_PREVIEW_MAX_BYTES", default: config.linkPreviewMaxBytes, range: 1024...(16 << 20))
         config.logLevel = try reader.logLevel("LOG_LEVEL", default: config.logLevel)
         config.assetsDirectory = try reader.optionalString("ASSETS_DIR")
         return config
     }
 
     public var description: String {
-        "GatewayConfig(host: \(host), port: \(port), httpThreads: \(httpThreads), database: \(databaseURL == nil ? "embedded" : "<redacted>"), dbPoolSize: \(dbPoolSize), desk: \(deskBaseURL ?? "embedded emulator"), deskApiToken: \(deskAPIToken == nil ? "unset" : "<redacted>"), logLevel: \(logLevel))"
+        "GatewayConfig(host: \(host), port: \(port), httpThreads: \(httpThreads), database: \(databaseURL == nil ? "embedded" : "<redacted>"), dbPoolSize: \(dbPoolSize), desk: \(deskBaseURL ?? "embedded emulator"), deskApiToken: \(deskAPIToken == nil ? "unset" : "<redacted>"), sessionKey: \(sessionKey == nil ? "generated" : "<redacted>"), logLevel: \(logLevel))"
     }
 }
 
@@ -124,6 +160,15 @@ struct EnvironmentReader {
             throw ConfigError(variable: name, message: "expected an http(s) base URL such as https://desk-api-APPID.sendbird.com, got '\(text)'")
         }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+
+    func bool(_ name: String, default fallback: Bool) throws -> Bool {
+        guard let text = try optionalString(name)?.lowercased() else { return fallback }
+        switch text {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default: throw ConfigError(variable: name, message: "expected true or false, got '\(text)'")
+        }
     }
 
     func logLevel(_ name: String, default fallback: Logger.Level) throws -> Logger.Level {

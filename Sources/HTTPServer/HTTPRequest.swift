@@ -10,16 +10,19 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// Filled by the router with the values of `{name}` segments.
     public var pathParameters: [String: String]
+    /// The peer's IP address (the proxy's, behind one).
+    public var remoteAddress: String?
 
     public init(method: String, path: String, query: [(name: String, value: String)] = [],
                 headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-                pathParameters: [String: String] = [:]) {
+                pathParameters: [String: String] = [:], remoteAddress: String? = nil) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers.map { ($0.name.lowercased(), $0.value) }
         self.body = body
         self.pathParameters = pathParameters
+        self.remoteAddress = remoteAddress
     }
 
     /// The first value of a header, matched case-insensitively.

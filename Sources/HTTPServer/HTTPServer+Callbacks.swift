@@ -42,7 +42,8 @@ extension HTTPServer {
             let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET",
                                       path: url.map { String(cString: $0) } ?? "/",
                                       query: values(of: connection, kind: .GET_ARGUMENT_KIND),
-                                      headers: values(of: connection, kind: .HEADER_KIND))
+                                      headers: values(of: connection, kind: .HEADER_KIND),
+                                      remoteAddress: clientAddress(of: connection))
             let context = RequestContext(request: request)
             context.connection = connection
             conCls.pointee = Unmanaged.passRetained(context).toOpaque()
@@ -102,6 +103,13 @@ extension HTTPServer {
             _ = MHD_get_connection_values(connection, kind, collectPair, Unmanaged.passUnretained(collector).toOpaque())
         }
         return collector.pairs
+    }
+
+    private func clientAddress(of connection: OpaquePointer) -> String? {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+            guard dg_mhd_client_ip(connection, buffer.baseAddress, 64) == 1 else { return nil }
+            return String(cString: buffer.baseAddress!)
+        }
     }
 
     private func queue(_ response: HTTPResponse, on connection: OpaquePointer, close: Bool = false) -> MHD_Result {

@@ -4,6 +4,7 @@ import Foundation
 import Synchronization
 import GatewayApp
 import Logging
+import Postgres
 import Telemetry
 #if canImport(Glibc)
 import Glibc
@@ -44,7 +45,7 @@ struct Serve: AsyncParsableCommand {
         do {
             app = try await buildApplication(config, logger: logger)
         } catch {
-            logger.critical("start-up failed", metadata: ["error": "\(error)"])
+            logger.critical("start-up failed", metadata: ["error": "\(error)", "detail": "\((error as? PostgresError)?.detail ?? "")"])
             LogSink.standardOutput.flush()
             throw ExitCode(1)
         }
@@ -105,7 +106,7 @@ struct Migrate: AsyncParsableCommand {
         do {
             try await runMigrations(config, logger: logger)
         } catch {
-            logger.critical("migration failed", metadata: ["error": "\(error)"])
+            logger.critical("migration failed", metadata: ["error": "\(error)", "detail": "\((error as? PostgresError)?.detail ?? "")"])
             LogSink.standardOutput.flush()
             throw ExitCode(1)
         }

@@ -1,0 +1,67 @@
+import HTTPServer
+import Foundation
+import Store
+import Synchronization
+
+/// Bearer-token authentication with a short in-memory cache in front of PostgreSQL, so the hot read path costs no
+/// database round trip. A revocation is immediate on the instance that revokes and takes at most `cacheSeconds`
+/// elsewhere.
+final class Authenticator: Sendable {
+    private let store: SessionStore
+    private let cacheSeconds: Double
+    private let cache = Mutex<[String: (record: SessionRecord, cachedAt: Double)]>([:])
+
+    init(store: SessionStore, cacheSeconds: Double) {
+        self.store = store
+        self.cacheSeconds = cacheSeconds
+    }
+
+    static func bearer(_ request: HTTPRequest) -> String? {
+        guard let header = request.header("authorization") else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty || token.count > 200 ? nil : token
+    }
+
+    static func unauthorized(_ detail: String) -> APIError {
+        APIError(status: 401, code: "unauthorized", title: "Unauthorized", detail: detail,
+                 headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway""#)])
+    }
+
+    /// The cached session, without any I/O (nil on a miss).
+    func cached(_ request: HTTPRequest) -> SessionRecord? {
+        guard let token = Self.bearer(request) else { return nil }
+        let now = Date().timeIntervalSince1970
+        return cache.withLock { cache in
+            guard let entry = cache[token], now - entry.cachedAt < cacheSeconds, entry.record.expiresAt > now else { return nil }
+            return entry.record
+        }
+    }
+
+    func authenticate(_ request: HTTPRequest) async throws -> SessionRecord {
+        if let record = cached(request) { return record }
+        guard let token = Self.bearer(request) else {
+            throw Self.unauthorized("Send the session token as 'Authorization: Bearer <token>' (POST /v1/sessions issues one).")
+        }
+        guard let record = try await store.find(token: token) else {
+            throw Self.unauthorized("The session token is unknown, expired or revoked; sign in again.")
+        }
+        let now = Date().timeIntervalSince1970
+        cache.withLock { cache in
+            if cache.count > 100_000 { cache.removeAll(keepingCapacity: true) }
+            cache[token] = (record, now)
+        }
+        return record
+    }
+
+    func remember(token: String, _ record: SessionRecord) {
+        let now = Date().timeIntervalSince1970
+        cache.withLock { $0[token] = (record, now) }
+    }
+
+    func forget(_ request: HTTPRequest) {
+        guard let token = Self.bearer(request) else { return }
+        _ = cache.withLock { $0.removeValue(forKey: token) }
+    }
+}

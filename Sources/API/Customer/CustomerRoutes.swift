@@ -1,0 +1,341 @@
+public import DeskClient
+import Domain
+import Foundation
+import HTTPServer
+import JSON
+public import Store
+
+/// The customer API (`/v1/…`) for web and mobile clients.
+public struct CustomerRoutes: Sendable {
+    let sessions: SessionStore
+    let authenticator: Authenticator
+    let tickets: TicketService
+    let ratings: CSATStore
+    let desk: DeskClient
+    let previews: LinkPreviewFetcher
+    let settings: CustomerAPISettings
+
+    public init(desk: DeskClient, sessions: SessionStore, ticketStore: TicketStore, ratings: CSATStore,
+                previews: LinkPreviewFetcher, settings: CustomerAPISettings) {
+        self.desk = desk
+        self.sessions = sessions
+        self.ratings = ratings
+        self.previews = previews
+        self.settings = settings
+        authenticator = Authenticator(store: sessions, cacheSeconds: settings.sessionCacheSeconds)
+        tickets = TicketService(desk: desk, store: ticketStore, settings: settings)
+    }
+
+    public func register(in routes: inout RouteTable) {
+        routes.add("POST", "/v1/sessions", .async { request, _ in try await createSession(request) })
+        routes.add("DELETE", "/v1/sessions/current", .async { request, _ in
+            let session = try await authenticator.authenticate(request)
+            try await sessions.revoke(sessionId: session.sessionId)
+            authenticator.forget(request)
+            return HTTPResponse(status: 204)
+        })
+        routes.add("POST", "/v1/tickets", .async { request, _ in try await createTicket(request) })
+        routes.add("GET", "/v1/tickets", .async { request, _ in try await listTickets(request) })
+        routes.add("GET", "/v1/tickets/open-count", .async { request, _ in
+            let session = try await authenticator.authenticate(request)
+            let stale = try await tickets.refreshList(session)
+            let count = try await tickets.store.openCount(customerId: session.customerId)
+            return .json(.object([("count", .integer(count)), ("stale", .bool(stale))]),
+                         headers: [("X-Cache", stale ? "STALE" : "HIT")])
+        })
+        routes.add("GET", "/v1/tickets/{id}", .hybrid(fast: { request, _ in fastTicket(request) }, slow: { request, _ in
+            let session = try await authenticator.authenticate(request)
+            return Self.respond(try await tickets.get(try request.idParameter(), session: session))
+        }))
+        routes.add("GET", "/v1/tickets/by-channel/{channelUrl}", .async { request, _ in
+            let session = try await authenticator.authenticate(request)
+            let channel = request.pathParameters["channelUrl"] ?? ""
+            return Self.respond(try await tickets.get(channelUrl: channel, session: session))
+        })
+        routes.add("PATCH", "/v1/tickets/{id}/custom-fields", .async { request, _ in
+            try await mutate(request) { session, id, body in
+                guard let fields = body.fieldMap("customFields", required: true, maxCount: DeskLimits.maxCustomFields,
+                                                 keyLength: DeskLimits.customFieldKeyLength, valueLength: DeskLimits.customFieldValueLength) else {
+                    try body.finish()
+                    throw APIError.internalError()
+                }
+                try body.finish()
+                return try await desk.setTicketCustomFields(DeskSession(token: session.deskToken), ticketId: id, fields)
+            }
+        })
+        routes.add("PUT", "/v1/tickets/{id}/related-channels", .async { request, _ in
+            try await mutate(request) { session, id, body in
+                let urls = body.stringArray("channelUrls", required: true, maxCount: DeskLimits.maxRelatedChannels)
+                try body.finish()
+                return try await desk.setRelatedChannels(DeskSession(token: session.deskToken), ticketId: id, urls ?? [])
+            }
+        })
+        routes.add("POST", "/v1/tickets/{id}/close", .async { request, _ in
+            try await mutate(request, bodyOptional: true) { session, id, body in
+                let comment = body.string("comment", maxLength: 1000, allowBlank: true)
+                try body.finish()
+                return try await desk.close(DeskSession(token: session.deskToken), ticketId: id, comment: comment ?? "")
+            }
+        })
+        routes.add("POST", "/v1/tickets/{id}/reopen", .async { request, _ in
+            try await mutate(request, bodyOptional: true) { session, id, body in
+                try body.finish()
+                return try await desk.reopen(DeskSession(token: session.deskToken), ticketId: id)
+            }
+        })
+        routes.add("POST", "/v1/tickets/{id}/closure-confirmation", .async { request, _ in
+            try await mutate(request) { session, id, body in
+                let messageId = body.integer("messageId", required: true, range: 1...Int.max)
+                let confirm = body.bool("confirm", required: true)
+                try body.finish()
+                let deskSession = DeskSession(token: session.deskToken)
+                try await desk.confirmClosure(deskSession, ticketId: id, messageId: messageId!, confirm: confirm!)
+                return try await desk.ticket(deskSession, id: id)
+            }
+        })
+        routes.add("POST", "/v1/tickets/{id}/feedback", .async { request, _ in try await feedback(request) })
+        routes.add("PATCH", "/v1/customers/me/custom-fields", .async { request, _ in
+            let session = try await authenticator.authenticate(request)
+            var body = try JSONBody(request)
+            let fields = body.fieldMap("customFields", required: true, maxCount: DeskLimits.maxCustomFields,
+                                       keyLength: DeskLimits.customFieldKeyLength, valueLength: DeskLimits.customFieldValueLength)
+            try body.finish()
+            let customer = try await desk.setCustomerCustomFields(DeskSession(token: session.deskToken), fields ?? [])
+            return .json(.object([("userId", .string(session.sendbirdId)),
+                                  ("customFields", .object(customer.customFields.map { ($0.key, .string($0.value)) }))]))
+        })
+        routes.add("POST", "/v1/link-previews", .async { request, _ in
+            _ = try await authenticator.authenticate(request)
+            var body = try JSONBody(request)
+            let url = body.string("url", required: true, maxLength: 2048)
+            try body.finish()
+            return .json(try await previews.preview(url!).json)
+        })
+        routes.add("POST", "/v1/messages/classify", .async { request, _ in
+            _ = try await authenticator.authenticate(request)
+            return .json(try MessageClassification.classify(request))
+        })
+    }
+
+    static func respond(_ served: ServedTicket, status: Int = 200, extraHeaders: [(name: String, value: String)] = []) -> HTTPResponse {
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("X-Cache", served.cache)]
+        if let etag = served.etag { headers.append(("ETag", etag)) }
+        return HTTPResponse(status: status, headers: headers + extraHeaders, body: served.body)
+    }
+
+    /// The hot path: a fresh ticket for a cached session, answered on the polling thread with no I/O.
+    func fastTicket(_ request: HTTPRequest) -> HTTPResponse? {
+        guard let session = authenticator.cached(request), let text = request.pathParameters["id"], let id = Int(text),
+              let entry = tickets.fastGet(id, customerId: session.customerId) else { return nil }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("X-Cache", "HIT"), ("ETag", entry.etag)],
+                            body: entry.body)
+    }
+
+    func createSession(_ request: HTTPRequest) async throws -> HTTPResponse {
+        var body = try JSONBody(request)
+        let userId = body.string("userId", required: true, maxLength: 100)
+        let accessToken = body.string("accessToken", required: true, maxLength: 1024, allowBlank: true)
+        try body.finish()
+        let deskSession: DeskSession
+        do throws(DomainError) {
+            deskSession = try await desk.authenticate(userId: userId!, accessToken: accessToken!)
+        } catch {
+            guard error.code == .unauthorized else { throw error }
+            throw APIError(status: 401, code: "invalid_credentials", title: "Invalid credentials",
+                           detail: "Sendbird did not accept this user id and access token.")
+        }
+        let opened = try await sessions.open(sendbirdId: userId!, displayName: nil, deskCustomerId: nil, deskToken: deskSession.token,
+                                             lifetimeSeconds: settings.sessionLifetimeSeconds)
+        authenticator.remember(token: opened.token, opened.record)
+        return .json(.object([
+            ("token", .string(opened.token)), ("tokenType", .string("Bearer")),
+            ("expiresAt", .string(ISOTimestamp.format(opened.record.expiresAt))), ("userId", .string(userId!)),
+        ]), status: 201, headers: [("Cache-Control", "no-store")])
+    }
+
+    func createTicket(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await authenticator.authenticate(request)
+        var body = try JSONBody(request)
+        let title = body.string("title", required: true, maxLength: 255)
+        let userName = body.string("userName", required: true, maxLength: 100)
+        let groupKey = body.string("groupKey", maxLength: 100)
+        if let groupKey, !groupKey.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" }) {
+            body.fail("groupKey", "must be lowercase letters, digits, '-' or '_'")
+        }
+        let fields = body.fieldMap("customFields", maxCount: DeskLimits.maxCustomFields, keyLength: DeskLimits.customFieldKeyLength,
+                                   valueLength: DeskLimits.customFieldValueLength)
+        let priority = body.enumeration("priority", TicketPriority.self)
+        let related = body.stringArray("relatedChannelUrls", maxCount: DeskLimits.maxRelatedChannels)
+        try body.finish()
+        let ticket = try await desk.createTicket(DeskSession(token: session.deskToken), .init(
+            title: title!, userName: userName!, userId: session.sendbirdId, groupKey: groupKey, customFields: fields,
+            priority: priority, relatedChannelUrls: related))
+        let served = try await tickets.save(ticket, customerId: session.customerId)
+        return Self.respond(served, status: 201, extraHeaders: [("Location", "/v1/tickets/\(ticket.id)")])
+    }
+
+    func listTickets(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await authenticator.authenticate(request)
+        var problems: [(String, String)] = []
+        var closed: Bool?
+        switch request.queryValue("status") {
+        case nil, "all": closed = nil
+        case "open": closed = false
+        case "closed": closed = true
+        default: problems.append(("status", "must be open, closed or all"))
+        }
+        var limit = 10
+        if let text = request.queryValue("limit") {
+            if let value = Int(text), (1...100).contains(value) { limit = value } else { problems.append(("limit", "must be from 1 to 100")) }
+        }
+        var cursor: (createdAt: Double, id: Int)?
+        if let text = request.queryValue("cursor") {
+            if let decoded = Self.decodeCursor(text) { cursor = decoded } else { problems.append(("cursor", "is not a cursor this API issued")) }
+        }
+        var filter: [(String, JSONValue)] = []
+        for item in request.queryValues("customField") {
+            guard let colon = item.firstIndex(of: ":"), colon != item.startIndex else {
+                problems.append(("customField", "must be key:value"))
+                continue
+            }
+            filter.append((String(item[..<colon]), .string(String(item[item.index(after: colon)...]))))
+        }
+        for (name, _) in request.query where !["status", "limit", "cursor", "customField"].contains(name) {
+            problems.append((name, "is not a known query parameter"))
+        }
+        guard problems.isEmpty else {
+            throw APIError(status: 400, code: "invalid_query", title: "Invalid query",
+                           detail: problems.map { "\($0.0) \($0.1)" }.joined(separator: "; ") + ".",
+                           extensions: ["errors": .array(problems.map { .object([("field", .string($0.0)), ("message", .string($0.1))]) })])
+        }
+        let stale = try await tickets.refreshList(session)
+        let rows = try await tickets.store.list(customerId: session.customerId, closed: closed,
+                                                customFields: filter.isEmpty ? nil : JSONValue.object(filter).serialized(),
+                                                after: cursor, limit: limit + 1)
+        let page = rows.prefix(limit)
+        var body = "{\"items\":["
+        for (index, row) in page.enumerated() {
+            if index > 0 { body += "," }
+            body += String(decoding: TicketDocument.serve(row.document, stale: stale), as: UTF8.self)
+        }
+        let next = rows.count > limit ? page.last.map { Self.encodeCursor(createdAt: $0.createdAt, id: $0.id) } : nil
+        body += "],\"nextCursor\":" + (next.map { JSONValue.string($0).serialized() } ?? "null")
+        body += ",\"hasNext\":\(next != nil),\"stale\":\(stale)}"
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("X-Cache", stale ? "STALE" : "HIT")],
+                            body: Array(body.utf8))
+    }
+
+    /// Opaque keyset cursor: base64url of "createdAt-microseconds:id".
+    static func encodeCursor(createdAt: Double, id: Int) -> String {
+        TokenVault.base64URL(Array("\(Int64((createdAt * 1_000_000).rounded())):\(id)".utf8))
+    }
+
+    static func decodeCursor(_ text: String) -> (createdAt: Double, id: Int)? {
+        guard text.count <= 64, let bytes = SessionStore.decodeBase64URL(text) else { return nil }
+        let parts = String(decoding: bytes, as: UTF8.self).split(separator: ":")
+        guard parts.count == 2, let micros = Int64(parts[0]), let id = Int(parts[1]) else { return nil }
+        return (Double(micros) / 1_000_000, id)
+    }
+
+    /// A customer change to one of their tickets: ownership check against the cache, the Desk call, write-through.
+    func mutate(_ request: HTTPRequest, bodyOptional: Bool = false,
+                _ change: (SessionRecord, Int, inout JSONBody) async throws -> DeskTicket) async throws -> HTTPResponse {
+        let session = try await authenticator.authenticate(request)
+        let id = try request.idParameter()
+        var body: JSONBody
+        if bodyOptional, request.body.isEmpty {
+            body = try JSONBody(HTTPRequest(method: "POST", path: request.path, headers: [("content-type", "application/json")], body: Array("{}".utf8)))
+        } else {
+            body = try JSONBody(request)
+        }
+        if let cached = try await tickets.store.find(id: id), cached.customerId != session.customerId {
+            throw APIError.notFound("No ticket has this id.")
+        }
+        do {
+            let ticket = try await change(session, id, &body)
+            return Self.respond(try await tickets.save(ticket, customerId: session.customerId))
+        } catch let error as DomainError where error.code == .conflict {
+            // Desk refused on state: say what the state is now.
+            let current = try? await desk.ticket(DeskSession(token: session.deskToken), id: id)
+            if let current { _ = try? await tickets.save(current, customerId: session.customerId) }
+            throw APIError(status: 409, code: "ticket_state_conflict", title: "Not allowed in the ticket's state",
+                           detail: Self.conflictDetail(request.path, current?.status),
+                           extensions: current.map { ["ticketStatus": .string($0.status.rawValue)] } ?? [:])
+        }
+    }
+
+    static func conflictDetail(_ path: String, _ status: TicketStatus?) -> String {
+        let now = status.map { " The ticket is \($0.rawValue)." } ?? ""
+        if path.hasSuffix("/close") { return "Customers can close only ACTIVE or IDLE tickets." + now }
+        if path.hasSuffix("/reopen") { return "Only CLOSED tickets can be reopened." + now }
+        if path.hasSuffix("/closure-confirmation") { return "The closure inquiry is not WAITING for an answer." + now }
+        if path.hasSuffix("/feedback") { return "The CSAT request is not WAITING for an answer." + now }
+        return "The ticket's state does not allow this change." + now
+    }
+
+    /// CSAT feedback: sent to Desk, then recorded with the ticket's agent and team at this moment.
+    /// A null score is a declined rating: recorded (it counts as a response) but not sent, as Desk cannot hold it.
+    func feedback(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await authenticator.authenticate(request)
+        let id = try request.idParameter()
+        var body = try JSONBody(request)
+        let messageId = body.integer("messageId", required: true, range: 1...Int.max)
+        if !body.has("score") { body.fail("score", "is required (an integer from 1 to 5, or null to decline)") }
+        let score = body.integer("score", range: DeskLimits.csatScores)
+        if !body.has("comment") { body.fail("comment", "is required (a string, or null)") }
+        let comment = body.string("comment", maxLength: 1000, allowBlank: true)
+        try body.finish()
+        if let cached = try await tickets.store.find(id: id), cached.customerId != session.customerId {
+            throw APIError.notFound("No ticket has this id.")
+        }
+        let deskSession = DeskSession(token: session.deskToken)
+        if let score {
+            do throws(DomainError) {
+                try await desk.submitFeedback(deskSession, ticketId: id, messageId: messageId!, score: score, comment: comment)
+            } catch {
+                guard error.code == .conflict else { throw error }
+                throw APIError(status: 409, code: "ticket_state_conflict", title: "Not allowed in the ticket's state",
+                               detail: Self.conflictDetail(request.path, nil))
+            }
+        }
+        let ticket = try await desk.ticket(deskSession, id: id)
+        try await ratings.record(RatingRecord(
+            ticketId: id, messageId: messageId!, score: score, comment: comment, agentId: ticket.agent?.id, teamId: ticket.groupId,
+            channelType: ticket.channelType ?? "UNKNOWN", priority: ticket.priority.rawValue, customerSendbirdId: session.sendbirdId,
+            ratedAt: Date().timeIntervalSince1970, source: "gateway"))
+        return Self.respond(try await tickets.save(ticket, customerId: session.customerId))
+    }
+}
+
+extension MessageClassification {
+    /// `POST /v1/messages/classify {customType, data}`: `data` is the message's data string as the Chat SDK gives it.
+    static func classify(_ request: HTTPRequest) throws -> JSONValue {
+        var body = try JSONBody(request)
+        let customType = body.string("customType", maxLength: 128, allowBlank: true)
+        let data = body.string("data", maxLength: 65_536, allowBlank: true)
+        try body.finish()
+        var payload: MessagePayload?
+        if let data, !data.isEmpty {
+            guard let parsed = try? JSONParser.parse(data) else {
+                throw APIError(status: 422, code: "validation_failed", title: "Invalid request", detail: "data must be a JSON-encoded string.",
+                               extensions: ["errors": .array([.object([("field", .string("data")), ("message", .string("is not valid JSON"))])])])
+            }
+            let inner = parsed["body"]
+            payload = MessagePayload(type: parsed["type"]?.stringValue,
+                                     state: inner?["state"]?.stringValue ?? inner?["status"]?.stringValue,
+                                     ticketId: inner?["ticketId"]?.intValue ?? parsed["ticket"]?["id"]?.intValue,
+                                     score: inner?["customerSatisfactionScore"]?.intValue,
+                                     comment: inner?["customerSatisfactionComment"]?.stringValue)
+        }
+        let result = MessageClassifier.classify(customType: customType, payload: payload)
+        return .object([
+            ("kind", .string(result.kind.rawValue)),
+            ("type", result.type.map(JSONValue.string) ?? .null),
+            ("state", result.state.map { .string($0.rawValue) } ?? .null),
+            ("visibleToCustomer", .bool(result.visibleToCustomer)),
+            ("ticketId", result.ticketId.map(JSONValue.integer) ?? .null),
+            ("score", result.score.map(JSONValue.integer) ?? .null),
+            ("comment", result.comment.map(JSONValue.string) ?? .null),
+        ])
+    }
+}

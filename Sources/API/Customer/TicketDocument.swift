@@ -1,0 +1,61 @@
+import DeskClient
+import Domain
+import JSON
+import Store
+
+/// The gateway's ticket representation (see `Ticket` in openapi.yaml): Desk's quirks unwrapped — custom fields as
+/// an object, related channels as a list, the team and agent as small objects, the rating as `satisfaction`.
+enum TicketDocument {
+    static func render(_ ticket: DeskTicket, teams: [Int: (key: String?, name: String)]) -> String {
+        var team: JSONValue = .null
+        if let id = ticket.groupId {
+            let known = teams[id]
+            team = .object([("id", .integer(id)),
+                            ("key", (ticket.groupKey ?? known?.key).map(JSONValue.string) ?? .null),
+                            ("name", (ticket.groupName ?? known?.name).map(JSONValue.string) ?? .null)])
+        }
+        let agent: JSONValue = ticket.agent.map { .object([("id", .integer($0.id)), ("name", .string($0.displayName))]) } ?? .null
+        let satisfaction: JSONValue = ticket.satisfactionScore.map {
+            .object([("score", .integer($0)), ("comment", ticket.satisfactionComment.map(JSONValue.string) ?? .null)])
+        } ?? .null
+        func time(_ value: Double?) -> JSONValue { value.map { .string(ISOTimestamp.format($0)) } ?? .null }
+        let document: JSONValue = .object([
+            ("id", .integer(ticket.id)),
+            ("channelUrl", .string(ticket.channelUrl)),
+            ("title", .string(ticket.title)),
+            ("status", .string(ticket.status.rawValue)),
+            ("closeStatus", .string(ticket.closeStatus)),
+            ("priority", .string(ticket.priority.rawValue)),
+            ("team", team),
+            ("agent", agent),
+            ("customFields", .object(ticket.customFields.map { ($0.key, .string($0.value)) })),
+            ("relatedChannelUrls", .array(ticket.relatedChannelUrls.map(JSONValue.string))),
+            ("createdAt", time(ticket.createdAt)),
+            ("updatedAt", time(ticket.updatedAt ?? ticket.createdAt)),
+            ("closedAt", time(ticket.closedAt)),
+            ("closeComment", ticket.closeComment.map(JSONValue.string) ?? .null),
+            ("satisfaction", satisfaction),
+        ])
+        return document.serialized()
+    }
+
+    static func row(_ ticket: DeskTicket, customerId: Int, teams: [Int: (key: String?, name: String)]) -> TicketRow {
+        let created = ticket.createdAt ?? ticket.updatedAt ?? 0
+        return TicketRow(
+            id: ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: ticket.status.rawValue,
+            priority: ticket.priority.rawValue, title: ticket.title, teamId: ticket.groupId, agentId: ticket.agent?.id,
+            agentName: ticket.agent?.displayName, agentSendbirdId: ticket.agent?.sendbirdId,
+            customFields: JSONValue.object(ticket.customFields.map { ($0.key, .string($0.value)) }).serialized(),
+            createdAt: created, updatedAt: ticket.updatedAt ?? created, closedAt: ticket.closedAt,
+            document: render(ticket, teams: teams), desk: ticket.raw.serialized())
+    }
+
+    /// The stored document with the `stale` member appended.
+    static func serve(_ document: String, stale: Bool) -> [UInt8] {
+        var bytes = Array(document.utf8)
+        guard bytes.last == UInt8(ascii: "}") else { return bytes }
+        bytes.removeLast()
+        bytes.append(contentsOf: (stale ? #","stale":true}"# : #","stale":false}"#).utf8)
+        return bytes
+    }
+}

@@ -1,0 +1,167 @@
+import DeskClient
+import Domain
+import Foundation
+import Store
+import Synchronization
+
+/// Freshness and size settings of the customer API.
+public struct CustomerAPISettings: Sendable {
+    /// A cached ticket younger than this is served without asking Desk.
+    public var cacheTTLSeconds: Double = 15
+    /// A customer's list is re-read from Desk when older than this.
+    public var listTTLSeconds: Double = 15
+    /// Tickets read per customer when refreshing a list (newest first).
+    public var maxSyncTickets = 1000
+    public var sessionLifetimeSeconds = 86_400
+    public var sessionCacheSeconds: Double = 5
+
+    public init() {}
+}
+
+/// A ticket document ready to send, and whether Desk could confirm it.
+struct ServedTicket: Sendable {
+    let body: [UInt8]
+    let etag: String?
+    let cache: String
+    var stale: Bool { cache == "STALE" }
+}
+
+/// Team names for rendering, refreshed from PostgreSQL now and then.
+final class TeamDirectory: Sendable {
+    private let store: TicketStore
+    private let state = Mutex<(teams: [Int: (key: String?, name: String)], loadedAt: Double)>(([:], 0))
+
+    init(store: TicketStore) {
+        self.store = store
+    }
+
+    func current() async -> [Int: (key: String?, name: String)] {
+        let (teams, loadedAt) = state.withLock { ($0.teams, $0.loadedAt) }
+        let now = Date().timeIntervalSince1970
+        guard now - loadedAt > 60 else { return teams }
+        let fresh = (try? await store.teams()) ?? teams
+        state.withLock { $0 = (fresh, now) }
+        return fresh
+    }
+
+    func invalidate() { state.withLock { $0.loadedAt = 0 } }
+}
+
+/// Ticket reads and writes for one customer: the cache first while fresh, Desk otherwise, every change written
+/// through to PostgreSQL and the memory cache.
+final class TicketService: Sendable {
+    let desk: DeskClient
+    let store: TicketStore
+    let memory: TicketMemoryCache
+    let teams: TeamDirectory
+    let settings: CustomerAPISettings
+
+    init(desk: DeskClient, store: TicketStore, settings: CustomerAPISettings) {
+        self.desk = desk
+        self.store = store
+        self.settings = settings
+        memory = TicketMemoryCache()
+        teams = TeamDirectory(store: store)
+    }
+
+    static func now() -> Double { Date().timeIntervalSince1970 }
+
+    /// The memory fast path: a fresh entry owned by this customer, or nil.
+    func fastGet(_ id: Int, customerId: Int) -> TicketMemoryCache.Entry? {
+        guard let entry = memory.get(id), entry.customerId == customerId,
+              Self.now() - entry.fetchedAt < settings.cacheTTLSeconds else { return nil }
+        return entry
+    }
+
+    @discardableResult
+    func save(_ ticket: DeskTicket, customerId: Int) async throws -> ServedTicket {
+        let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current())
+        try await store.upsert([row])
+        memory.put(ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
+                   fetchedAt: Self.now())
+        let body = TicketDocument.serve(row.document, stale: false)
+        return ServedTicket(body: body, etag: nil, cache: "MISS")
+    }
+
+    func get(_ id: Int, session: SessionRecord) async throws -> ServedTicket {
+        if let entry = fastGet(id, customerId: session.customerId) {
+            return ServedTicket(body: entry.body, etag: entry.etag, cache: "HIT")
+        }
+        let cached = try await store.find(id: id)
+        if let cached, cached.customerId != session.customerId { throw APIError.notFound("No ticket has this id.") }
+        if let cached, Self.now() - cached.fetchedAt < settings.cacheTTLSeconds {
+            memory.put(id, customerId: cached.customerId, channelUrl: cached.channelUrl, status: cached.status,
+                       document: cached.document, fetchedAt: cached.fetchedAt)
+            return ServedTicket(body: TicketDocument.serve(cached.document, stale: false), etag: nil, cache: "HIT")
+        }
+        do {
+            let ticket = try await desk.ticket(DeskSession(token: session.deskToken), id: id)
+            return try await save(ticket, customerId: session.customerId)
+        } catch let error as DomainError where error.code == .upstreamUnavailable || error.code == .rateLimited {
+            guard let cached else { throw error }
+            return ServedTicket(body: TicketDocument.serve(cached.document, stale: true), etag: nil, cache: "STALE")
+        } catch let error as DomainError where error.code == .notFound {
+            memory.remove(id)
+            throw APIError.notFound("No ticket has this id.")
+        }
+    }
+
+    func get(channelUrl: String, session: SessionRecord) async throws -> ServedTicket {
+        let cached = try await store.find(channelUrl: channelUrl)
+        if let cached, cached.customerId != session.customerId { throw APIError.notFound("No ticket has this channel URL.") }
+        if let cached, Self.now() - cached.fetchedAt < settings.cacheTTLSeconds {
+            return ServedTicket(body: TicketDocument.serve(cached.document, stale: false), etag: nil, cache: "HIT")
+        }
+        do {
+            let ticket = try await desk.ticket(DeskSession(token: session.deskToken), channelUrl: channelUrl)
+            return try await save(ticket, customerId: session.customerId)
+        } catch let error as DomainError where error.code == .upstreamUnavailable || error.code == .rateLimited {
+            guard let cached else { throw error }
+            return ServedTicket(body: TicketDocument.serve(cached.document, stale: true), etag: nil, cache: "STALE")
+        } catch let error as DomainError where error.code == .notFound {
+            throw APIError.notFound("No ticket has this channel URL.")
+        }
+    }
+
+    /// Re-reads the customer's tickets from Desk when the last full read is older than the list TTL.
+    /// Returns true when Desk could not be reached and the cache is all there is.
+    func refreshList(_ session: SessionRecord) async throws -> Bool {
+        if let last = try await store.lastSync(customerId: session.customerId), Self.now() - last < settings.listTTLSeconds {
+            return false
+        }
+        let tickets: [DeskTicket]
+        switch await fetchAll(DeskSession(token: session.deskToken)) {
+        case .success(let all):
+            tickets = all
+        case .failure(let error):
+            if error.code == .upstreamUnavailable || error.code == .rateLimited { return true }
+            throw error
+        }
+        let directory = await teams.current()
+        let rows = tickets.map { TicketDocument.row($0, customerId: session.customerId, teams: directory) }
+        try await store.upsert(rows)
+        for row in rows {
+            memory.put(row.id, customerId: row.customerId, channelUrl: row.channelUrl, status: row.status, document: row.document,
+                       fetchedAt: Self.now())
+        }
+        try await store.markSynced(customerId: session.customerId)
+        return false
+    }
+
+    private func fetchAll(_ deskSession: DeskSession) async -> Result<[DeskTicket], DomainError> {
+        var tickets: [DeskTicket] = []
+        var offset = 0
+        while offset < settings.maxSyncTickets {
+            let page: DeskPage<DeskTicket>
+            do {
+                page = try await desk.listTickets(deskSession, status: .all, limit: 100, offset: offset)
+            } catch {
+                return .failure(error)
+            }
+            tickets += page.results
+            offset += page.results.count
+            if !page.hasNext || page.results.isEmpty { break }
+        }
+        return .success(tickets)
+    }
+}

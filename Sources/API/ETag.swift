@@ -1,0 +1,43 @@
+public import HTTPServer
+
+/// Strong validators from the body bytes (FNV-1a, 64 bit): cheap, and identical bodies give identical tags on
+/// every instance.
+public enum ETag {
+    public static func of(_ body: [UInt8]) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in body {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
+    }
+
+    /// Whether `If-None-Match` names this tag (weak comparison, as RFC 9110 asks for this header).
+    public static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
+        guard let ifNoneMatch else { return false }
+        if ifNoneMatch.trimmingCharacters(in: .whitespaces) == "*" { return true }
+        let bare = etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
+        for candidate in ifNoneMatch.split(separator: ",") {
+            var tag = candidate.trimmingCharacters(in: .whitespaces)
+            if tag.hasPrefix("W/") { tag = String(tag.dropFirst(2)) }
+            if tag == bare { return true }
+        }
+        return false
+    }
+
+    /// Adds `ETag` to a 200 GET answer, or turns it into 304 when the client already has it.
+    public static func apply(to response: HTTPResponse, request: HTTPRequest) -> HTTPResponse {
+        guard request.method == "GET" || request.method == "HEAD", response.status == 200 else { return response }
+        var response = response
+        let etag = response.header("etag") ?? of(response.body)
+        if response.header("etag") == nil { response.headers.append(("ETag", etag)) }
+        if matches(request.header("if-none-match"), etag) {
+            return HTTPResponse(status: 304, headers: response.headers.filter {
+                let name = $0.name.lowercased()
+                return name != "content-type" && name != "content-length"
+            })
+        }
+        return response
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import Synchronization
+
+/// Token buckets per caller (bearer token, or client address when there is none): `burst` requests at once,
+/// refilled at `perMinute`.
+final class RateLimiter: Sendable {
+    struct Decision {
+        let allowed: Bool
+        let remaining: Int
+        /// Seconds until the bucket is full again.
+        let reset: Int
+        /// Seconds until the next request would be allowed (when refused).
+        let retryAfter: Int
+    }
+
+    let burst: Double
+    let perSecond: Double
+    private let buckets = Mutex<[String: (tokens: Double, at: Double)]>([:])
+
+    init(perMinute: Int, burst: Int) {
+        self.burst = Double(max(1, burst))
+        self.perSecond = Double(max(1, perMinute)) / 60
+    }
+
+    func take(_ key: String, now: Double = Date().timeIntervalSince1970) -> Decision {
+        buckets.withLock { buckets in
+            if buckets.count > 200_000 {
+                buckets = buckets.filter { min(burst, $0.value.tokens + (now - $0.value.at) * perSecond) < burst }
+            }
+            var bucket = buckets[key] ?? (burst, now)
+            bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * perSecond)
+            bucket.at = now
+            let allowed = bucket.tokens >= 1
+            if allowed { bucket.tokens -= 1 }
+            buckets[key] = bucket
+            let reset = Int(((burst - bucket.tokens) / perSecond).rounded(.up))
+            let retry = allowed ? 0 : max(1, Int(((1 - bucket.tokens) / perSecond).rounded(.up)))
+            return Decision(allowed: allowed, remaining: Int(bucket.tokens), reset: reset, retryAfter: retry)
+        }
+    }
+}

@@ -1,0 +1,171 @@
+public import Postgres
+
+/// A ticket as the cache holds it: the rendered document plus what ownership, lists and freshness need.
+public struct CachedTicket: Sendable {
+    public let id: Int
+    public let customerId: Int
+    public let channelUrl: String
+    public let status: String
+    /// The gateway's JSON for this ticket, without the `stale` member (added when served).
+    public let document: String
+    /// Seconds since 1970 when Desk last confirmed this state.
+    public let fetchedAt: Double
+    public let createdAt: Double
+}
+
+/// What a cache write needs; built by the API from a Desk ticket.
+public struct TicketRow: Sendable {
+    public let id: Int
+    public let customerId: Int
+    public let channelUrl: String
+    public let status: String
+    public let priority: String
+    public let title: String
+    public let teamId: Int?
+    public let agentId: Int?
+    public let agentName: String?
+    public let agentSendbirdId: String?
+    /// JSON object text of the custom fields (for containment filters).
+    public let customFields: String
+    public let createdAt: Double
+    public let updatedAt: Double
+    public let closedAt: Double?
+    public let document: String
+    public let desk: String
+
+    public init(id: Int, customerId: Int, channelUrl: String, status: String, priority: String, title: String, teamId: Int?,
+                agentId: Int?, agentName: String?, agentSendbirdId: String?, customFields: String, createdAt: Double,
+                updatedAt: Double, closedAt: Double?, document: String, desk: String) {
+        self.id = id
+        self.customerId = customerId
+        self.channelUrl = channelUrl
+        self.status = status
+        self.priority = priority
+        self.title = title
+        self.teamId = teamId
+        self.agentId = agentId
+        self.agentName = agentName
+        self.agentSendbirdId = agentSendbirdId
+        self.customFields = customFields
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.closedAt = closedAt
+        self.document = document
+        self.desk = desk
+    }
+}
+
+/// The PostgreSQL ticket cache.
+public struct TicketStore: Sendable {
+    let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    static let columns = "id, customer_id, channel_url, status, document, extract(epoch FROM fetched_at)::float8, extract(epoch FROM created_at)::float8"
+
+    static func decode(_ row: PostgresRow) throws -> CachedTicket {
+        CachedTicket(id: try row.decode(0), customerId: try row.decode(1), channelUrl: try row.decode(2), status: try row.decode(3),
+                     document: try row.decode(4), fetchedAt: try row.decode(5), createdAt: try row.decode(6))
+    }
+
+    public func upsert(_ rows: [TicketRow]) async throws {
+        guard !rows.isEmpty else { return }
+        try await pool.transaction { tx in
+            for row in rows { try Self.upsert(row, on: tx) }
+        }
+    }
+
+    /// Writes one ticket on an open connection (used inside larger transactions too).
+    public static func upsert(_ row: TicketRow, on tx: PostgresConnection) throws {
+        if let agentId = row.agentId {
+            try tx.query("""
+                INSERT INTO agents (id, display_name, sendbird_id) VALUES ($1, $2, $3)
+                ON CONFLICT (id) DO UPDATE SET display_name = EXCLUDED.display_name,
+                    sendbird_id = COALESCE(EXCLUDED.sendbird_id, agents.sendbird_id), updated_at = now()
+                WHERE agents.display_name IS DISTINCT FROM EXCLUDED.display_name
+                """, [agentId, row.agentName ?? "", row.agentSendbirdId])
+        }
+        try tx.query("""
+            INSERT INTO tickets (id, customer_id, channel_url, status, priority, title, team_id, agent_id, custom_fields,
+                                 created_at, updated_at, closed_at, document, desk, fetched_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10), to_timestamp($11), to_timestamp($12),
+                    $13, $14::jsonb, now())
+            ON CONFLICT (id) DO UPDATE SET
+                status = EXCLUDED.status, priority = EXCLUDED.priority, title = EXCLUDED.title, team_id = EXCLUDED.team_id,
+                agent_id = EXCLUDED.agent_id, custom_fields = EXCLUDED.custom_fields, updated_at = EXCLUDED.updated_at,
+                closed_at = EXCLUDED.closed_at, document = EXCLUDED.document, desk = EXCLUDED.desk, fetched_at = now()
+            """, [row.id, row.customerId, row.channelUrl, row.status, row.priority, row.title, row.teamId, row.agentId,
+                  row.customFields, row.createdAt, row.updatedAt, row.closedAt, row.document, row.desk])
+    }
+
+    public func find(id: Int) async throws -> CachedTicket? {
+        try await pool.query("SELECT \(Self.columns) FROM tickets WHERE id = $1", [id]).first.map(Self.decode)
+    }
+
+    public func find(channelUrl: String) async throws -> CachedTicket? {
+        try await pool.query("SELECT \(Self.columns) FROM tickets WHERE channel_url = $1", [channelUrl]).first.map(Self.decode)
+    }
+
+    /// Newest first, keyset-paged after (createdAt, id); `customFields` is a JSON object every match must contain.
+    public func list(customerId: Int, closed: Bool?, customFields: String?, after cursor: (createdAt: Double, id: Int)?,
+                     limit: Int) async throws -> [CachedTicket] {
+        var sql = "SELECT \(Self.columns) FROM tickets WHERE customer_id = $1"
+        var binds: [any PostgresEncodable] = [customerId]
+        if let closed {
+            binds.append(closed)
+            sql += " AND (status = 'CLOSED') = $\(binds.count)"
+        }
+        if let customFields {
+            binds.append(customFields)
+            sql += " AND custom_fields @> $\(binds.count)::jsonb"
+        }
+        if let cursor {
+            binds.append(cursor.createdAt)
+            binds.append(cursor.id)
+            sql += " AND (created_at, id) < (to_timestamp($\(binds.count - 1)), $\(binds.count))"
+        }
+        binds.append(limit)
+        sql += " ORDER BY created_at DESC, id DESC LIMIT $\(binds.count)"
+        return try await pool.query(sql, binds).map(Self.decode)
+    }
+
+    public func openCount(customerId: Int) async throws -> Int {
+        try await pool.query("SELECT count(*) FROM tickets WHERE customer_id = $1 AND status <> 'CLOSED'", [customerId])[0].decode(0)
+    }
+
+    /// Seconds since 1970 of the last full list read from Desk for this customer.
+    public func lastSync(customerId: Int) async throws -> Double? {
+        try await pool.query("SELECT extract(epoch FROM synced_at)::float8 FROM customer_syncs WHERE customer_id = $1",
+                             [customerId]).first?.decode(0)
+    }
+
+    public func markSynced(customerId: Int) async throws {
+        try await pool.query("""
+            INSERT INTO customer_syncs (customer_id, synced_at) VALUES ($1, now())
+            ON CONFLICT (customer_id) DO UPDATE SET synced_at = now()
+            """, [customerId])
+    }
+
+    /// Team names and keys by id, for rendering.
+    public func teams() async throws -> [Int: (key: String?, name: String)] {
+        var result: [Int: (key: String?, name: String)] = [:]
+        for row in try await pool.query("SELECT id, key, name FROM teams") {
+            result[try row.decode(0)] = (try row.decodeIfPresent(1), try row.decode(2))
+        }
+        return result
+    }
+
+    public func upsertTeams(_ teams: [(id: Int, key: String, name: String)]) async throws {
+        guard !teams.isEmpty else { return }
+        try await pool.transaction { tx in
+            for team in teams {
+                try tx.query("""
+                    INSERT INTO teams (id, key, name) VALUES ($1, $2, $3)
+                    ON CONFLICT (id) DO UPDATE SET key = EXCLUDED.key, name = EXCLUDED.name, updated_at = now()
+                    """, [team.id, team.key, team.name])
+            }
+        }
+    }
+}
