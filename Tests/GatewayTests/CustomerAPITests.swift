@@ -1,0 +1,485 @@
+import DeskEmulator
+import Foundation
+import GatewayApp
+import HTTPServer
+import JSON
+import Postgres
+import Testing
+import TestSupport
+
+/// A customer of the gateway: real HTTP against the running gateway.
+struct Customer {
+    let port: Int
+    let token: String
+
+    static func signIn(_ app: GatewayApplication, user: String = "demo-customer", accessToken: String = "demo-token") async throws -> Customer {
+        let response = try await httpRequest(port: app.port, "POST", "/v1/sessions",
+                                             json: #"{"userId":"\#(user)","accessToken":"\#(accessToken)"}"#)
+        #expect(response.status == 201, "\(response.text)")
+        let token = try #require(response.json?["token"] as? String)
+        return Customer(port: app.port, token: token)
+    }
+
+    func send(_ method: String, _ path: String, _ json: String? = nil, headers: [(String, String)] = []) async throws -> TestResponse {
+        let all = [("Authorization", "Bearer \(token)")] + headers
+        if let json { return try await httpRequest(port: port, method, path, headers: all, json: json) }
+        return try await httpRequest(port: port, method, path, headers: all)
+    }
+
+    func createTicket(_ title: String, extra: String = "") async throws -> [String: Any] {
+        let response = try await send("POST", "/v1/tickets", #"{"title":"\#(title)","userName":"Demo"\#(extra)}"#)
+        #expect(response.status == 201, "\(response.text)")
+        return response.json ?? [:]
+    }
+}
+
+/// The agent's side through the emulator's control API.
+struct DeskAgent {
+    let port: Int
+
+    init(_ app: GatewayApplication) { port = app.emulator!.port }
+
+    @discardableResult
+    func post(_ path: String, _ json: String = "{}") async throws -> TestResponse {
+        let response = try await httpRequest(port: port, "POST", "/emulator" + path, json: json)
+        #expect(response.status < 300, "\(path): \(response.text)")
+        return response
+    }
+
+    func activate(_ ticket: Int, agent: Int = 501) async throws {
+        try await post("/tickets/\(ticket)/customer-message")
+        try await post("/tickets/\(ticket)/assign", #"{"agentId":\#(agent)}"#)
+    }
+
+    func messageId(_ response: TestResponse) -> Int { response.json?["messageId"] as? Int ?? -1 }
+}
+
+func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in }, _ body: (GatewayApplication) async throws -> T) async throws -> T {
+    try await TestGateway.with(configure: { config in
+        config.rateLimitBurst = 10_000
+        config.rateLimitPerMinute = 100_000
+        configure(&config)
+    }, body)
+}
+
+@Suite struct CustomerAPITests {
+    @Test func oneTicketThroughItsWholeLife() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let created = try await customer.createTicket("Printer on fire", extra: #","groupKey":"support","priority":"HIGH","customFields":{"product":"desk"},"relatedChannelUrls":["ch_a"]"#)
+            let id = try #require(created["id"] as? Int)
+            #expect(created["status"] as? String == "INITIALIZED")
+            #expect((created["team"] as? [String: Any])?["key"] as? String == "support")
+            #expect((created["customFields"] as? [String: String]) == ["product": "desk"])
+            #expect(created["relatedChannelUrls"] as? [String] == ["ch_a"])
+            let channel = try #require(created["channelUrl"] as? String)
+
+            // Refusals while nobody works on the ticket.
+            let earlyClose = try await customer.send("POST", "/v1/tickets/\(id)/close", #"{"comment":"nevermind"}"#)
+            #expect(earlyClose.status == 409)
+            #expect(earlyClose.json?["code"] as? String == "ticket_state_conflict")
+            let earlyReopen = try await customer.send("POST", "/v1/tickets/\(id)/reopen")
+            #expect(earlyReopen.status == 409)
+
+            try await agent.activate(id)
+            let byChannel = try await customer.send("GET", "/v1/tickets/by-channel/\(channel)")
+            #expect(byChannel.status == 200)
+            #expect(byChannel.json?["id"] as? Int == id)
+
+            let fields = try await customer.send("PATCH", "/v1/tickets/\(id)/custom-fields", #"{"customFields":{"seats":"5"}}"#)
+            #expect(fields.status == 200)
+            #expect((fields.json?["customFields"] as? [String: String]) == ["product": "desk", "seats": "5"])
+            let related = try await customer.send("PUT", "/v1/tickets/\(id)/related-channels", #"{"channelUrls":["c1","c2","c3"]}"#)
+            #expect(related.json?["relatedChannelUrls"] as? [String] == ["c1", "c2", "c3"])
+            let tooMany = try await customer.send("PUT", "/v1/tickets/\(id)/related-channels", #"{"channelUrls":["c1","c2","c3","c4"]}"#)
+            #expect(tooMany.status == 422)
+
+            // The agent is visible once Desk says so.
+            let active = try await customer.send("GET", "/v1/tickets/\(id)")
+            #expect(active.json?["status"] as? String == "ACTIVE")
+            #expect((active.json?["agent"] as? [String: Any])?["name"] as? String == "Ada Agent")
+
+            // Closure inquiry: declined keeps it open, answering twice is refused, a new confirmed one closes it.
+            let first = agent.messageId(try await agent.post("/tickets/\(id)/closure-inquiry"))
+            let declined = try await customer.send("POST", "/v1/tickets/\(id)/closure-confirmation", #"{"messageId":\#(first),"confirm":false}"#)
+            #expect(declined.status == 200)
+            #expect(declined.json?["status"] as? String == "ACTIVE")
+            let again = try await customer.send("POST", "/v1/tickets/\(id)/closure-confirmation", #"{"messageId":\#(first),"confirm":true}"#)
+            #expect(again.status == 409)
+            let second = agent.messageId(try await agent.post("/tickets/\(id)/closure-inquiry"))
+            let confirmed = try await customer.send("POST", "/v1/tickets/\(id)/closure-confirmation", #"{"messageId":\#(second),"confirm":true}"#)
+            #expect(confirmed.json?["status"] as? String == "CLOSED")
+            #expect(confirmed.json?["closeStatus"] as? String == "CONFIRMED")
+
+            // CSAT: out-of-range scores are refused before Desk; a valid answer is recorded with agent and team.
+            let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
+            for bad in ["0", "6", "\"5\"", "4.5"] {
+                let refused = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":\#(bad),"comment":null}"#)
+                #expect(refused.status == 422, "score \(bad)")
+            }
+            let rated = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":4,"comment":"Quick"}"#)
+            #expect(rated.status == 200, "\(rated.text)")
+            #expect((rated.json?["satisfaction"] as? [String: Any])?["score"] as? Int == 4)
+            let twice = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":5,"comment":null}"#)
+            #expect(twice.status == 409)
+            let rows = try await app.pool.query("SELECT score, comment, agent_id, team_id, source FROM csat_ratings WHERE ticket_id = $1", [id])
+            #expect(rows.count == 1)
+            #expect(rows.first?[0] == "4")
+            #expect(rows.first?[1] == "Quick")
+            #expect(rows.first?[2] == "501")
+            #expect(rows.first?[3] == "11")
+            #expect(rows.first?[4] == "gateway")
+
+            let reopened = try await customer.send("POST", "/v1/tickets/\(id)/reopen")
+            #expect(reopened.status == 200)
+            #expect(reopened.json?["status"] as? String == "ACTIVE")
+        }
+    }
+
+    @Test func customerClosesAnIdleTicketWithAComment() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let id = try #require(try await customer.createTicket("Idle one")["id"] as? Int)
+            try await agent.activate(id)
+            try await agent.post("/tickets/\(id)/idle")
+            let closed = try await customer.send("POST", "/v1/tickets/\(id)/close", #"{"comment":"Solved"}"#)
+            #expect(closed.status == 200)
+            #expect(closed.json?["status"] as? String == "CLOSED")
+            #expect(closed.json?["closeComment"] as? String == "Solved")
+            let state = try await httpRequest(port: agent.port, "GET", "/emulator/tickets/\(id)")
+            #expect(state.json?["closeStatus"] as? String == "CLOSED_BY_CUSTOMER")
+        }
+    }
+
+    @Test func listsPageNewestFirstFilterAndCount() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            var ids: [Int] = []
+            for index in 0..<13 {
+                let product = index % 4 == 0 ? "desk pro" : "chat"
+                ids.append(try #require(try await customer.createTicket("T\(index)", extra: #","customFields":{"product":"\#(product)"}"#)["id"] as? Int))
+            }
+            let agent = DeskAgent(app)
+            try await agent.activate(ids[0])
+            try await agent.post("/tickets/\(ids[0])/close")
+
+            var seen: [Int] = []
+            var cursor: String?
+            var pages = 0
+            repeat {
+                let query = "/v1/tickets?status=all&limit=5" + (cursor.map { "&cursor=\($0)" } ?? "")
+                let page = try await customer.send("GET", query)
+                #expect(page.status == 200)
+                let items = page.json?["items"] as? [[String: Any]] ?? []
+                seen += items.compactMap { $0["id"] as? Int }
+                cursor = page.json?["nextCursor"] as? String
+                #expect((page.json?["hasNext"] as? Bool) == (cursor != nil))
+                pages += 1
+            } while cursor != nil && pages < 10
+            #expect(seen == ids.reversed())
+            #expect(pages == 3)
+
+            let defaultPage = try await customer.send("GET", "/v1/tickets?status=open")
+            #expect((defaultPage.json?["items"] as? [Any])?.count == 10)
+            #expect(defaultPage.json?["hasNext"] as? Bool == true)
+
+            let closed = try await customer.send("GET", "/v1/tickets?status=closed")
+            #expect((closed.json?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } == [ids[0]])
+
+            let filtered = try await customer.send("GET", "/v1/tickets?status=all&limit=50&customField=product:desk%20pro")
+            let expected = ids.enumerated().filter { $0.offset % 4 == 0 }.map(\.element).reversed()
+            #expect((filtered.json?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } == Array(expected))
+
+            let count = try await customer.send("GET", "/v1/tickets/open-count")
+            #expect(count.json?["count"] as? Int == 12)
+
+            for bad in ["/v1/tickets?status=pending", "/v1/tickets?limit=0", "/v1/tickets?limit=101", "/v1/tickets?cursor=garbage!",
+                        "/v1/tickets?customField=novalue", "/v1/tickets?sort=asc"] {
+                let response = try await customer.send("GET", bad)
+                #expect(response.status == 400, "\(bad)")
+                #expect(response.json?["code"] as? String == "invalid_query")
+            }
+        }
+    }
+
+    @Test func customersSeeOnlyTheirOwnTickets() async throws {
+        try await withGateway { app in
+            let alice = try await Customer.signIn(app)
+            let bob = try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2")
+            let ticket = try await alice.createTicket("Alice's")
+            let id = try #require(ticket["id"] as? Int)
+            let channel = try #require(ticket["channelUrl"] as? String)
+            for (method, path, body) in [("GET", "/v1/tickets/\(id)", nil), ("GET", "/v1/tickets/by-channel/\(channel)", nil),
+                                         ("POST", "/v1/tickets/\(id)/close", "{}"), ("PATCH", "/v1/tickets/\(id)/custom-fields", #"{"customFields":{"a":"b"}}"#),
+                                         ("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":1,"score":5,"comment":null}"#)] as [(String, String, String?)] {
+                let response = try await bob.send(method, path, body)
+                #expect(response.status == 404, "\(method) \(path)")
+            }
+            let bobsList = try await bob.send("GET", "/v1/tickets")
+            #expect((bobsList.json?["items"] as? [Any])?.isEmpty == true)
+            #expect(try await alice.send("GET", "/v1/tickets/\(id)").status == 200)
+        }
+    }
+
+    @Test func tokensAreCheckedRevokedAndExpire() async throws {
+        try await withGateway(configure: { $0.sessionCacheSeconds = 0 }) { app in
+            let wrong = try await httpRequest(port: app.port, "POST", "/v1/sessions", json: #"{"userId":"demo-customer","accessToken":"nope"}"#)
+            #expect(wrong.status == 401)
+            #expect(wrong.json?["code"] as? String == "invalid_credentials")
+            let anonymous = try await httpRequest(port: app.port, "GET", "/v1/tickets")
+            #expect(anonymous.status == 401)
+            #expect(anonymous.header("WWW-Authenticate")?.hasPrefix("Bearer") == true)
+            let forged = try await Customer(port: app.port, token: "forged-token").send("GET", "/v1/tickets")
+            #expect(forged.status == 401)
+
+            let customer = try await Customer.signIn(app)
+            #expect(try await customer.send("GET", "/v1/tickets").status == 200)
+            // Only the hash is stored; the Desk token is sealed.
+            let stored = try await app.pool.query("SELECT encode(token_hash, 'hex'), encode(desk_token_sealed, 'escape') FROM sessions")
+            #expect(stored.allSatisfy { !($0[0] ?? "").contains(customer.token) && !($0[1] ?? "").contains("desk-") })
+
+            #expect(try await customer.send("DELETE", "/v1/sessions/current").status == 204)
+            #expect(try await customer.send("GET", "/v1/tickets").status == 401)
+
+            let other = try await Customer.signIn(app)
+            try await app.pool.query("UPDATE sessions SET expires_at = now() - interval '1 second' WHERE revoked_at IS NULL")
+            let expired = try await other.send("GET", "/v1/tickets")
+            #expect(expired.status == 401)
+        }
+    }
+
+    @Test func idempotencyKeysReplayTheFirstAnswer() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let body = #"{"title":"Once","userName":"Demo"}"#
+            let first = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "key-1")])
+            let second = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "key-1")])
+            #expect(first.status == 201)
+            #expect(second.status == 201)
+            #expect(second.header("Idempotent-Replayed") == "true")
+            #expect(first.json?["id"] as? Int == second.json?["id"] as? Int)
+            let different = try await customer.send("POST", "/v1/tickets", #"{"title":"Other","userName":"Demo"}"#, headers: [("Idempotency-Key", "key-1")])
+            #expect(different.status == 422)
+            #expect(different.json?["code"] as? String == "idempotency_key_reused")
+            let list = try await customer.send("GET", "/v1/tickets?status=all")
+            #expect((list.json?["items"] as? [Any])?.count == 1)
+        }
+    }
+
+    @Test func conditionalGetsAnswer304() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let id = try #require(try await customer.createTicket("Etag")["id"] as? Int)
+            let first = try await customer.send("GET", "/v1/tickets/\(id)")
+            let etag = try #require(first.header("ETag"))
+            let again = try await customer.send("GET", "/v1/tickets/\(id)", headers: [("If-None-Match", etag)])
+            #expect(again.status == 304)
+            #expect(again.body.isEmpty)
+            #expect(again.header("ETag") == etag)
+            let changed = try await customer.send("GET", "/v1/tickets/\(id)", headers: [("If-None-Match", "\"other\"")])
+            #expect(changed.status == 200)
+        }
+    }
+
+    @Test func staleReadsWhileDeskIsDownAndWritesAre503() async throws {
+        try await withGateway(configure: { $0.cacheTTLSeconds = 0 }) { app in
+            let customer = try await Customer.signIn(app)
+            let id = try #require(try await customer.createTicket("Cached")["id"] as? Int)
+            #expect(try await customer.send("GET", "/v1/tickets?status=all").status == 200)
+            await app.emulator!.stop()
+
+            let read = try await customer.send("GET", "/v1/tickets/\(id)")
+            #expect(read.status == 200)
+            #expect(read.json?["stale"] as? Bool == true)
+            #expect(read.header("X-Cache") == "STALE")
+            let list = try await customer.send("GET", "/v1/tickets?status=all")
+            #expect(list.status == 200)
+            #expect(list.json?["stale"] as? Bool == true)
+            #expect((list.json?["items"] as? [Any])?.count == 1)
+
+            let write = try await customer.send("POST", "/v1/tickets", #"{"title":"New","userName":"Demo"}"#)
+            #expect(write.status == 503)
+            #expect(write.json?["code"] as? String == "desk_unavailable")
+            #expect(write.header("Retry-After") != nil)
+        }
+    }
+
+    @Test func badInputIsRefusedPreciselyAndChangesNothing() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let cases: [(body: [UInt8], contentType: String, status: Int, code: String)] = [
+                (Array("{not json".utf8), "application/json", 400, "malformed_json"),
+                ([0x7B, 0x22, 0x74, 0x69, 0x74, 0x6C, 0x65, 0x22, 0x3A, 0x22, 0xC3, 0x28, 0x22, 0x7D], "application/json", 400, "malformed_json"),
+                (Array("[1,2]".utf8), "application/json", 400, "malformed_json"),
+                (Array("title=x".utf8), "application/x-www-form-urlencoded", 415, "unsupported_media_type"),
+                (Array(#"{"title":5,"userName":"D"}"#.utf8), "application/json", 422, "validation_failed"),
+                (Array(#"{"title":"x","userName":"D","priority":"SOON"}"#.utf8), "application/json", 422, "validation_failed"),
+                (Array(#"{"title":"\#(String(repeating: "x", count: 256))","userName":"D"}"#.utf8), "application/json", 422, "validation_failed"),
+                (Array(#"{"title":"x","userName":"D","customFields":{"k":{"nested":1}}}"#.utf8), "application/json", 422, "validation_failed"),
+                (Array(#"{"title":"x","userName":"D","unknown":true}"#.utf8), "application/json", 422, "validation_failed"),
+                (Array(#"{"title":"x","userName":"D","title":"y"}"#.utf8), "application/json", 400, "malformed_json"),
+            ]
+            for item in cases {
+                let response = try await httpRequest(port: app.port, "POST", "/v1/tickets",
+                                                     headers: [("Authorization", "Bearer \(customer.token)"), ("Content-Type", item.contentType)],
+                                                     body: item.body)
+                #expect(response.status == item.status, "\(String(decoding: item.body, as: UTF8.self)): \(response.text)")
+                #expect(response.json?["code"] as? String == item.code)
+                #expect(response.header("Content-Type") == "application/problem+json")
+            }
+            let list = try await customer.send("GET", "/v1/tickets?status=all")
+            #expect((list.json?["items"] as? [Any])?.isEmpty == true)
+            let desk = try await httpRequest(port: app.emulator!.port, "GET", "/platform/v1/tickets",
+                                             headers: [("SENDBIRDDESKAPITOKEN", "emulator-api-token")])
+            #expect(desk.json?["count"] as? Int == 0)
+        }
+    }
+
+    @Test func customerCustomFieldsUpdate() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let response = try await customer.send("PATCH", "/v1/customers/me/custom-fields", #"{"customFields":{"tier":"gold","age":42}}"#)
+            #expect(response.status == 200)
+            #expect((response.json?["customFields"] as? [String: String]) == ["tier": "gold", "age": "42"])
+            let bad = try await customer.send("PATCH", "/v1/customers/me/custom-fields", #"{"customFields":{"a_key_much_longer_than_twenty":"x"}}"#)
+            #expect(bad.status == 422)
+        }
+    }
+
+    @Test func corsAndRateLimits() async throws {
+        try await withGateway(configure: {
+            $0.corsOrigins = ["https://app.example.com"]
+            $0.rateLimitBurst = 3
+            $0.rateLimitPerMinute = 60
+        }) { app in
+            let preflight = try await httpRequest(port: app.port, "OPTIONS", "/v1/tickets",
+                                                  headers: [("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "POST")])
+            #expect(preflight.status == 204)
+            #expect(preflight.header("Access-Control-Allow-Origin") == "https://app.example.com")
+            #expect(preflight.header("Access-Control-Allow-Headers")?.contains("Idempotency-Key") == true)
+            let foreign = try await httpRequest(port: app.port, "OPTIONS", "/v1/tickets",
+                                                headers: [("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST")])
+            #expect(foreign.header("Access-Control-Allow-Origin") == nil)
+
+            let headers = [("Authorization", "Bearer some-token"), ("Origin", "https://app.example.com")]
+            var statuses: [Int] = []
+            var last: TestResponse?
+            for _ in 0..<4 {
+                let response = try await httpRequest(port: app.port, "GET", "/v1/tickets", headers: headers)
+                statuses.append(response.status)
+                last = response
+            }
+            #expect(statuses == [401, 401, 401, 429])
+            #expect(last?.header("Retry-After") != nil)
+            #expect(last?.header("RateLimit-Remaining") == "0")
+            #expect(last?.json?["code"] as? String == "rate_limited")
+            #expect(last?.header("Access-Control-Allow-Origin") == "https://app.example.com")
+            // Another caller has its own budget.
+            #expect(try await httpRequest(port: app.port, "GET", "/v1/tickets", headers: [("Authorization", "Bearer other")]).status == 401)
+        }
+    }
+
+    @Test func messagesAreClassified() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            func classify(_ customType: String, _ data: String) async throws -> [String: Any] {
+                let body = JSONValue.object([("customType", .string(customType)), ("data", .string(data))]).serialized()
+                let response = try await customer.send("POST", "/v1/messages/classify", body)
+                #expect(response.status == 200, "\(response.text)")
+                return response.json ?? [:]
+            }
+            let inquiry = try await classify("SENDBIRD_DESK_RICH_MESSAGE", #"{"type":"SENDBIRD_DESK_INQUIRE_TICKET_CLOSURE","body":{"state":"WAITING","ticketId":7}}"#)
+            #expect(inquiry["kind"] as? String == "closure_inquiry")
+            #expect(inquiry["state"] as? String == "WAITING")
+            #expect(inquiry["ticketId"] as? Int == 7)
+            let csat = try await classify("SENDBIRD_DESK_RICH_MESSAGE", #"{"type":"SENDBIRD_DESK_CUSTOMER_SATISFACTION","body":{"status":"CONFIRMED","customerSatisfactionScore":5}}"#)
+            #expect(csat["kind"] as? String == "csat")
+            #expect(csat["state"] as? String == "CONFIRMED")
+            #expect(csat["score"] as? Int == 5)
+            let preview = try await classify("SENDBIRD_DESK_RICH_MESSAGE", #"{"type":"SENDBIRD_DESK_URL_PREVIEW","body":{"url":"https://x"}}"#)
+            #expect(preview["kind"] as? String == "url_preview")
+            let system = try await classify("SENDBIRD_DESK_ADMIN_MESSAGE_CUSTOM_TYPE", #"{"type":"SYSTEM_MESSAGE_TICKET_ASSIGNED_BY_SYSTEM","ticket":{"id":3}}"#)
+            #expect(system["kind"] as? String == "system")
+            #expect(system["visibleToCustomer"] as? Bool == false)
+            let notification = try await classify("SENDBIRD_DESK_ADMIN_MESSAGE_CUSTOM_TYPE", #"{"type":"NOTIFICATION_WELCOME"}"#)
+            #expect(notification["kind"] as? String == "notification")
+            #expect(notification["visibleToCustomer"] as? Bool == true)
+            let plain = try await classify("", "")
+            #expect(plain["kind"] as? String == "plain")
+            let bad = try await customer.send("POST", "/v1/messages/classify", #"{"customType":"SENDBIRD_DESK_RICH_MESSAGE","data":"{oops"}"#)
+            #expect(bad.status == 422)
+        }
+    }
+}
+
+/// Serves one HTML page (and a redirect to it) for preview tests.
+struct PageResponder: HTTPResponder {
+    func respond(to request: HTTPRequest) -> HTTPReply {
+        switch request.path {
+        case "/page":
+            return .now(HTTPResponse(status: 200, contentType: "text/html", body: """
+                <html><head><title>Fallback</title>
+                <meta property="og:title" content="Desk &amp; Chat">
+                <meta property="og:description" content="All about it">
+                <meta property="og:image" content="/img.png">
+                <meta property="og:site_name" content="Example">
+                </head><body>hi</body></html>
+                """))
+        case "/hop":
+            return .now(HTTPResponse(status: 302, headers: [("Location", "/page")]))
+        case "/to-metadata":
+            return .now(HTTPResponse(status: 302, headers: [("Location", "http://169.254.169.254/latest/meta-data")]))
+        default:
+            return .now(HTTPResponse(status: 404))
+        }
+    }
+    func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse { HTTPResponse(status: 413) }
+    func shuttingDown(_ request: HTTPRequest) -> HTTPResponse { HTTPResponse(status: 503) }
+}
+
+@Suite struct LinkPreviewTests {
+    @Test func previewsAPageWithItsOpenGraphData() async throws {
+        let site = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), responder: PageResponder())
+        try site.start()
+        try await withGateway(configure: { $0.linkPreviewAllowPrivate = true }) { app in
+            let customer = try await Customer.signIn(app)
+            let response = try await customer.send("POST", "/v1/link-previews", #"{"url":"http://127.0.0.1:\#(site.port)/hop"}"#)
+            #expect(response.status == 200, "\(response.text)")
+            let json = response.json ?? [:]
+            #expect(json["title"] as? String == "Desk & Chat")
+            #expect(json["description"] as? String == "All about it")
+            #expect(json["siteName"] as? String == "Example")
+            #expect(json["image"] as? String == "http://127.0.0.1:\(site.port)/img.png")
+            let message = json["message"] as? [String: Any]
+            #expect(message?["customType"] as? String == "SENDBIRD_DESK_RICH_MESSAGE")
+            let data = try JSONParser.parse(message?["data"] as? String ?? "")
+            #expect(data["type"]?.stringValue == "SENDBIRD_DESK_URL_PREVIEW")
+            #expect(data["body"]?["title"]?.stringValue == "Desk & Chat")
+        }
+        await site.stop()
+    }
+
+    @Test func privateTargetsAndOtherSchemesAreRefused() async throws {
+        let site = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), responder: PageResponder())
+        try site.start()
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            for url in ["http://127.0.0.1:\(site.port)/page", "http://localhost:\(site.port)/page", "http://10.1.2.3/", "http://169.254.169.254/",
+                        "http://[::1]/", "http://192.168.0.1/", "ftp://example.com/", "file:///etc/passwd", "http://user:pw@example.com/"] {
+                let response = try await customer.send("POST", "/v1/link-previews", JSONValue.object([("url", .string(url))]).serialized())
+                #expect(response.status == 422, "\(url)")
+                #expect(response.json?["code"] as? String == "url_not_allowed", "\(url)")
+            }
+        }
+        // With private targets allowed (as here for the local page), a redirect is still re-checked hop by hop.
+        try await withGateway(configure: { $0.linkPreviewAllowPrivate = true }) { app in
+            let customer = try await Customer.signIn(app)
+            let response = try await customer.send("POST", "/v1/link-previews", #"{"url":"http://127.0.0.1:\#(site.port)/nowhere"}"#)
+            #expect(response.status == 422)
+            #expect(response.json?["code"] as? String == "preview_unavailable")
+        }
+        await site.stop()
+    }
+}
