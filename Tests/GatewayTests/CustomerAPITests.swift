@@ -352,7 +352,7 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         try await withGateway(configure: {
             $0.corsOrigins = ["https://app.example.com"]
             $0.rateLimitBurst = 3
-            $0.rateLimitPerMinute = 60
+            $0.rateLimitPerMinute = 1
         }) { app in
             let preflight = try await httpRequest(port: app.port, "OPTIONS", "/v1/tickets",
                                                   headers: [("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "POST")])
