@@ -2,7 +2,7 @@
 # Installs what the gateway needs on Debian, only when something is missing (idempotent, quiet when all is there).
 set -euo pipefail
 
-packages=(libmicrohttpd-dev libpq-dev postgresql postgresql-contrib pkg-config wrk curl python3-pip)
+packages=(libmicrohttpd-dev libpq-dev postgresql postgresql-contrib postgresql-client pkg-config wrk curl python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -23,4 +23,6 @@ if [ "${1:-}" = "--test" ]; then
   py=(python3 -m pip install -q --disable-pip-version-check)
   python3 -c "import openapi_spec_validator" 2>/dev/null || "${py[@]}" openapi-spec-validator ||
     "${py[@]}" --break-system-packages openapi-spec-validator
+  python3 -c "import schemathesis" 2>/dev/null || "${py[@]}" schemathesis==4.32.5 ||
+    "${py[@]}" --break-system-packages schemathesis==4.32.5
 fi

@@ -19,3 +19,6 @@ python3 -m openapi_spec_validator openapi.yaml
 
 echo "== running the test suite"
 swift test --skip-build
+
+echo "== contract: schemathesis against a live gateway"
+scripts/contract.sh "$TEST_DATABASE_URL"
