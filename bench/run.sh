@@ -12,6 +12,9 @@ out=bench/out
 mkdir -p "$out"
 
 export PORT=$port HOST=127.0.0.1 LOG_LEVEL=${BENCH_LOG_LEVEL:-warning}
+# Reads stay cached for the whole run; the limiter must not be what is measured.
+export CACHE_TTL_S=${BENCH_CACHE_TTL_S:-600} SESSION_CACHE_S=300 RATE_LIMIT_PER_MINUTE=10000000 RATE_LIMIT_BURST=10000000
+export DESK_EMULATOR_PORT=${BENCH_EMULATOR_PORT:-19095}
 export EMBEDDED_PG_DIR=.build/bench-postgres EMBEDDED_PG_PORT=${BENCH_PG_PORT:-55435}
 unset DATABASE_URL
 ./.build/release/desk-gateway >"$out/gateway.log" 2>&1 &
@@ -36,6 +39,7 @@ rows=()
 scenario() {
   local name=$1 url=$2; shift 2
   local file="$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_').txt"
+  export BENCH_MODE=${BENCH_MODE:-ticket}
   wrk -t2 -c"$connections" -d2s "$@" "$url" >/dev/null 2>&1 || true
   wrk -t2 -c"$connections" -d"$duration" --latency "$@" "$url" >"$file" 2>&1
   local rps p50 p99 errors
@@ -48,6 +52,14 @@ scenario() {
 
 scenario "GET /livez" "http://127.0.0.1:$port/livez"
 scenario "GET /readyz (db round trip)" "http://127.0.0.1:$port/readyz"
+
+# Customers and tickets: created through the gateway (so they are cached), agents' side through the emulator.
+customers=${BENCH_CUSTOMERS:-50}
+per_customer=${BENCH_TICKETS_PER_CUSTOMER:-20}
+echo "seeding $customers customers x $per_customer tickets ..."
+python3 bench/seed_tickets.py "http://127.0.0.1:$port" "http://127.0.0.1:$DESK_EMULATOR_PORT" "$customers" "$per_customer" "$out/tickets.lua"
+scenario "GET /v1/tickets/{id} (cached)" "http://127.0.0.1:$port" -s "$out/tickets.lua"
+BENCH_MODE=list scenario "GET /v1/tickets?status=open" "http://127.0.0.1:$port" -s "$out/tickets.lua"
 
 echo
 echo "wrk -t2 -c$connections -d$duration on 127.0.0.1 ($(nproc) cores shared by wrk, gateway and PostgreSQL)"
