@@ -244,6 +244,13 @@ public final class DeskClient: Sendable {
         try DeskTicket(json: try await call("platformTicket", "GET", "/platform/v1/tickets/\(id)", .platform, idempotent: true))
     }
 
+    /// The chat messages of a ticket's channel (rich messages carry their `data` as a JSON string).
+    public func chatMessages(ticketId: Int, limit: Int = 100, offset: Int = 0) async throws(DomainError) -> DeskPage<DeskMessage> {
+        let answer = try await call("chatMessages", "GET", "/platform/v1/tickets/\(ticketId)/chat_messages", .platform,
+                                    query: [("limit", String(limit)), ("offset", String(offset))], idempotent: true)
+        return try Self.page(answer, DeskMessage.init(json:))
+    }
+
     public func agents(limit: Int = 100, offset: Int = 0) async throws(DomainError) -> DeskPage<DeskAgent> {
         let answer = try await call("agents", "GET", "/platform/v1/agents", .platform,
                                     query: [("limit", String(limit)), ("offset", String(offset))], idempotent: true)

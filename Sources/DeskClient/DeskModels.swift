@@ -147,6 +147,34 @@ public struct DeskCustomer: Sendable {
     }
 }
 
+/// A chat message of a ticket's channel, with its rich-message payload decoded when it has one.
+public struct DeskMessage: Sendable {
+    public let messageId: Int
+    public let customType: String
+    public let type: String?
+    public let state: RichMessageState?
+    public let score: Int?
+    public let comment: String?
+    public let createdAt: Double?
+    public let updatedAt: Double?
+
+    public init(json: JSONValue) throws(DomainError) {
+        guard let id = json["messageId"]?.intValue ?? json["message_id"]?.intValue else { throw DeskDecoding.failure("message without id") }
+        messageId = id
+        customType = json["customType"]?.stringValue ?? json["custom_type"]?.stringValue ?? ""
+        let data = (json["data"]?.stringValue).flatMap { try? JSONParser.parse($0) }
+        type = data?["type"]?.stringValue
+        let body = data?["body"]
+        state = (body?["state"]?.stringValue ?? body?["status"]?.stringValue).flatMap(RichMessageState.init(rawValue:))
+        score = body?["customerSatisfactionScore"]?.intValue
+        comment = body?["customerSatisfactionComment"]?.stringValue
+        createdAt = (json["createdAt"]?.stringValue).flatMap(ISOTimestamp.parse) ?? json["created_at"]?.intValue.map { Double($0) / 1000 }
+        updatedAt = (json["updatedAt"]?.stringValue).flatMap(ISOTimestamp.parse) ?? json["updated_at"]?.intValue.map { Double($0) / 1000 }
+    }
+
+    public var isCSATRequest: Bool { type == RichMessageType.customerSatisfaction.rawValue }
+}
+
 /// A page of a Desk list: `{count, next, previous, results}`.
 public struct DeskPage<Item: Sendable>: Sendable {
     public let count: Int

@@ -23,6 +23,11 @@ extension DeskEmulator {
                 return EmulatorResponse.json(world.ticketJSON(ticket, platform: true))
             }
         }
+        add("GET", "/tickets/{id}/chat_messages") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            guard let ticket = emulator.world.withLock({ $0.tickets[id] }) else { throw EmulatorFailure.notFound() }
+            return try emulator.platformList(request) { world in ticket.messages.map { world.messageJSON($0, ticket: ticket) } }
+        }
         add("PATCH", "/tickets/{id}/close") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
             let comment = try request.jsonBody()["closeComment"]?.stringValue

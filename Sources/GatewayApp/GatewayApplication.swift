@@ -1,5 +1,5 @@
 import API
-import Store
+public import Store
 public import DeskClient
 public import DeskEmulator
 import Foundation
@@ -21,10 +21,12 @@ public final class GatewayApplication: Sendable {
     public let desk: DeskClient
     /// The in-process Desk emulator when no DESK_BASE_URL is configured.
     public let emulator: DeskEmulator?
+    public let sync: DeskSync
     let embedded: EmbeddedPostgres?
+    let background: [Task<Void, Never>]
 
     init(config: GatewayConfig, pool: PostgresPool, server: HTTPServer, metrics: MetricsRegistry, logger: Logger,
-         desk: DeskClient, emulator: DeskEmulator?, embedded: EmbeddedPostgres?) {
+         desk: DeskClient, emulator: DeskEmulator?, sync: DeskSync, embedded: EmbeddedPostgres?, background: [Task<Void, Never>]) {
         self.config = config
         self.pool = pool
         self.server = server
@@ -32,7 +34,9 @@ public final class GatewayApplication: Sendable {
         self.logger = logger
         self.desk = desk
         self.emulator = emulator
+        self.sync = sync
         self.embedded = embedded
+        self.background = background
     }
 
     /// The bound port (useful with PORT=0).
@@ -43,6 +47,7 @@ public final class GatewayApplication: Sendable {
     public func stop() async {
         logger.info("stopping", metadata: ["drain_s": "\(config.shutdownDrainSeconds)"])
         await server.stop(drainDeadline: .seconds(config.shutdownDrainSeconds))
+        for task in background { task.cancel() }
         await emulator?.stop()
         pool.shutdown()
         await embedded?.stop()
@@ -125,6 +130,33 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         CustomerRoutes(desk: desk, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)), ticketStore: ticketStore,
                        ratings: CSATStore(pool: pool), previews: LinkPreviewFetcher(settings: previewSettings),
                        settings: settings).register(in: &routes)
+        let reportStore = ReportStore(pool: pool)
+        let knownZones = try await reportStore.knownZones()
+        for zone in config.reportTimeZones where !knownZones.contains(zone) {
+            throw ConfigError(variable: "REPORT_TIME_ZONES", message: "PostgreSQL does not know the time zone '\(zone)'")
+        }
+        let backfilled = try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
+        if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
+        var reportSettings = ReportSettings()
+        reportSettings.zones = config.reportTimeZones
+        reportSettings.maxDays = config.reportMaxDays
+        ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)),
+                     settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool)).register(in: &routes)
+        let sync = DeskSync(desk: desk, pool: pool, logger: logger)
+        var background: [Task<Void, Never>] = []
+        if config.syncIntervalSeconds > 0 {
+            background.append(Task {
+                while !Task.isCancelled {
+                    do {
+                        let summary = try await sync.run()
+                        logger.info("sync finished", metadata: ["summary": "\(summary)"])
+                    } catch {
+                        logger.warning("sync failed", metadata: ["error": "\(error)"])
+                    }
+                    try? await Task.sleep(for: .seconds(config.syncIntervalSeconds))
+                }
+            })
+        }
         var policy = APIPolicy()
         policy.corsOrigins = config.corsOrigins
         policy.rateLimitPerMinute = config.rateLimitPerMinute
@@ -138,7 +170,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         try server.start()
         logger.notice("listening", metadata: ["host": "\(config.host)", "port": "\(server.port)", "version": "\(gatewayVersion)"])
         return GatewayApplication(config: config, pool: pool, server: server, metrics: metrics, logger: logger,
-                                  desk: desk, emulator: emulator, embedded: embedded)
+                                  desk: desk, emulator: emulator, sync: sync, embedded: embedded, background: background)
     } catch {
         pool.shutdown()
         await embedded?.stop()
@@ -183,6 +215,48 @@ func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger
         [([], client.breaker.state == .open ? 1 : 0)]
     }
     return (client, emulator)
+}
+
+/// Opens the database (migrated) for a one-shot command, runs `body`, and closes everything.
+func withMigratedDatabase<T: Sendable>(_ config: GatewayConfig, logger: Logger, _ body: (PostgresPool) async throws -> T) async throws -> T {
+    let assets = try Assets.locate(configured: config.assetsDirectory)
+    let (pool, embedded) = try await openDatabase(config, logger: logger)
+    do {
+        try await migrate(pool: pool, assets: assets, config: config, logger: logger)
+        let result = try await body(pool)
+        pool.shutdown()
+        await embedded?.stop()
+        return result
+    } catch {
+        pool.shutdown()
+        await embedded?.stop()
+        throw error
+    }
+}
+
+/// `desk-gateway api-key create`: returns the new key (shown once) and its id.
+public func createApiKey(_ config: GatewayConfig, logger: Logger, name: String, scopes: [String]) async throws -> (key: String, id: Int) {
+    try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).create(name: name, scopes: scopes) }
+}
+
+public func listApiKeys(_ config: GatewayConfig, logger: Logger) async throws -> [ApiKeyRecord] {
+    try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).list() }
+}
+
+public func revokeApiKey(_ config: GatewayConfig, logger: Logger, id: Int) async throws -> Bool {
+    try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).revoke(id: id) }
+}
+
+/// `desk-gateway sync`: one Platform API sync against the configured Desk.
+public func runSync(_ config: GatewayConfig, logger: Logger, progress: @escaping @Sendable (SyncSummary) -> Void) async throws -> SyncSummary {
+    guard config.deskBaseURL != nil, config.deskAPIToken != nil else {
+        throw ConfigError(variable: "DESK_API_TOKEN", message: "sync reads Desk's Platform API: set DESK_BASE_URL, DESK_APP_ID and DESK_API_TOKEN")
+    }
+    return try await withMigratedDatabase(config, logger: logger) { pool in
+        let (desk, _) = try startDesk(config, metrics: MetricsRegistry(), logger: logger)
+        try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
+        return try await DeskSync(desk: desk, pool: pool, logger: logger).run(progress: progress)
+    }
 }
 
 /// `desk-gateway migrate`: applies migrations and exits.

@@ -53,6 +53,12 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var linkPreviewTimeoutMilliseconds = 5000
     public var linkPreviewMaxBytes = 512 * 1024
 
+    /// Zones whose daily CSAT rollups are kept (reports in other zones are computed from raw ratings).
+    public var reportTimeZones = ["UTC"]
+    public var reportMaxDays = 366
+    /// Seconds between Platform API syncs while running; 0 turns the periodic sync off.
+    public var syncIntervalSeconds = 300
+
     public var logLevel: Logger.Level = .info
     /// Folder holding `sql/` and `openapi.yaml`; nil searches the usual places.
     public var assetsDirectory: String?
@@ -116,6 +122,17 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         config.linkPreviewAllowPrivate = try reader.bool("LINK_PREVIEW_ALLOW_PRIVATE", default: false)
         config.linkPreviewTimeoutMilliseconds = try reader.int("LINK_PREVIEW_TIMEOUT_MS", default: config.linkPreviewTimeoutMilliseconds, range: 100...60_000)
         config.linkPreviewMaxBytes = try reader.int("LINK_PREVIEW_MAX_BYTES", default: config.linkPreviewMaxBytes, range: 1024...(16 << 20))
+        if let zones = try reader.optionalString("REPORT_TIME_ZONES") {
+            config.reportTimeZones = zones.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard !config.reportTimeZones.isEmpty else {
+                throw ConfigError(variable: "REPORT_TIME_ZONES", message: "expected a comma-separated list of IANA zones such as UTC,Asia/Kolkata")
+            }
+            for zone in config.reportTimeZones where TimeZone(identifier: zone) == nil {
+                throw ConfigError(variable: "REPORT_TIME_ZONES", message: "'\(zone)' is not an IANA time zone")
+            }
+        }
+        config.reportMaxDays = try reader.int("REPORT_MAX_DAYS", default: config.reportMaxDays, range: 1...3660)
+        config.syncIntervalSeconds = try reader.int("SYNC_INTERVAL_S", default: config.syncIntervalSeconds, range: 0...86_400)
         config.logLevel = try reader.logLevel("LOG_LEVEL", default: config.logLevel)
         config.assetsDirectory = try reader.optionalString("ASSETS_DIR")
         return config

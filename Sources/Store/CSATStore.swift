@@ -45,6 +45,7 @@ public struct CSATStore: Sendable {
     }
 
     public static func record(_ rating: RatingRecord, on tx: PostgresConnection) throws -> Bool {
+        // Serialises with a zone backfill (which holds SHARE on this table) so no rating is counted twice or missed.
         let inserted = try tx.query("""
             INSERT INTO csat_ratings (ticket_id, message_id, score, comment, agent_id, team_id, channel_type, priority,
                                       customer_sendbird_id, rated_at, source)
@@ -53,17 +54,128 @@ public struct CSATStore: Sendable {
             RETURNING id
             """, [rating.ticketId, rating.messageId, rating.score, rating.comment, rating.agentId, rating.teamId,
                   rating.channelType, rating.priority, rating.customerSendbirdId, rating.ratedAt, rating.source])
-        return !inserted.isEmpty
+        guard !inserted.isEmpty else { return false }
+        try addToRollups(on: tx, at: rating.ratedAt, agentId: rating.agentId, teamId: rating.teamId, channelType: rating.channelType,
+                         priority: rating.priority, requests: 0, score: rating.score)
+        return true
+    }
+
+    /// Adds one request (requests = 1) or one response (score nil = declined) to the daily rollups of every zone.
+    static func addToRollups(on tx: PostgresConnection, at time: Double, agentId: Int?, teamId: Int?, channelType: String,
+                             priority: String, requests: Int, score: Int?) throws {
+        let responses = requests == 0 ? 1 : 0
+        let scored = score == nil ? 0 : 1
+        let counts = (1...5).map { score == $0 ? 1 : 0 }
+        let binds: [any PostgresEncodable] = [time, agentId ?? 0, teamId ?? 0, channelType, priority, requests, responses, scored,
+                                              score ?? 0, counts[0], counts[1], counts[2], counts[3], counts[4]]
+        try tx.query("""
+            INSERT INTO csat_daily AS d (zone, day, agent_id, team_id, channel_type, priority, requests, responses, scored, score_sum,
+                                         s1, s2, s3, s4, s5)
+            SELECT z.zone, (to_timestamp($1) AT TIME ZONE z.zone)::date, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
+              FROM report_zones z
+            ON CONFLICT (zone, day, agent_id, team_id, channel_type, priority) DO UPDATE SET
+                requests = d.requests + EXCLUDED.requests, responses = d.responses + EXCLUDED.responses,
+                scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
+                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+            """, binds)
+        try tx.query("""
+            INSERT INTO csat_daily_agent AS d (zone, day, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
+            SELECT z.zone, (to_timestamp($1) AT TIME ZONE z.zone)::date, $2, $3, $6, $7, $8, $9, $10, $11, $12, $13, $14
+              FROM report_zones z
+             WHERE $4::text IS NOT NULL AND $5::text IS NOT NULL
+            ON CONFLICT (zone, day, agent_id, team_id) DO UPDATE SET
+                requests = d.requests + EXCLUDED.requests, responses = d.responses + EXCLUDED.responses,
+                scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
+                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+            """, binds)
+    }
+
+    /// A sync-only rating known from the ticket alone (no message id): skipped when this ticket already has a rating
+    /// recorded at or after it was closed, which is the same rating seen through another path.
+    @discardableResult
+    public func recordTicketLevel(_ rating: RatingRecord, closedAt: Double) async throws -> Bool {
+        try await pool.transaction { tx in
+            let existing = try tx.query("SELECT 1 FROM csat_ratings WHERE ticket_id = $1 AND rated_at >= to_timestamp($2) LIMIT 1",
+                                        [rating.ticketId, closedAt])
+            guard existing.isEmpty else { return false }
+            return try Self.record(rating, on: tx)
+        }
+    }
+
+    /// Makes sure every configured zone has rollups: a zone seen for the first time is backfilled from the raw
+    /// ratings and requests, while new ratings wait (SHARE lock) so none is missed or counted twice.
+    /// Returns the zones that were backfilled.
+    @discardableResult
+    public func ensureZones(_ zones: [String]) async throws -> [String] {
+        try await pool.withConnection { connection in
+            var added: [String] = []
+            for zone in zones {
+                let present = try connection.query("SELECT 1 FROM report_zones WHERE zone = $1", [zone])
+                guard present.isEmpty else { continue }
+                try connection.transaction { tx in
+                    try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
+                    let claimed = try tx.query("INSERT INTO report_zones (zone) VALUES ($1) ON CONFLICT DO NOTHING RETURNING 1", [zone])
+                    guard !claimed.isEmpty else { return }
+                    try Self.backfill(zone: zone, on: tx)
+                    added.append(zone)
+                }
+            }
+            return added
+        }
+    }
+
+    static func backfill(zone: String, on tx: PostgresConnection) throws {
+        try tx.query("DELETE FROM csat_daily WHERE zone = $1", [zone])
+        try tx.query("DELETE FROM csat_daily_agent WHERE zone = $1", [zone])
+        try tx.query("""
+            INSERT INTO csat_daily (zone, day, agent_id, team_id, channel_type, priority, requests, responses, scored, score_sum,
+                                    s1, s2, s3, s4, s5)
+            SELECT $1, day, agent_id, team_id, channel_type, priority, sum(requests), sum(responses), sum(scored), sum(score_sum),
+                   sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
+              FROM (SELECT (rated_at AT TIME ZONE $1)::date AS day, coalesce(agent_id, 0) AS agent_id, coalesce(team_id, 0) AS team_id,
+                           channel_type, priority, 0 AS requests, 1 AS responses, (score IS NOT NULL)::int AS scored,
+                           coalesce(score, 0) AS score_sum, coalesce((score = 1)::int, 0) AS s1, coalesce((score = 2)::int, 0) AS s2,
+                           coalesce((score = 3)::int, 0) AS s3, coalesce((score = 4)::int, 0) AS s4, coalesce((score = 5)::int, 0) AS s5
+                      FROM csat_ratings
+                    UNION ALL
+                    SELECT (requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), channel_type, priority,
+                           1, 0, 0, 0, 0, 0, 0, 0, 0
+                      FROM csat_requests) AS events
+             GROUP BY day, agent_id, team_id, channel_type, priority
+            """, [zone])
+        try tx.query("""
+            INSERT INTO csat_daily_agent (zone, day, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
+            SELECT zone, day, agent_id, team_id, sum(requests), sum(responses), sum(scored), sum(score_sum),
+                   sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
+              FROM csat_daily WHERE zone = $1
+             GROUP BY zone, day, agent_id, team_id
+            """, [zone])
+    }
+
+    /// Zones that have rollups.
+    public func zones() async throws -> Set<String> {
+        Set(try await pool.query("SELECT zone FROM report_zones").map { try $0.decode(0, as: String.self) })
     }
 
     @discardableResult
     public func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: String,
                               requestedAt: Double) async throws -> Bool {
-        let inserted = try await pool.query("""
+        try await pool.transaction { tx in
+            try Self.recordRequest(ticketId: ticketId, messageId: messageId, agentId: agentId, teamId: teamId, channelType: channelType,
+                                   priority: priority, requestedAt: requestedAt, on: tx)
+        }
+    }
+
+    public static func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: String,
+                                     requestedAt: Double, on tx: PostgresConnection) throws -> Bool {
+        let inserted = try tx.query("""
             INSERT INTO csat_requests (ticket_id, message_id, agent_id, team_id, channel_type, priority, requested_at)
             VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7))
             ON CONFLICT DO NOTHING RETURNING 1
             """, [ticketId, messageId, agentId, teamId, channelType, priority, requestedAt])
-        return !inserted.isEmpty
+        guard !inserted.isEmpty else { return false }
+        try addToRollups(on: tx, at: requestedAt, agentId: agentId, teamId: teamId, channelType: channelType, priority: priority,
+                         requests: 1, score: nil)
+        return true
     }
 }

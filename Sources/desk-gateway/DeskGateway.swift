@@ -16,7 +16,7 @@ struct DeskGateway: AsyncParsableCommand {
         commandName: "desk-gateway",
         abstract: "REST backend-for-frontend in front of Sendbird Desk.",
         version: gatewayVersion,
-        subcommands: [Serve.self, Migrate.self],
+        subcommands: [Serve.self, Migrate.self, Sync.self, ApiKey.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -111,5 +111,91 @@ struct Migrate: AsyncParsableCommand {
             throw ExitCode(1)
         }
         LogSink.standardOutput.flush()
+    }
+}
+
+/// Runs a one-shot command body, turning failures into a clear message and exit code 1.
+func oneShot(_ body: (GatewayConfig, Logger) async throws -> Void) async throws {
+    let (config, logger) = loadConfiguration()
+    do {
+        try await body(config, logger)
+    } catch let error as ConfigError {
+        LogSink.standardOutput.flush()
+        FileHandle.standardError.write(Data("desk-gateway: \(error)\n".utf8))
+        throw ExitCode(2)
+    } catch {
+        logger.critical("command failed", metadata: ["error": "\(error)", "detail": "\((error as? PostgresError)?.detail ?? "")"])
+        LogSink.standardOutput.flush()
+        throw ExitCode(1)
+    }
+    LogSink.standardOutput.flush()
+}
+
+struct Sync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Pull agents, teams and closed tickets with their CSAT from Desk's Platform API (incremental), then exit.")
+
+    func run() async throws {
+        let terminal = isatty(1) == 1
+        try await oneShot { config, logger in
+            let summary = try await runSync(config, logger: logger) { progress in
+                let line = "pages \(progress.pages)  tickets \(progress.tickets)  requests \(progress.requests)  ratings \(progress.ratings) (\(progress.newRatings) new)"
+                FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[K" + line : line + "\n").utf8))
+            }
+            if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
+            print("sync done: \(summary)")
+        }
+    }
+}
+
+struct ApiKey: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "api-key", abstract: "Manage API keys for reporting clients.",
+                                                    subcommands: [Create.self, List.self, Revoke.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a key and print it once (only its hash is stored).")
+        @Option(help: "Scope granted to the key (repeatable). Known scope: reports.") var scope: [String] = []
+        @Option(help: "A name to recognise the key by.") var name = "reporting client"
+
+        func validate() throws {
+            guard !scope.isEmpty else { throw ValidationError("give at least one --scope (e.g. --scope reports)") }
+            for value in scope where value != "reports" { throw ValidationError("unknown scope '\(value)'; known: reports") }
+        }
+
+        func run() async throws {
+            try await oneShot { config, logger in
+                let created = try await createApiKey(config, logger: logger, name: name, scopes: scope)
+                print("id \(created.id)\nkey \(created.key)\n(store it now: it is not shown again)")
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List keys (never the keys themselves).")
+
+        func run() async throws {
+            try await oneShot { config, logger in
+                for key in try await listApiKeys(config, logger: logger) {
+                    let state = key.revokedAt == nil ? "active" : "revoked"
+                    let used = key.lastUsedAt.map { Date(timeIntervalSince1970: $0).description } ?? "never"
+                    print("\(key.id)\t\(state)\t\(key.scopes.joined(separator: ","))\t\(key.name)\tlast used \(used)")
+                }
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a key by id.")
+        @Argument(help: "The key's id (from api-key list).") var id: Int
+
+        func run() async throws {
+            try await oneShot { config, logger in
+                guard try await revokeApiKey(config, logger: logger, id: id) else {
+                    FileHandle.standardError.write(Data("desk-gateway: no active key with id \(id)\n".utf8))
+                    throw ExitCode(1)
+                }
+                print("revoked key \(id)")
+            }
+        }
     }
 }

@@ -14,6 +14,7 @@ public enum TestGateway {
         config.dbStartupWaitSeconds = 5
         config.logLevel = .warning
         config.deskEmulatorPort = 0
+        config.syncIntervalSeconds = 0
         return config
     }
 

@@ -1,0 +1,216 @@
+import Foundation
+import HTTPServer
+import JSON
+import Reports
+public import Store
+import Synchronization
+
+public struct ReportSettings: Sendable {
+    /// Zones with rollups (REPORT_TIME_ZONES).
+    public var zones: [String] = ["UTC"]
+    public var maxDays = 366
+
+    public init() {}
+}
+
+/// `/v1/reports/csat` and `/v1/reports/csat/responses` for dashboards, authenticated by API keys with the
+/// `reports` scope.
+public struct ReportRoutes: Sendable {
+    let keys: ApiKeyStore
+    let reports: ReportStore
+    let settings: ReportSettings
+    let knownZones: Set<String>
+    let rollupZones: RollupZones
+    let sessions: SessionStore
+    private let cache = KeyCache()
+
+    public init(keys: ApiKeyStore, reports: ReportStore, sessions: SessionStore, settings: ReportSettings, knownZones: Set<String>,
+                zones: CSATStore) {
+        self.keys = keys
+        self.reports = reports
+        self.sessions = sessions
+        self.settings = settings
+        self.knownZones = knownZones
+        self.rollupZones = RollupZones(store: zones)
+    }
+
+    public func register(in routes: inout RouteTable) {
+        routes.add("GET", "/v1/reports/csat", .async { request, _ in
+            try await authorize(request)
+            return try await report(request)
+        })
+        routes.add("GET", "/v1/reports/csat/responses", .async { request, _ in
+            try await authorize(request)
+            return try await responses(request)
+        })
+    }
+
+    /// API keys come as `Authorization: Bearer dgk_…` or `X-API-Key`. A customer's session token is refused with 403.
+    func authorize(_ request: HTTPRequest) async throws {
+        let key = request.header("x-api-key") ?? Authenticator.bearer(request)
+        guard let key else {
+            throw APIError(status: 401, code: "unauthorized", title: "Unauthorized",
+                           detail: "Reports need an API key with the reports scope ('Authorization: Bearer dgk_…').",
+                           headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway-reports""#)])
+        }
+        if key.hasPrefix("dgk_") {
+            let scopes: [String]?
+            if let cached = cache.get(key) { scopes = cached } else {
+                scopes = try await keys.scopes(of: key)
+                if let scopes { cache.put(key, scopes) }
+            }
+            guard let scopes else {
+                throw APIError(status: 401, code: "unauthorized", title: "Unauthorized", detail: "The API key is unknown or revoked.",
+                               headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway-reports""#)])
+            }
+            guard scopes.contains("reports") else {
+                throw APIError(status: 403, code: "forbidden", title: "Forbidden", detail: "This API key has no reports scope.")
+            }
+            return
+        }
+        if try await sessions.find(token: key) != nil {
+            throw APIError(status: 403, code: "forbidden", title: "Forbidden", detail: "Customer sessions cannot read reports; use an API key with the reports scope.")
+        }
+        throw APIError(status: 401, code: "unauthorized", title: "Unauthorized", detail: "The API key is unknown or revoked.",
+                       headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway-reports""#)])
+    }
+
+    func parameters(_ request: HTTPRequest, listing: Bool) throws -> ReportParameters {
+        do {
+            return try ReportParameters.parse(request.query, accept: request.header("accept"), today: Self.today(in:),
+                                              isKnownZone: { knownZones.contains($0) }, maxDays: settings.maxDays, listing: listing)
+        } catch {
+            throw APIError(status: 400, code: "invalid_query", title: "Invalid query",
+                           detail: error.problems.map { "\($0.field) \($0.message)" }.joined(separator: "; ") + ".",
+                           extensions: ["errors": .array(error.problems.map { .object([("field", .string($0.field)), ("message", .string($0.message))]) })])
+        }
+    }
+
+    static func today(in zone: String) -> LocalDate? {
+        guard let timeZone = TimeZone(identifier: zone) else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let parts = calendar.dateComponents([.year, .month, .day], from: Date())
+        guard let year = parts.year, let month = parts.month, let day = parts.day else { return nil }
+        return LocalDate(year: year, month: month, day: day)
+    }
+
+    func report(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let p = try parameters(request, listing: false)
+        let useRollups = try await rollupZones.contains(p.timeZone)
+        let previous = p.previous
+        async let current = useRollups
+            ? reports.fromRollups(p, from: p.from, to: p.to, bucket: p.bucket)
+            : reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket)
+        async let before = useRollups
+            ? reports.fromRollups(p, from: previous.from, to: previous.to, bucket: .none)
+            : reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none)
+        async let names = cache.names(p.groupBy) { try await reports.names(p.groupBy) }
+        let report = CSATReportShaper.shape(parameters: p, source: useRollups ? "rollup" : "raw", current: try await current,
+                                            previous: try await before.map { ($0.group, $0.figures) }, names: try await names)
+        var headers: [(name: String, value: String)] = [("X-Report-Source", report.source), ("Cache-Control", "no-cache")]
+        if !useRollups {
+            headers.append(("Warning", #"199 desk-gateway "time zone not configured for rollups; computed from raw ratings""#))
+        }
+        if p.format == .csv {
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"),
+                                                       ("Content-Disposition", #"inline; filename="csat-report.csv""#)] + headers,
+                                body: Array(report.csv.utf8))
+        }
+        return .json(report.json, headers: headers)
+    }
+
+    func responses(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let p = try parameters(request, listing: true)
+        var cursor: (Double, Int)?
+        if let text = p.cursor {
+            guard let bytes = SessionStore.decodeBase64URL(text), case let parts = String(decoding: bytes, as: UTF8.self).split(separator: ":"),
+                  parts.count == 2, let micros = Int64(parts[0]), let id = Int(parts[1]) else {
+                throw APIError(status: 400, code: "invalid_query", title: "Invalid query", detail: "cursor is not a cursor this API issued.")
+            }
+            cursor = (Double(micros) / 1_000_000, id)
+        }
+        let rows = try await reports.responses(p, after: cursor, limit: p.limit + 1)
+        let page = Array(rows.prefix(p.limit))
+        let next = rows.count > p.limit ? page.last.map {
+            TokenVault.base64URL(Array("\(Int64(($0.ratedAt * 1_000_000).rounded())):\($0.id)".utf8))
+        } : nil
+        if p.format == .csv {
+            var lines = ["ratedAt,ticketId,messageId,score,comment,agentId,agentName,teamId,teamName,channelType,priority,source"]
+            for item in page {
+                var cells: [String] = [ISOTimestamp.format(item.ratedAt), String(item.ticketId), String(item.messageId)]
+                cells.append(item.score.map { String($0) } ?? "")
+                cells.append(CSV.field(item.comment ?? ""))
+                cells.append(item.agentId.map { String($0) } ?? "")
+                cells.append(CSV.field(item.agentName ?? ""))
+                cells.append(item.teamId.map { String($0) } ?? "")
+                cells.append(CSV.field(item.teamName ?? ""))
+                cells.append(CSV.field(item.channelType))
+                cells.append(item.priority)
+                cells.append(item.source)
+                lines.append(cells.joined(separator: ","))
+            }
+            var headers: [(name: String, value: String)] = [("Content-Type", "text/csv; charset=utf-8")]
+            if let next { headers.append(("Link", "<?cursor=\(next)>; rel=\"next\"")) }
+            return HTTPResponse(status: 200, headers: headers, body: Array((lines.joined(separator: "\r\n") + "\r\n").utf8))
+        }
+        let items: [JSONValue] = page.map { item in
+            .object([
+                ("ticketId", .integer(item.ticketId)), ("messageId", .integer(item.messageId)),
+                ("score", item.score.map(JSONValue.integer) ?? .null), ("comment", item.comment.map(JSONValue.string) ?? .null),
+                ("agent", item.agentId.map { .object([("id", .integer($0)), ("name", item.agentName.map(JSONValue.string) ?? .null)]) } ?? .null),
+                ("team", item.teamId.map { .object([("id", .integer($0)), ("name", item.teamName.map(JSONValue.string) ?? .null)]) } ?? .null),
+                ("channelType", .string(item.channelType)), ("priority", .string(item.priority)),
+                ("ratedAt", .string(ISOTimestamp.format(item.ratedAt))), ("source", .string(item.source)),
+            ])
+        }
+        return .json(.object([("items", .array(items)), ("nextCursor", next.map(JSONValue.string) ?? .null), ("hasNext", .bool(next != nil)),
+                              ("from", .string(p.from.description)), ("to", .string(p.to.description)), ("timeZone", .string(p.timeZone))]))
+    }
+}
+
+/// API-key scopes and display names, briefly remembered (a revoked key stops working within 30 s everywhere).
+final class KeyCache: Sendable {
+    private let keys = Mutex<[String: (scopes: [String], at: Double)]>([:])
+    private let names = Mutex<[ReportGroup: (names: [Int: String], at: Double)]>([:])
+
+    func get(_ key: String) -> [String]? {
+        let now = Date().timeIntervalSince1970
+        return keys.withLock { keys in
+            guard let entry = keys[key], now - entry.at < 30 else { return nil }
+            return entry.scopes
+        }
+    }
+
+    func put(_ key: String, _ scopes: [String]) {
+        let now = Date().timeIntervalSince1970
+        keys.withLock { $0[key] = (scopes, now) }
+    }
+
+    func names(_ group: ReportGroup, load: () async throws -> [Int: String]) async throws -> [Int: String] {
+        let now = Date().timeIntervalSince1970
+        if let entry = names.withLock({ $0[group] }), now - entry.at < 30 { return entry.names }
+        let loaded = try await load()
+        names.withLock { $0[group] = (loaded, now) }
+        return loaded
+    }
+}
+
+/// Zones that have rollups, as `report_zones` says (a zone added elsewhere shows up within a second).
+final class RollupZones: Sendable {
+    private let store: CSATStore
+    private let state = Mutex<(zones: Set<String>, at: Double)>(([], 0))
+
+    init(store: CSATStore) {
+        self.store = store
+    }
+
+    func contains(_ zone: String) async throws -> Bool {
+        let now = Date().timeIntervalSince1970
+        let (zones, at) = state.withLock { ($0.zones, $0.at) }
+        if zones.contains(zone) || now - at < 1 { return zones.contains(zone) }
+        let fresh = try await store.zones()
+        state.withLock { $0 = (fresh, now) }
+        return fresh.contains(zone)
+    }
+}

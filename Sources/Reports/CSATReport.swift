@@ -1,0 +1,137 @@
+/// The figures of one group (and bucket), summed from rollups or raw ratings.
+public struct CSATFigures: Sendable, Equatable {
+    public var requests = 0
+    public var responses = 0
+    public var scored = 0
+    public var scoreSum = 0
+    /// Counts of scores 1…5.
+    public var distribution = [0, 0, 0, 0, 0]
+
+    public init() {}
+
+    public init(requests: Int, responses: Int, scored: Int, scoreSum: Int, distribution: [Int]) {
+        self.requests = requests
+        self.responses = responses
+        self.scored = scored
+        self.scoreSum = scoreSum
+        self.distribution = distribution
+    }
+
+    public mutating func add(_ other: CSATFigures) {
+        requests += other.requests
+        responses += other.responses
+        scored += other.scored
+        scoreSum += other.scoreSum
+        for index in 0..<5 { distribution[index] += other.distribution[index] }
+    }
+
+    /// Keeps only the given scores (responses without a score drop out too); requests are unaffected.
+    public func restricted(to scores: [Int]) -> CSATFigures {
+        guard !scores.isEmpty else { return self }
+        var result = CSATFigures()
+        result.requests = requests
+        for score in Set(scores) {
+            let count = distribution[score - 1]
+            result.distribution[score - 1] = count
+            result.responses += count
+            result.scored += count
+            result.scoreSum += count * score
+        }
+        return result
+    }
+
+    /// Mean score, two decimals; nil without scored responses.
+    public var averageScore: Double? {
+        scored == 0 ? nil : Self.round(Double(scoreSum) / Double(scored), 2)
+    }
+
+    /// Share of 4s and 5s among scored responses, in percent with two decimals.
+    public var csatPercent: Double? {
+        scored == 0 ? nil : Self.round(Double(distribution[3] + distribution[4]) * 100 / Double(scored), 2)
+    }
+
+    /// Responses per request sent, four decimals; nil when no request was recorded.
+    public var responseRate: Double? {
+        requests == 0 ? nil : Self.round(Double(responses) / Double(requests), 4)
+    }
+
+    static func round(_ value: Double, _ places: Int) -> Double {
+        var scale = 1.0
+        for _ in 0..<places { scale *= 10 }
+        return (value * scale).rounded() / scale
+    }
+}
+
+/// One report row: a group (agent or team; id 0 = none) and, when bucketed, the bucket it covers.
+public struct CSATRow: Sendable {
+    public let groupId: Int
+    public var name: String
+    public let bucketStart: LocalDate?
+    public let bucketEnd: LocalDate?
+    public var figures: CSATFigures
+    public var previous: CSATFigures?
+}
+
+public struct CSATReport: Sendable {
+    public let parameters: ReportParameters
+    /// `rollup` or `raw`.
+    public let source: String
+    public let rows: [CSATRow]
+    public let totals: CSATFigures
+    public let previousTotals: CSATFigures
+}
+
+/// Turns summed figures keyed by group and bucket into report rows.
+public enum CSATReportShaper {
+    /// The natural bucket a day falls in (clipped to the report range).
+    public static func bucket(of day: LocalDate, _ bucket: ReportBucket, from: LocalDate, to: LocalDate) -> (LocalDate, LocalDate)? {
+        switch bucket {
+        case .none: return nil
+        case .day: return (day, day)
+        case .week:
+            let start = day.adding(days: -(day.weekday - 1))
+            return (max(start, from), min(start.adding(days: 6), to))
+        case .month:
+            let (y, m, _) = day.components
+            let start = LocalDate(year: y, month: m, day: 1)
+            let end = LocalDate(year: y, month: m, day: LocalDate.daysIn(month: m, year: y))
+            return (max(start, from), min(end, to))
+        }
+    }
+
+    public static func shape(parameters: ReportParameters, source: String, current: [(group: Int, bucketStart: LocalDate?, figures: CSATFigures)],
+                             previous: [(group: Int, figures: CSATFigures)], names: [Int: String]) -> CSATReport {
+        var merged: [String: CSATRow] = [:]
+        var order: [String] = []
+        for entry in current {
+            let figures = entry.figures.restricted(to: parameters.scores)
+            let range = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to) }
+            let key = "\(entry.group)|\(range?.0.dayNumber ?? -1)"
+            if merged[key] == nil {
+                merged[key] = CSATRow(groupId: entry.group, name: name(entry.group, names), bucketStart: range?.0, bucketEnd: range?.1,
+                                      figures: CSATFigures(), previous: nil)
+                order.append(key)
+            }
+            merged[key]!.figures.add(figures)
+        }
+        var previousByGroup: [Int: CSATFigures] = [:]
+        var previousTotals = CSATFigures()
+        for entry in previous {
+            let figures = entry.figures.restricted(to: parameters.scores)
+            previousByGroup[entry.group, default: CSATFigures()].add(figures)
+            previousTotals.add(figures)
+        }
+        var rows = order.map { merged[$0]! }
+        if parameters.bucket == .none {
+            for index in rows.indices { rows[index].previous = previousByGroup[rows[index].groupId] ?? CSATFigures() }
+        }
+        rows.sort { ($0.name, $0.groupId, $0.bucketStart?.dayNumber ?? 0) < ($1.name, $1.groupId, $1.bucketStart?.dayNumber ?? 0) }
+        var totals = CSATFigures()
+        for row in rows { totals.add(row.figures) }
+        return CSATReport(parameters: parameters, source: source, rows: rows, totals: totals, previousTotals: previousTotals)
+    }
+
+    static func name(_ id: Int, _ names: [Int: String]) -> String {
+        id == 0 ? "(none)" : names[id] ?? "#\(id)"
+    }
+}

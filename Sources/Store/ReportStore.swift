@@ -1,0 +1,161 @@
+public import Postgres
+public import Reports
+
+/// CSAT report queries: from the daily rollups in a configured zone, or exactly from the raw ratings (through the
+/// `rated_at` index) in any other zone.
+public struct ReportStore: Sendable {
+    let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    public typealias Entry = (group: Int, bucketStart: LocalDate?, figures: CSATFigures)
+
+    static func bucketSQL(_ bucket: ReportBucket, _ day: String) -> String {
+        switch bucket {
+        case .none: return "NULL::date"
+        case .day: return day
+        case .week: return "date_trunc('week', \(day))::date"
+        case .month: return "date_trunc('month', \(day))::date"
+        }
+    }
+
+    static func decodeDate(_ text: String?) -> LocalDate? { text.flatMap(LocalDate.init) }
+
+    /// Sums per group (and bucket) over `from…to` from the rollups of `zone`.
+    public func fromRollups(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket) async throws -> [Entry] {
+        let group = p.groupBy == .agent ? "agent_id" : "team_id"
+        let table = p.filtersDimensions ? "csat_daily" : "csat_daily_agent"
+        var binds: [any PostgresEncodable] = [p.timeZone, from.description, to.description]
+        var filters = ""
+        func add(_ column: String, _ values: [any PostgresEncodable], cast: String) {
+            guard !values.isEmpty else { return }
+            binds.append(values.map { $0.postgresText ?? "" })
+            filters += " AND \(column) = ANY($\(binds.count)::\(cast)[])"
+        }
+        add("agent_id", p.agentIds, cast: "bigint")
+        add("team_id", p.teamIds, cast: "bigint")
+        add("channel_type", p.channelTypes, cast: "text")
+        add("priority", p.priorities, cast: "text")
+        let sql = """
+            SELECT \(group), \(Self.bucketSQL(bucket, "day")), sum(requests), sum(responses), sum(scored), sum(score_sum),
+                   sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
+              FROM \(table)
+             WHERE zone = $1 AND day BETWEEN $2::date AND $3::date\(filters)
+             GROUP BY 1, 2
+            """
+        return try await pool.query(sql, binds).map(Self.entry)
+    }
+
+    /// The same sums computed from raw ratings and requests with days cut in `zone`.
+    public func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket) async throws -> [Entry] {
+        let group = p.groupBy == .agent ? "coalesce(agent_id, 0)" : "coalesce(team_id, 0)"
+        var binds: [any PostgresEncodable] = [p.timeZone, from.description, to.description]
+        var filters = ""
+        func add(_ column: String, _ values: [any PostgresEncodable], cast: String) {
+            guard !values.isEmpty else { return }
+            binds.append(values.map { $0.postgresText ?? "" })
+            filters += " AND \(column) = ANY($\(binds.count)::\(cast)[])"
+        }
+        add("coalesce(agent_id, 0)", p.agentIds, cast: "bigint")
+        add("coalesce(team_id, 0)", p.teamIds, cast: "bigint")
+        add("channel_type", p.channelTypes, cast: "text")
+        add("priority", p.priorities, cast: "text")
+        // Bounds as instants, so the rated_at / requested_at indexes do the range.
+        let sql = """
+            SELECT \(group), \(Self.bucketSQL(bucket, "(rated_at AT TIME ZONE $1)::date")), 0, count(*), count(score),
+                   coalesce(sum(score), 0), count(*) FILTER (WHERE score = 1), count(*) FILTER (WHERE score = 2),
+                   count(*) FILTER (WHERE score = 3), count(*) FILTER (WHERE score = 4), count(*) FILTER (WHERE score = 5)
+              FROM csat_ratings
+             WHERE rated_at >= ($2::date)::timestamp AT TIME ZONE $1
+               AND rated_at < ($3::date + 1)::timestamp AT TIME ZONE $1\(filters)
+             GROUP BY 1, 2
+            UNION ALL
+            SELECT \(group), \(Self.bucketSQL(bucket, "(requested_at AT TIME ZONE $1)::date")), count(*), 0, 0, 0, 0, 0, 0, 0, 0
+              FROM csat_requests
+             WHERE requested_at >= ($2::date)::timestamp AT TIME ZONE $1
+               AND requested_at < ($3::date + 1)::timestamp AT TIME ZONE $1\(filters)
+             GROUP BY 1, 2
+            """
+        return try await pool.query(sql, binds).map(Self.entry)
+    }
+
+    static func entry(_ row: PostgresRow) throws -> Entry {
+        let figures = CSATFigures(requests: try row.decode(2), responses: try row.decode(3), scored: try row.decode(4),
+                                  scoreSum: try row.decode(5),
+                                  distribution: [try row.decode(6), try row.decode(7), try row.decode(8), try row.decode(9), try row.decode(10)])
+        return (try row.decode(0), decodeDate(row[1]), figures)
+    }
+
+    /// Display names of agents or teams (kept current by sync).
+    public func names(_ group: ReportGroup) async throws -> [Int: String] {
+        let sql = group == .agent ? "SELECT id, display_name FROM agents" : "SELECT id, name FROM teams"
+        var names: [Int: String] = [:]
+        for row in try await pool.query(sql) { names[try row.decode(0)] = try row.decode(1) }
+        return names
+    }
+
+    public struct ResponseItem: Sendable {
+        public let id: Int
+        public let ticketId: Int
+        public let messageId: Int
+        public let score: Int?
+        public let comment: String?
+        public let agentId: Int?
+        public let agentName: String?
+        public let teamId: Int?
+        public let teamName: String?
+        public let channelType: String
+        public let priority: String
+        public let ratedAt: Double
+        public let source: String
+    }
+
+    /// Individual ratings, newest first, keyset-paged after (ratedAt, id).
+    public func responses(_ p: ReportParameters, after cursor: (ratedAt: Double, id: Int)?, limit: Int) async throws -> [ResponseItem] {
+        var binds: [any PostgresEncodable] = [p.timeZone, p.from.description, p.to.description]
+        var filters = ""
+        func add(_ column: String, _ values: [any PostgresEncodable], cast: String) {
+            guard !values.isEmpty else { return }
+            binds.append(values.map { $0.postgresText ?? "" })
+            filters += " AND \(column) = ANY($\(binds.count)::\(cast)[])"
+        }
+        add("coalesce(r.agent_id, 0)", p.agentIds, cast: "bigint")
+        add("coalesce(r.team_id, 0)", p.teamIds, cast: "bigint")
+        add("r.channel_type", p.channelTypes, cast: "text")
+        add("r.priority", p.priorities, cast: "text")
+        add("r.score", p.scores, cast: "int")
+        if let cursor {
+            binds.append(cursor.ratedAt)
+            binds.append(cursor.id)
+            filters += " AND (r.rated_at, r.id) < (to_timestamp($\(binds.count - 1)), $\(binds.count))"
+        }
+        binds.append(limit)
+        let sql = """
+            SELECT r.id, r.ticket_id, r.message_id, r.score, r.comment, r.agent_id, a.display_name, r.team_id, t.name,
+                   r.channel_type, r.priority, extract(epoch FROM r.rated_at)::float8, r.source
+              FROM csat_ratings r LEFT JOIN agents a ON a.id = r.agent_id LEFT JOIN teams t ON t.id = r.team_id
+             WHERE r.rated_at >= ($2::date)::timestamp AT TIME ZONE $1
+               AND r.rated_at < ($3::date + 1)::timestamp AT TIME ZONE $1\(filters)
+             ORDER BY r.rated_at DESC, r.id DESC
+             LIMIT $\(binds.count)
+            """
+        return try await pool.query(sql, binds).map { row in
+            ResponseItem(id: try row.decode(0), ticketId: try row.decode(1), messageId: try row.decode(2), score: try row.decodeIfPresent(3),
+                         comment: row[4], agentId: try row.decodeIfPresent(5), agentName: row[6], teamId: try row.decodeIfPresent(7),
+                         teamName: row[8], channelType: try row.decode(9), priority: try row.decode(10), ratedAt: try row.decode(11),
+                         source: try row.decode(12))
+        }
+    }
+
+    /// Time-zone names PostgreSQL knows (reports may use any of them).
+    public func knownZones() async throws -> Set<String> {
+        Set(try await pool.query("SELECT name FROM pg_timezone_names").map { try $0.decode(0, as: String.self) })
+    }
+
+    /// Today's date in `zone`, by the database clock.
+    public func today(in zone: String) async throws -> LocalDate? {
+        LocalDate(try await pool.query("SELECT (now() AT TIME ZONE $1)::date::text", [zone])[0].decode(0, as: String.self))
+    }
+}

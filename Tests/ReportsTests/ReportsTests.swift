@@ -1,0 +1,72 @@
+import JSON
+import Reports
+import Testing
+
+@Suite struct LocalDateTests {
+    @Test func roundTripsAndCountsDays() {
+        for text in ["1970-01-01", "2024-02-29", "2026-03-08", "2026-12-31", "2100-03-01"] {
+            #expect(LocalDate(text)?.description == text)
+        }
+        #expect(LocalDate("2026-01-01")!.adding(days: 365).description == "2027-01-01")
+        #expect(LocalDate("2025-02-29") == nil)
+        #expect(LocalDate("2026-13-01") == nil)
+        #expect(LocalDate("2026-1-01") == nil)
+        #expect(LocalDate("2026-11-23")!.weekday == 1) // a Monday
+        #expect(LocalDate("2026-11-22")!.weekday == 7)
+    }
+
+    @Test func bucketsAreClippedToTheRange() {
+        let from = LocalDate("2026-03-04")!, to = LocalDate("2026-04-10")!
+        let week = CSATReportShaper.bucket(of: LocalDate("2026-03-05")!, .week, from: from, to: to)
+        #expect(week.map { "\($0.0)…\($0.1)" } == "2026-03-04…2026-03-08")
+        let month = CSATReportShaper.bucket(of: LocalDate("2026-04-02")!, .month, from: from, to: to)
+        #expect(month.map { "\($0.0)…\($0.1)" } == "2026-04-01…2026-04-10")
+    }
+}
+
+@Suite struct ReportParameterTests {
+    func parse(_ query: [(String, String)], accept: String? = nil) throws -> ReportParameters {
+        try ReportParameters.parse(query.map { (name: $0.0, value: $0.1) }, accept: accept, today: { _ in LocalDate("2026-06-30") },
+                                   isKnownZone: { ["UTC", "Asia/Kolkata"].contains($0) }, maxDays: 100, listing: false)
+    }
+
+    @Test func defaultsToTheLast30DaysInUTC() throws {
+        let p = try parse([])
+        #expect(p.from.description == "2026-06-01")
+        #expect(p.to.description == "2026-06-30")
+        #expect(p.timeZone == "UTC")
+        #expect(p.previous.from.description == "2026-05-02")
+        #expect(p.previous.to.description == "2026-05-31")
+        #expect(try parse([], accept: "text/csv").format == .csv)
+    }
+
+    @Test func refusesBadInputWithOneMessagePerField() {
+        for query in [[("from", "2026-02-30")], [("tz", "Mars/Olympus")], [("from", "2026-06-10"), ("to", "2026-06-01")],
+                      [("from", "2026-01-01"), ("to", "2026-06-01")], [("groupBy", "customer")], [("bucket", "year")],
+                      [("score", "6")], [("priority", "SOON")], [("agentId", "x")], [("unknown", "1")], [("tz", "UTC"), ("tz", "UTC")]] {
+            #expect(throws: ReportParameterError.self, "\(query)") { try parse(query) }
+        }
+    }
+}
+
+@Suite struct CSATFiguresTests {
+    @Test func averagesPercentagesAndScoreFilters() {
+        let figures = CSATFigures(requests: 10, responses: 7, scored: 6, scoreSum: 23, distribution: [0, 1, 1, 2, 2])
+        #expect(figures.averageScore == 3.83)
+        #expect(figures.csatPercent == 66.67)
+        #expect(figures.responseRate == 0.7)
+        let high = figures.restricted(to: [4, 5])
+        #expect(high.responses == 4)
+        #expect(high.averageScore == 4.5)
+        #expect(high.requests == 10)
+        #expect(CSATFigures().averageScore == nil)
+        #expect(CSATFigures().responseRate == nil)
+    }
+
+    @Test func csvCellsAreQuotedAndDefused() {
+        #expect(CSV.field("plain") == "plain")
+        #expect(CSV.field("a,b") == "\"a,b\"")
+        #expect(CSV.field("say \"hi\"") == "\"say \"\"hi\"\"\"")
+        #expect(CSV.field("=SUM(A1)") == "'=SUM(A1)")
+    }
+}

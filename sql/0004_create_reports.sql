@@ -1,0 +1,57 @@
+-- CSAT reporting: API keys for reporting clients, the configured reporting time zones, and daily rollups kept in
+-- the same transaction as each rating or request, so reports in a configured zone never scan raw ratings.
+
+CREATE TABLE api_keys (
+    id            bigserial PRIMARY KEY,
+    name          text NOT NULL,
+    key_hash      bytea NOT NULL UNIQUE,
+    scopes        text[] NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    last_used_at  timestamptz,
+    revoked_at    timestamptz
+);
+
+-- Zones whose rollups exist (filled by a backfill when a zone is added to REPORT_TIME_ZONES).
+CREATE TABLE report_zones (
+    zone           text PRIMARY KEY,
+    backfilled_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- Per local day × agent × team × channel type × priority. agent_id/team_id 0 = none.
+CREATE TABLE csat_daily (
+    zone          text NOT NULL,
+    day           date NOT NULL,
+    agent_id      bigint NOT NULL,
+    team_id       bigint NOT NULL,
+    channel_type  text NOT NULL,
+    priority      text NOT NULL,
+    requests      integer NOT NULL DEFAULT 0,
+    responses     integer NOT NULL DEFAULT 0,
+    scored        integer NOT NULL DEFAULT 0,
+    score_sum     integer NOT NULL DEFAULT 0,
+    s1 integer NOT NULL DEFAULT 0, s2 integer NOT NULL DEFAULT 0, s3 integer NOT NULL DEFAULT 0,
+    s4 integer NOT NULL DEFAULT 0, s5 integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (zone, day, agent_id, team_id, channel_type, priority)
+);
+
+-- The same figures with channel type and priority folded in: what unfiltered reports read (far fewer rows).
+CREATE TABLE csat_daily_agent (
+    zone       text NOT NULL,
+    day        date NOT NULL,
+    agent_id   bigint NOT NULL,
+    team_id    bigint NOT NULL,
+    requests   integer NOT NULL DEFAULT 0,
+    responses  integer NOT NULL DEFAULT 0,
+    scored     integer NOT NULL DEFAULT 0,
+    score_sum  integer NOT NULL DEFAULT 0,
+    s1 integer NOT NULL DEFAULT 0, s2 integer NOT NULL DEFAULT 0, s3 integer NOT NULL DEFAULT 0,
+    s4 integer NOT NULL DEFAULT 0, s5 integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (zone, day, agent_id, team_id)
+);
+
+-- Watermarks of incremental jobs (the Platform API sync).
+CREATE TABLE sync_state (
+    name        text PRIMARY KEY,
+    value       text NOT NULL,
+    updated_at  timestamptz NOT NULL DEFAULT now()
+);
