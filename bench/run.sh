@@ -15,10 +15,20 @@ export PORT=$port HOST=127.0.0.1 LOG_LEVEL=${BENCH_LOG_LEVEL:-warning}
 # Reads stay cached for the whole run; the limiter must not be what is measured.
 export CACHE_TTL_S=${BENCH_CACHE_TTL_S:-600} SESSION_CACHE_S=300 RATE_LIMIT_PER_MINUTE=10000000 RATE_LIMIT_BURST=10000000
 export DESK_EMULATOR_PORT=${BENCH_EMULATOR_PORT:-19095}
+export REPORT_TIME_ZONES=UTC,Asia/Kolkata SYNC_INTERVAL_S=0
 export EMBEDDED_PG_DIR=.build/bench-postgres EMBEDDED_PG_PORT=${BENCH_PG_PORT:-55435}
 unset DATABASE_URL
-./.build/release/desk-gateway >"$out/gateway.log" 2>&1 &
-gw=$!
+start_gateway() {
+  ./.build/release/desk-gateway >>"$out/gateway.log" 2>&1 &
+  gw=$!
+  for _ in $(seq 1 1200); do
+    curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "gateway did not become ready"; cat "$out/gateway.log"; exit 1
+}
+: >"$out/gateway.log"
+start_gateway
 cleanup() {
   kill -TERM "$gw" 2>/dev/null || true
   wait "$gw" 2>/dev/null || true
@@ -28,11 +38,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for _ in $(seq 1 600); do
-  curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-  sleep 0.1
-done
-curl -fs "http://127.0.0.1:$port/readyz" >/dev/null || { echo "gateway did not become ready"; cat "$out/gateway.log"; exit 1; }
 
 rows=()
 # scenario NAME URL [wrk args...]
@@ -61,8 +66,31 @@ python3 bench/seed_tickets.py "http://127.0.0.1:$port" "http://127.0.0.1:$DESK_E
 scenario "GET /v1/tickets/{id} (cached)" "http://127.0.0.1:$port" -s "$out/tickets.lua"
 BENCH_MODE=list scenario "GET /v1/tickets?status=open" "http://127.0.0.1:$port" -s "$out/tickets.lua"
 
+if [ "${BENCH_REPORTS:-1}" = 1 ]; then
+  # 1,000,000 ratings: seeded with SQL, then the gateway restarts and builds the rollups of its zones (UTC, Asia/Kolkata).
+  echo "seeding 1,000,000 ratings and 1,250,000 CSAT requests ..."
+  pg_url="host=$(realpath "$EMBEDDED_PG_DIR")/sock port=$EMBEDDED_PG_PORT user=postgres dbname=desk_gateway"
+  seeded=$(date +%s)
+  psql "$pg_url" -q -v ON_ERROR_STOP=1 -f bench/seed_ratings.sql >/dev/null
+  kill -TERM "$gw"; wait "$gw" 2>/dev/null || true
+  start_gateway
+  echo "seeded and rolled up in $(( $(date +%s) - seeded )) s"
+  key=$(./.build/release/desk-gateway api-key create --scope reports --name bench 2>/dev/null | awk '/^key/ {print $2}')
+  to=$(date -u +%F); from=$(date -u -d "$to - 89 days" +%F)
+  q="from=$from&to=$to"
+  auth=(-H "Authorization: Bearer $key")
+  scenario "reports agent, UTC (rollup)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC" "${auth[@]}"
+  scenario "reports team, UTC (rollup)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "${auth[@]}"
+  scenario "reports agent, Kolkata (rollup)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=Asia/Kolkata" "${auth[@]}"
+  connections_saved=$connections; connections=8
+  scenario "reports agent, Etc/UTC (raw)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=Etc/UTC" "${auth[@]}"
+  scenario "reports team, Etc/UTC (raw)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=Etc/UTC" "${auth[@]}"
+  scenario "reports agent, Denver (raw)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=America/Denver" "${auth[@]}"
+  connections=$connections_saved
+fi
+
 echo
-echo "wrk -t2 -c$connections -d$duration on 127.0.0.1 ($(nproc) cores shared by wrk, gateway and PostgreSQL)"
+echo "wrk -t2 -c$connections (raw reports: -c8) -d$duration on 127.0.0.1 ($(nproc) cores shared by wrk, gateway and PostgreSQL)"
 printf '| %-28s | %12s | %9s | %9s | %8s |\n' "scenario" "requests/s" "p50" "p99" "non-2xx"
 printf '|%s|%s|%s|%s|%s|\n' "------------------------------" "--------------" "-----------" "-----------" "----------"
 printf '%s\n' "${rows[@]}"

@@ -22,6 +22,7 @@ CREATE INDEX csat_ratings_rated_at_idx ON csat_ratings (rated_at, id);
 CREATE INDEX csat_ratings_ticket_idx ON csat_ratings (ticket_id);
 
 CREATE TABLE csat_requests (
+    id            bigserial UNIQUE,
     ticket_id     bigint NOT NULL,
     message_id    bigint NOT NULL,
     agent_id      bigint,

@@ -11,10 +11,14 @@ CREATE TABLE api_keys (
     revoked_at    timestamptz
 );
 
--- Zones whose rollups exist (filled by a backfill when a zone is added to REPORT_TIME_ZONES).
+-- Zones whose rollups are maintained. New ratings update every zone listed here; reports read a zone's rollups
+-- only once its backfill from older ratings has finished (backfilled_at set).
 CREATE TABLE report_zones (
-    zone           text PRIMARY KEY,
-    backfilled_at  timestamptz NOT NULL DEFAULT now()
+    zone               text PRIMARY KEY,
+    added_at           timestamptz NOT NULL DEFAULT now(),
+    last_rating_id     bigint NOT NULL DEFAULT 0,
+    last_request_id    bigint NOT NULL DEFAULT 0,
+    backfilled_at      timestamptz
 );
 
 -- Per local day × agent × team × channel type × priority. agent_id/team_id 0 = none.

@@ -39,6 +39,11 @@ public final class GatewayApplication: Sendable {
         self.background = background
     }
 
+    /// Waits until the rollups of every configured reporting zone are complete (start-up backfill).
+    public func waitForReportZones() async {
+        await background.first?.value
+    }
+
     /// The bound port (useful with PORT=0).
     public var port: Int { server.port }
 
@@ -135,15 +140,22 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         for zone in config.reportTimeZones where !knownZones.contains(zone) {
             throw ConfigError(variable: "REPORT_TIME_ZONES", message: "PostgreSQL does not know the time zone '\(zone)'")
         }
-        let backfilled = try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
-        if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
+        // New zones are backfilled in the background; until then their reports are computed from raw ratings.
+        let zoneBackfill = Task {
+            do {
+                let backfilled = try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
+                if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
+            } catch {
+                logger.error("CSAT rollup backfill failed; reports in the new zones stay exact but slower", metadata: ["error": "\(error)"])
+            }
+        }
         var reportSettings = ReportSettings()
         reportSettings.zones = config.reportTimeZones
         reportSettings.maxDays = config.reportMaxDays
         ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)),
                      settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool)).register(in: &routes)
         let sync = DeskSync(desk: desk, pool: pool, logger: logger)
-        var background: [Task<Void, Never>] = []
+        var background: [Task<Void, Never>] = [zoneBackfill]
         if config.syncIntervalSeconds > 0 {
             background.append(Task {
                 while !Task.isCancelled {

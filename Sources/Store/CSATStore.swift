@@ -102,59 +102,91 @@ public struct CSATStore: Sendable {
         }
     }
 
-    /// Makes sure every configured zone has rollups: a zone seen for the first time is backfilled from the raw
-    /// ratings and requests, while new ratings wait (SHARE lock) so none is missed or counted twice.
+    /// Makes sure every configured zone has rollups. A new zone is first registered (under a brief SHARE lock, so
+    /// no rating is in flight) together with the highest rating and request ids at that moment: later ones update its
+    /// rollups as they arrive, and the backfill adds exactly the older ones, without holding any lock. Reports use
+    /// the zone's rollups only once the backfill is done; an interrupted backfill starts over.
     /// Returns the zones that were backfilled.
     @discardableResult
     public func ensureZones(_ zones: [String]) async throws -> [String] {
         try await pool.withConnection { connection in
+            try connection.query("SELECT pg_advisory_lock($1)", [Self.zoneLock])
+            defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [Self.zoneLock]) }
             var added: [String] = []
             for zone in zones {
-                let present = try connection.query("SELECT 1 FROM report_zones WHERE zone = $1", [zone])
-                guard present.isEmpty else { continue }
-                try connection.transaction { tx in
+                let state = try connection.query("SELECT backfilled_at IS NOT NULL FROM report_zones WHERE zone = $1", [zone])
+                if let done = state.first, try done.decode(0, as: Bool.self) { continue }
+                let marks = try connection.transaction { tx -> (Int, Int) in
                     try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
-                    let claimed = try tx.query("INSERT INTO report_zones (zone) VALUES ($1) ON CONFLICT DO NOTHING RETURNING 1", [zone])
-                    guard !claimed.isEmpty else { return }
-                    try Self.backfill(zone: zone, on: tx)
-                    added.append(zone)
+                    try tx.query("DELETE FROM csat_daily WHERE zone = $1", [zone])
+                    try tx.query("DELETE FROM csat_daily_agent WHERE zone = $1", [zone])
+                    let row = try tx.query("""
+                        INSERT INTO report_zones (zone, last_rating_id, last_request_id)
+                        SELECT $1, (SELECT coalesce(max(id), 0) FROM csat_ratings), (SELECT coalesce(max(id), 0) FROM csat_requests)
+                        ON CONFLICT (zone) DO UPDATE SET last_rating_id = EXCLUDED.last_rating_id,
+                            last_request_id = EXCLUDED.last_request_id, added_at = now(), backfilled_at = NULL
+                        RETURNING last_rating_id, last_request_id
+                        """, [zone])
+                    return (try row[0].decode(0), try row[0].decode(1))
                 }
+                try connection.transaction { tx in
+                    try tx.query("SET LOCAL statement_timeout = 0")
+                    try Self.backfill(zone: zone, lastRating: marks.0, lastRequest: marks.1, on: tx)
+                    try tx.query("UPDATE report_zones SET backfilled_at = now() WHERE zone = $1", [zone])
+                }
+                added.append(zone)
             }
             return added
         }
     }
 
-    static func backfill(zone: String, on tx: PostgresConnection) throws {
-        try tx.query("DELETE FROM csat_daily WHERE zone = $1", [zone])
-        try tx.query("DELETE FROM csat_daily_agent WHERE zone = $1", [zone])
+    static let zoneLock: Int64 = 0x4445_534B_5A4E // "DESKZN"
+
+    /// Adds the ratings and requests up to the given ids to the zone's rollups (later ones are there already).
+    static func backfill(zone: String, lastRating: Int, lastRequest: Int, on tx: PostgresConnection) throws {
         try tx.query("""
-            INSERT INTO csat_daily (zone, day, agent_id, team_id, channel_type, priority, requests, responses, scored, score_sum,
-                                    s1, s2, s3, s4, s5)
+            INSERT INTO csat_daily AS d (zone, day, agent_id, team_id, channel_type, priority, requests, responses, scored, score_sum,
+                                         s1, s2, s3, s4, s5)
             SELECT $1, day, agent_id, team_id, channel_type, priority, sum(requests), sum(responses), sum(scored), sum(score_sum),
                    sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
               FROM (SELECT (rated_at AT TIME ZONE $1)::date AS day, coalesce(agent_id, 0) AS agent_id, coalesce(team_id, 0) AS team_id,
                            channel_type, priority, 0 AS requests, 1 AS responses, (score IS NOT NULL)::int AS scored,
                            coalesce(score, 0) AS score_sum, coalesce((score = 1)::int, 0) AS s1, coalesce((score = 2)::int, 0) AS s2,
                            coalesce((score = 3)::int, 0) AS s3, coalesce((score = 4)::int, 0) AS s4, coalesce((score = 5)::int, 0) AS s5
-                      FROM csat_ratings
+                      FROM csat_ratings WHERE id <= $2
                     UNION ALL
                     SELECT (requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), channel_type, priority,
                            1, 0, 0, 0, 0, 0, 0, 0, 0
-                      FROM csat_requests) AS events
+                      FROM csat_requests WHERE id <= $3) AS events
              GROUP BY day, agent_id, team_id, channel_type, priority
-            """, [zone])
+            ON CONFLICT (zone, day, agent_id, team_id, channel_type, priority) DO UPDATE SET
+                requests = d.requests + EXCLUDED.requests, responses = d.responses + EXCLUDED.responses,
+                scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
+                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+            """, [zone, lastRating, lastRequest])
         try tx.query("""
-            INSERT INTO csat_daily_agent (zone, day, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
-            SELECT zone, day, agent_id, team_id, sum(requests), sum(responses), sum(scored), sum(score_sum),
-                   sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
-              FROM csat_daily WHERE zone = $1
-             GROUP BY zone, day, agent_id, team_id
-            """, [zone])
+            INSERT INTO csat_daily_agent AS d (zone, day, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
+            SELECT $1, (rated_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), 0, count(*), count(score),
+                   coalesce(sum(score), 0), count(*) FILTER (WHERE score = 1), count(*) FILTER (WHERE score = 2),
+                   count(*) FILTER (WHERE score = 3), count(*) FILTER (WHERE score = 4), count(*) FILTER (WHERE score = 5)
+              FROM csat_ratings WHERE id <= $2
+             GROUP BY 2, 3, 4
+            ON CONFLICT (zone, day, agent_id, team_id) DO UPDATE SET
+                responses = d.responses + EXCLUDED.responses, scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
+                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+            """, [zone, lastRating])
+        try tx.query("""
+            INSERT INTO csat_daily_agent AS d (zone, day, agent_id, team_id, requests)
+            SELECT $1, (requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), count(*)
+              FROM csat_requests WHERE id <= $2
+             GROUP BY 2, 3, 4
+            ON CONFLICT (zone, day, agent_id, team_id) DO UPDATE SET requests = d.requests + EXCLUDED.requests
+            """, [zone, lastRequest])
     }
 
-    /// Zones that have rollups.
+    /// Zones whose rollups are complete (reports may read them).
     public func zones() async throws -> Set<String> {
-        Set(try await pool.query("SELECT zone FROM report_zones").map { try $0.decode(0, as: String.self) })
+        Set(try await pool.query("SELECT zone FROM report_zones WHERE backfilled_at IS NOT NULL").map { try $0.decode(0, as: String.self) })
     }
 
     @discardableResult

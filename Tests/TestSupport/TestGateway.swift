@@ -21,7 +21,9 @@ public enum TestGateway {
     public static func start(_ config: GatewayConfig) async throws -> GatewayApplication {
         var logger = Logger(label: "gateway-test")
         logger.logLevel = config.logLevel
-        return try await buildApplication(config, logger: logger)
+        let app = try await buildApplication(config, logger: logger)
+        await app.waitForReportZones()
+        return app
     }
 
     /// Runs `body` with a started gateway on a fresh database and stops it afterwards.
