@@ -152,6 +152,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         var reportSettings = ReportSettings()
         reportSettings.zones = config.reportTimeZones
         reportSettings.maxDays = config.reportMaxDays
+        reportSettings.cacheSeconds = config.reportCacheSeconds
         ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)),
                      settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool)).register(in: &routes)
         let sync = DeskSync(desk: desk, pool: pool, logger: logger)

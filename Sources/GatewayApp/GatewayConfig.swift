@@ -56,6 +56,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     /// Zones whose daily CSAT rollups are kept (reports in other zones are computed from raw ratings).
     public var reportTimeZones = ["UTC"]
     public var reportMaxDays = 366
+    public var reportCacheSeconds = 15
     /// Seconds between Platform API syncs while running; 0 turns the periodic sync off.
     public var syncIntervalSeconds = 300
 
@@ -132,6 +133,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
             }
         }
         config.reportMaxDays = try reader.int("REPORT_MAX_DAYS", default: config.reportMaxDays, range: 1...3660)
+        config.reportCacheSeconds = try reader.int("REPORT_CACHE_S", default: config.reportCacheSeconds, range: 0...3600)
         config.syncIntervalSeconds = try reader.int("SYNC_INTERVAL_S", default: config.syncIntervalSeconds, range: 0...86_400)
         config.logLevel = try reader.logLevel("LOG_LEVEL", default: config.logLevel)
         config.assetsDirectory = try reader.optionalString("ASSETS_DIR")

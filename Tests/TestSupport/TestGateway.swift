@@ -15,6 +15,7 @@ public enum TestGateway {
         config.logLevel = .warning
         config.deskEmulatorPort = 0
         config.syncIntervalSeconds = 0
+        config.reportCacheSeconds = 0
         return config
     }
 

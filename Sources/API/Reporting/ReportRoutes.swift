@@ -9,6 +9,8 @@ public struct ReportSettings: Sendable {
     /// Zones with rollups (REPORT_TIME_ZONES).
     public var zones: [String] = ["UTC"]
     public var maxDays = 366
+    /// Seconds a computed report is reused for the same query (0: never); dashboards poll the same reports.
+    public var cacheSeconds = 15
 
     public init() {}
 }
@@ -23,6 +25,7 @@ public struct ReportRoutes: Sendable {
     let rollupZones: RollupZones
     let sessions: SessionStore
     private let cache = KeyCache()
+    private let results = ResultCache()
 
     public init(keys: ApiKeyStore, reports: ReportStore, sessions: SessionStore, settings: ReportSettings, knownZones: Set<String>,
                 zones: CSATStore) {
@@ -35,10 +38,10 @@ public struct ReportRoutes: Sendable {
     }
 
     public func register(in routes: inout RouteTable) {
-        routes.add("GET", "/v1/reports/csat", .async { request, _ in
+        routes.add("GET", "/v1/reports/csat", .hybrid(fast: { request, _ in cachedReport(request) }, slow: { request, _ in
             try await authorize(request)
             return try await report(request)
-        })
+        }))
         routes.add("GET", "/v1/reports/csat/responses", .async { request, _ in
             try await authorize(request)
             return try await responses(request)
@@ -95,7 +98,25 @@ public struct ReportRoutes: Sendable {
         return LocalDate(year: year, month: month, day: day)
     }
 
+    /// A cached answer for an already authorised key and the very same query, without any I/O.
+    func cachedReport(_ request: HTTPRequest) -> HTTPResponse? {
+        guard settings.cacheSeconds > 0, let key = request.header("x-api-key") ?? Authenticator.bearer(request),
+              key.hasPrefix("dgk_"), cache.get(key)?.contains("reports") == true else { return nil }
+        return results.get(Self.cacheKey(request), maxAge: Double(settings.cacheSeconds))
+    }
+
+    static func cacheKey(_ request: HTTPRequest) -> String {
+        let accept = request.header("accept")?.lowercased().contains("text/csv") == true ? "csv" : "json"
+        return accept + "?" + request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+    }
+
     func report(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let response = try await computeReport(request)
+        if settings.cacheSeconds > 0 { results.put(Self.cacheKey(request), response) }
+        return response
+    }
+
+    func computeReport(_ request: HTTPRequest) async throws -> HTTPResponse {
         let p = try parameters(request, listing: false)
         let useRollups = try await rollupZones.contains(p.timeZone)
         let previous = p.previous
@@ -212,5 +233,26 @@ final class RollupZones: Sendable {
         let fresh = try await store.zones()
         state.withLock { $0 = (fresh, now) }
         return fresh.contains(zone)
+    }
+}
+
+/// Recently computed reports by query.
+final class ResultCache: Sendable {
+    private let entries = Mutex<[String: (response: HTTPResponse, at: Double)]>([:])
+
+    func get(_ key: String, maxAge: Double) -> HTTPResponse? {
+        let now = Date().timeIntervalSince1970
+        return entries.withLock { entries in
+            guard let entry = entries[key], now - entry.at < maxAge else { return nil }
+            return entry.response
+        }
+    }
+
+    func put(_ key: String, _ response: HTTPResponse) {
+        let now = Date().timeIntervalSince1970
+        entries.withLock { entries in
+            if entries.count >= 1000 { entries.removeAll(keepingCapacity: true) }
+            entries[key] = (response, now)
+        }
     }
 }
