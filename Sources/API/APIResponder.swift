@@ -45,6 +45,7 @@ public final class APIResponder: HTTPResponder {
         idPrefix = String(repeating: "0", count: 8 - prefix.count) + prefix
         metrics.describe("http_requests_total", .counter, help: "HTTP requests by route template, method and status.")
         metrics.describe("http_request_duration_seconds", .histogram, help: "HTTP request latency by route template.")
+        metrics.describe("ticket_cache_total", .counter, help: "Ticket reads by cache result (hit, miss: read from Desk, stale: Desk unreachable).")
         metrics.gauge("http_requests_in_flight", help: "Requests currently waiting on async work.") { [weak self] in
             [([], Double(self?.inFlight.load(ordering: .relaxed) ?? 0))]
         }
@@ -271,6 +272,7 @@ public final class APIResponder: HTTPResponder {
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.increment("http_requests_total", [("route", route), ("method", request.method), ("status", String(response.status))])
+        if let cache = response.header("x-cache") { metrics.increment("ticket_cache_total", [("result", cache.lowercased())]) }
         metrics.observe("http_request_duration_seconds", [("route", route)], seconds)
         if logger.logLevel <= .info {
             logger.info("request", metadata: [

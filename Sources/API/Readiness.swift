@@ -1,4 +1,5 @@
 public import Postgres
+public import Store
 
 public enum HealthStatus: String, Sendable, Comparable {
     case pass, warn, fail
@@ -32,7 +33,7 @@ public protocol ReadinessCheck: Sendable {
 }
 
 /// Runs `body`, or gives up after `timeout` with nil (the abandoned work finishes in the background).
-func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async -> T) async -> T? {
+public func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async -> T) async -> T? {
     await withTaskGroup(of: T?.self) { group in
         group.addTask { await body() }
         group.addTask {
@@ -79,5 +80,27 @@ public struct DatabaseReadinessCheck: ReadinessCheck {
         case .none:
             return CheckResult(status: .fail, output: "no answer within \(timeout)")
         }
+    }
+}
+
+/// Outbox depth: `warn` while the oldest operation waiting for Desk is older than the configured age.
+public struct OutboxReadinessCheck: ReadinessCheck {
+    public let name = "outbox"
+    public let componentType = "component"
+    let outbox: OutboxStore
+    let warnAgeSeconds: Double
+
+    public init(outbox: OutboxStore, warnAgeSeconds: Double) {
+        self.outbox = outbox
+        self.warnAgeSeconds = warnAgeSeconds
+    }
+
+    public func check() async -> CheckResult {
+        guard let depth = try? await outbox.depth() else { return CheckResult(status: .warn, output: "outbox depth unknown") }
+        if depth.pending > 0, depth.oldestSeconds > warnAgeSeconds {
+            return CheckResult(status: .warn, observedValue: Double(depth.pending), observedUnit: "operations",
+                               output: "oldest pending operation is \(Int(depth.oldestSeconds)) s old")
+        }
+        return CheckResult(status: .pass, observedValue: Double(depth.pending), observedUnit: "operations")
     }
 }

@@ -110,7 +110,9 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         let (desk, emulator) = try startDesk(config, metrics: metrics, logger: logger)
         let openAPI = try? String(contentsOfFile: assets + "/openapi.yaml", encoding: .utf8)
         var routes = RouteTable()
-        OpsRoutes(checks: [DatabaseReadinessCheck(pool: pool), DeskReadinessCheck(client: desk)], metrics: metrics, pool: pool,
+        OpsRoutes(checks: [DatabaseReadinessCheck(pool: pool), DeskReadinessCheck(client: desk),
+                           OutboxReadinessCheck(outbox: OutboxStore(pool: pool), warnAgeSeconds: Double(config.outboxWarnAgeSeconds))],
+                  metrics: metrics, pool: pool,
                   openAPIDocument: openAPI, version: gatewayVersion).register(in: &routes)
         let (sessionKey, generated) = try await SessionStore.sessionKey(configured: config.sessionKey, pool: pool)
         if generated {
@@ -126,15 +128,23 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         previewSettings.timeout = .milliseconds(config.linkPreviewTimeoutMilliseconds)
         previewSettings.maxBytes = config.linkPreviewMaxBytes
         let ticketStore = TicketStore(pool: pool)
-        // Team names for ticket documents; the sync job keeps them current later.
-        Task {
+        // Team names for ticket documents (the sync job keeps them current later); Desk gets two seconds at start-up.
+        _ = await withDeadline(.seconds(2)) {
             if let page = try? await desk.teams(limit: 500) {
                 try? await ticketStore.upsertTeams(page.results.map { (id: $0.id, key: $0.key, name: $0.name) })
             }
         }
-        CustomerRoutes(desk: desk, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)), ticketStore: ticketStore,
-                       ratings: CSATStore(pool: pool), previews: LinkPreviewFetcher(settings: previewSettings),
-                       settings: settings).register(in: &routes)
+        var outboxSettings = OutboxSettings()
+        outboxSettings.maxBackoffSeconds = Double(config.outboxMaxBackoffSeconds)
+        outboxSettings.warnAgeSeconds = Double(config.outboxWarnAgeSeconds)
+        let customer = CustomerRoutes(desk: desk, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)), ticketStore: ticketStore,
+                                      ratings: CSATStore(pool: pool), previews: LinkPreviewFetcher(settings: previewSettings),
+                                      settings: settings, outbox: OutboxStore(pool: pool), outboxSettings: outboxSettings,
+                                      metrics: metrics, logger: logger)
+        customer.register(in: &routes)
+        let webhookSecret = config.deskWebhookSecret ?? (emulator != nil ? emulator!.configuration.webhookSecret : nil)
+        let webhooks = WebhookRoutes(secret: webhookSecret, inbox: WebhookInbox(pool: pool), customer: customer, metrics: metrics, logger: logger)
+        webhooks.register(in: &routes)
         let reportStore = ReportStore(pool: pool)
         let knownZones = try await reportStore.knownZones()
         for zone in config.reportTimeZones where !knownZones.contains(zone) {
@@ -157,6 +167,8 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
                      settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool)).register(in: &routes)
         let sync = DeskSync(desk: desk, pool: pool, logger: logger)
         var background: [Task<Void, Never>] = [zoneBackfill]
+        background.append(Task { await webhooks.runProcessor() })
+        if config.outboxRelay { background.append(Task { await customer.runRelay() }) }
         if config.syncIntervalSeconds > 0 {
             background.append(Task {
                 while !Task.isCancelled {
@@ -181,6 +193,8 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
             connectionTimeoutSeconds: config.httpConnectionTimeoutSeconds, connectionLimit: config.httpConnectionLimit,
             bodyLimitBytes: config.httpBodyLimitBytes), responder: responder)
         try server.start()
+        // The embedded emulator sends its webhooks here, so agent-side changes reach the cache as with real Desk.
+        emulator?.setWebhooks(urls: ["http://127.0.0.1:\(server.port)/v1/webhooks/desk"], secret: webhookSecret ?? "")
         logger.notice("listening", metadata: ["host": "\(config.host)", "port": "\(server.port)", "version": "\(gatewayVersion)"])
         return GatewayApplication(config: config, pool: pool, server: server, metrics: metrics, logger: logger,
                                   desk: desk, emulator: emulator, sync: sync, embedded: embedded, background: background)

@@ -60,6 +60,10 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     /// Seconds between Platform API syncs while running; 0 turns the periodic sync off.
     public var syncIntervalSeconds = 300
 
+    public var outboxMaxBackoffSeconds = 300
+    public var outboxWarnAgeSeconds = 300
+    public var outboxRelay = true
+
     public var logLevel: Logger.Level = .info
     /// Folder holding `sql/` and `openapi.yaml`; nil searches the usual places.
     public var assetsDirectory: String?
@@ -135,6 +139,9 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         config.reportMaxDays = try reader.int("REPORT_MAX_DAYS", default: config.reportMaxDays, range: 1...3660)
         config.reportCacheSeconds = try reader.int("REPORT_CACHE_S", default: config.reportCacheSeconds, range: 0...3600)
         config.syncIntervalSeconds = try reader.int("SYNC_INTERVAL_S", default: config.syncIntervalSeconds, range: 0...86_400)
+        config.outboxMaxBackoffSeconds = try reader.int("OUTBOX_MAX_BACKOFF_S", default: config.outboxMaxBackoffSeconds, range: 1...86_400)
+        config.outboxWarnAgeSeconds = try reader.int("OUTBOX_WARN_AGE_S", default: config.outboxWarnAgeSeconds, range: 1...604_800)
+        config.outboxRelay = try reader.bool("OUTBOX_RELAY", default: true)
         config.logLevel = try reader.logLevel("LOG_LEVEL", default: config.logLevel)
         config.assetsDirectory = try reader.optionalString("ASSETS_DIR")
         return config

@@ -47,9 +47,20 @@ public final class PostgresPool: Sendable {
         }
     }
 
-    /// Runs `body` inside BEGIN … COMMIT; any thrown error rolls back.
+    /// Runs `body` inside BEGIN … COMMIT; any thrown error rolls back. A deadlock or serialization failure is retried
+    /// (up to 3 attempts), so `body` must have no effects outside the database.
     public func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        try await withConnection { connection in try connection.transaction { try body($0) } }
+        try await withConnection { connection in
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    return try connection.transaction { try body($0) }
+                } catch let error as PostgresError where error.isSerializationFailure && attempt < 3 {
+                    continue
+                }
+            }
+        }
     }
 
     @discardableResult

@@ -61,6 +61,16 @@ public struct SessionStore: Sendable {
                              deskToken: deskToken, expiresAt: try row.decode(4))
     }
 
+    /// The Desk token of a session for background delivery (even after the session expired: Desk decides).
+    public func deskToken(sessionId: Int) async throws -> String? {
+        guard let row = try await pool.query("SELECT token_hash, desk_token_sealed FROM sessions WHERE id = $1", [sessionId]).first else {
+            return nil
+        }
+        let hash: PostgresBytes = try row.decode(0)
+        let sealed: PostgresBytes = try row.decode(1)
+        return try? vault.open(sealed.bytes, boundTo: hash.bytes)
+    }
+
     public func revoke(sessionId: Int) async throws {
         try await pool.query("UPDATE sessions SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", [sessionId])
     }

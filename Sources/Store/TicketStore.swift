@@ -11,6 +11,8 @@ public struct CachedTicket: Sendable {
     /// Seconds since 1970 when Desk last confirmed this state.
     public let fetchedAt: Double
     public let createdAt: Double
+    /// JSON array text of operations queued for Desk and not yet delivered.
+    public let pendingOperations: String
 }
 
 /// What a cache write needs; built by the API from a Desk ticket.
@@ -63,21 +65,28 @@ public struct TicketStore: Sendable {
         self.pool = pool
     }
 
-    static let columns = "id, customer_id, channel_url, status, document, extract(epoch FROM fetched_at)::float8, extract(epoch FROM created_at)::float8"
+    static let columns = """
+        id, customer_id, channel_url, status, document, extract(epoch FROM fetched_at)::float8, extract(epoch FROM created_at)::float8,
+        pending_operations::text
+        """
 
     static func decode(_ row: PostgresRow) throws -> CachedTicket {
         CachedTicket(id: try row.decode(0), customerId: try row.decode(1), channelUrl: try row.decode(2), status: try row.decode(3),
-                     document: try row.decode(4), fetchedAt: try row.decode(5), createdAt: try row.decode(6))
+                     document: try row.decode(4), fetchedAt: try row.decode(5), createdAt: try row.decode(6),
+                     pendingOperations: try row.decode(7))
     }
 
     public func upsert(_ rows: [TicketRow]) async throws {
         guard !rows.isEmpty else { return }
+        // A fixed lock order keeps concurrent writers (list refreshes, webhooks) from deadlocking.
+        let ordered = rows.sorted { $0.id < $1.id }
         try await pool.transaction { tx in
-            for row in rows { try Self.upsert(row, on: tx) }
+            for row in ordered { try Self.upsert(row, on: tx) }
         }
     }
 
-    /// Writes one ticket on an open connection (used inside larger transactions too).
+    /// Writes one ticket on an open connection (used inside larger transactions too). An older state (by Desk's
+    /// `updatedAt`) never overwrites a newer one, so late or reordered webhooks are harmless.
     public static func upsert(_ row: TicketRow, on tx: PostgresConnection) throws {
         if let agentId = row.agentId {
             try tx.query("""
@@ -96,6 +105,7 @@ public struct TicketStore: Sendable {
                 status = EXCLUDED.status, priority = EXCLUDED.priority, title = EXCLUDED.title, team_id = EXCLUDED.team_id,
                 agent_id = EXCLUDED.agent_id, custom_fields = EXCLUDED.custom_fields, updated_at = EXCLUDED.updated_at,
                 closed_at = EXCLUDED.closed_at, document = EXCLUDED.document, desk = EXCLUDED.desk, fetched_at = now()
+            WHERE tickets.updated_at <= EXCLUDED.updated_at
             """, [row.id, row.customerId, row.channelUrl, row.status, row.priority, row.title, row.teamId, row.agentId,
                   row.customFields, row.createdAt, row.updatedAt, row.closedAt, row.document, row.desk])
     }
@@ -166,6 +176,40 @@ public struct TicketStore: Sendable {
                     ON CONFLICT (id) DO UPDATE SET key = EXCLUDED.key, name = EXCLUDED.name, updated_at = now()
                     """, [team.id, team.key, team.name])
             }
+        }
+    }
+}
+
+extension TicketStore {
+    /// The gateway's customer id for a Sendbird user, creating the customer when Desk mentions one first.
+    public static func customerId(sendbirdId: String, on tx: PostgresConnection) throws -> Int {
+        try tx.query("""
+            INSERT INTO customers (sendbird_id) VALUES ($1)
+            ON CONFLICT (sendbird_id) DO UPDATE SET updated_at = customers.updated_at
+            RETURNING id
+            """, [sendbirdId])[0].decode(0)
+    }
+
+    public func pendingOperations(ticketId: Int) async throws -> String {
+        try await pool.query("SELECT pending_operations::text FROM tickets WHERE id = $1", [ticketId]).first?.decode(0) ?? "[]"
+    }
+}
+
+extension TicketStore {
+    /// What a rating needs to know about its ticket, from the cache.
+    public struct Snapshot: Sendable {
+        public let customerId: Int
+        public let agentId: Int?
+        public let teamId: Int?
+        public let priority: String
+        public let channelType: String
+    }
+
+    public func snapshot(ticketId: Int) async throws -> Snapshot? {
+        try await pool.query("SELECT customer_id, agent_id, team_id, priority, coalesce(desk->>'channelType', 'UNKNOWN') FROM tickets WHERE id = $1",
+                             [ticketId]).first.map { row in
+            Snapshot(customerId: try row.decode(0), agentId: try row.decodeIfPresent(1), teamId: try row.decodeIfPresent(2),
+                     priority: try row.decode(3), channelType: try row.decode(4))
         }
     }
 }

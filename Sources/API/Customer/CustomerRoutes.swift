@@ -4,6 +4,8 @@ import Foundation
 import HTTPServer
 import JSON
 public import Store
+public import Telemetry
+public import Logging
 
 /// The customer API (`/v1/…`) for web and mobile clients.
 public struct CustomerRoutes: Sendable {
@@ -14,16 +16,37 @@ public struct CustomerRoutes: Sendable {
     let desk: DeskClient
     let previews: LinkPreviewFetcher
     let settings: CustomerAPISettings
+    let operations: Operations
+    let outbox: OutboxStore
 
     public init(desk: DeskClient, sessions: SessionStore, ticketStore: TicketStore, ratings: CSATStore,
-                previews: LinkPreviewFetcher, settings: CustomerAPISettings) {
+                previews: LinkPreviewFetcher, settings: CustomerAPISettings, outbox: OutboxStore, outboxSettings: OutboxSettings,
+                metrics: MetricsRegistry, logger: Logger) {
         self.desk = desk
         self.sessions = sessions
         self.ratings = ratings
         self.previews = previews
         self.settings = settings
+        self.outbox = outbox
         authenticator = Authenticator(store: sessions, cacheSeconds: settings.sessionCacheSeconds)
         tickets = TicketService(desk: desk, store: ticketStore, settings: settings)
+        operations = Operations(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, metrics: metrics,
+                                logger: logger, settings: outboxSettings)
+    }
+
+    /// Delivers queued operations until the task is cancelled (every instance runs one).
+    public func runRelay() async {
+        await operations.runRelay()
+    }
+
+    /// Drops a ticket from this instance's memory cache (a webhook changed it).
+    public func forget(ticketId: Int) {
+        tickets.memory.remove(ticketId)
+    }
+
+    /// Team names for rendering tickets outside a request (webhooks).
+    public func teams() async -> [Int: (key: String?, name: String)] {
+        await tickets.teams.current()
     }
 
     public func register(in routes: inout RouteTable) {
@@ -53,47 +76,50 @@ public struct CustomerRoutes: Sendable {
             return Self.respond(try await tickets.get(channelUrl: channel, session: session))
         })
         routes.add("PATCH", "/v1/tickets/{id}/custom-fields", .async { request, _ in
-            try await mutate(request) { session, id, body in
-                guard let fields = body.fieldMap("customFields", required: true, maxCount: DeskLimits.maxCustomFields,
-                                                 keyLength: DeskLimits.customFieldKeyLength, valueLength: DeskLimits.customFieldValueLength) else {
-                    try body.finish()
-                    throw APIError.internalError()
-                }
+            try await queue(request, kind: "custom_fields") { body in
+                let fields = body.fieldMap("customFields", required: true, maxCount: DeskLimits.maxCustomFields,
+                                           keyLength: DeskLimits.customFieldKeyLength, valueLength: DeskLimits.customFieldValueLength)
                 try body.finish()
-                return try await desk.setTicketCustomFields(DeskSession(token: session.deskToken), ticketId: id, fields)
+                return .object([("customFields", .object((fields ?? []).map { ($0.key, .string($0.value)) }))])
             }
         })
         routes.add("PUT", "/v1/tickets/{id}/related-channels", .async { request, _ in
-            try await mutate(request) { session, id, body in
+            try await queue(request, kind: "related_channels") { body in
                 let urls = body.stringArray("channelUrls", required: true, maxCount: DeskLimits.maxRelatedChannels)
                 try body.finish()
-                return try await desk.setRelatedChannels(DeskSession(token: session.deskToken), ticketId: id, urls ?? [])
+                return .object([("channelUrls", .array((urls ?? []).map(JSONValue.string)))])
             }
         })
         routes.add("POST", "/v1/tickets/{id}/close", .async { request, _ in
-            try await mutate(request, bodyOptional: true) { session, id, body in
+            try await queue(request, kind: "close", bodyOptional: true) { body in
                 let comment = body.string("comment", maxLength: 1000, allowBlank: true)
                 try body.finish()
-                return try await desk.close(DeskSession(token: session.deskToken), ticketId: id, comment: comment ?? "")
+                return .object([("comment", .string(comment ?? ""))])
             }
         })
         routes.add("POST", "/v1/tickets/{id}/reopen", .async { request, _ in
-            try await mutate(request, bodyOptional: true) { session, id, body in
+            try await queue(request, kind: "reopen", bodyOptional: true) { body in
                 try body.finish()
-                return try await desk.reopen(DeskSession(token: session.deskToken), ticketId: id)
+                return .object([])
             }
         })
         routes.add("POST", "/v1/tickets/{id}/closure-confirmation", .async { request, _ in
-            try await mutate(request) { session, id, body in
+            try await queue(request, kind: "closure_confirmation") { body in
                 let messageId = body.integer("messageId", required: true, range: 1...Int.max)
                 let confirm = body.bool("confirm", required: true)
                 try body.finish()
-                let deskSession = DeskSession(token: session.deskToken)
-                try await desk.confirmClosure(deskSession, ticketId: id, messageId: messageId!, confirm: confirm!)
-                return try await desk.ticket(deskSession, id: id)
+                return .object([("messageId", .integer(messageId ?? 0)), ("confirm", .bool(confirm ?? false))])
             }
         })
         routes.add("POST", "/v1/tickets/{id}/feedback", .async { request, _ in try await feedback(request) })
+        routes.add("GET", "/v1/operations/{id}", .async { request, _ in
+            let session = try await authenticator.authenticate(request)
+            guard let text = request.pathParameters["id"], let id = Int(text), let operation = try await outbox.find(id: id),
+                  operation.customerId == session.customerId else {
+                throw APIError.notFound("No operation has this id.")
+            }
+            return .json(Operations.json(operation), headers: [("Cache-Control", "no-store")])
+        })
         routes.add("PATCH", "/v1/customers/me/custom-fields", .async { request, _ in
             let session = try await authenticator.authenticate(request)
             var body = try JSONBody(request)
@@ -216,7 +242,7 @@ public struct CustomerRoutes: Sendable {
         var body = "{\"items\":["
         for (index, row) in page.enumerated() {
             if index > 0 { body += "," }
-            body += String(decoding: TicketDocument.serve(row.document, stale: stale), as: UTF8.self)
+            body += String(decoding: TicketDocument.serve(row.document, stale: stale, pending: row.pendingOperations), as: UTF8.self)
         }
         let next = rows.count > limit ? page.last.map { Self.encodeCursor(createdAt: $0.createdAt, id: $0.id) } : nil
         body += "],\"nextCursor\":" + (next.map { JSONValue.string($0).serialized() } ?? "null")
@@ -237,9 +263,10 @@ public struct CustomerRoutes: Sendable {
         return (Double(micros) / 1_000_000, id)
     }
 
-    /// A customer change to one of their tickets: ownership check against the cache, the Desk call, write-through.
-    func mutate(_ request: HTTPRequest, bodyOptional: Bool = false,
-                _ change: (SessionRecord, Int, inout JSONBody) async throws -> DeskTicket) async throws -> HTTPResponse {
+    /// A customer change to one of their tickets: validated here, ownership checked against the cache, then queued
+    /// for Desk through the outbox (delivered at once when Desk answers).
+    func queue(_ request: HTTPRequest, kind: String, bodyOptional: Bool = false,
+               _ validate: (inout JSONBody) throws -> JSONValue) async throws -> HTTPResponse {
         let session = try await authenticator.authenticate(request)
         let id = try request.idParameter()
         var body: JSONBody
@@ -248,20 +275,11 @@ public struct CustomerRoutes: Sendable {
         } else {
             body = try JSONBody(request)
         }
+        let payload = try validate(&body)
         if let cached = try await tickets.store.find(id: id), cached.customerId != session.customerId {
             throw APIError.notFound("No ticket has this id.")
         }
-        do {
-            let ticket = try await change(session, id, &body)
-            return Self.respond(try await tickets.save(ticket, customerId: session.customerId))
-        } catch let error as DomainError where error.code == .conflict {
-            // Desk refused on state: say what the state is now.
-            let current = try? await desk.ticket(DeskSession(token: session.deskToken), id: id)
-            if let current { _ = try? await tickets.save(current, customerId: session.customerId) }
-            throw APIError(status: 409, code: "ticket_state_conflict", title: "Not allowed in the ticket's state",
-                           detail: Self.conflictDetail(request.path, current?.status),
-                           extensions: current.map { ["ticketStatus": .string($0.status.rawValue)] } ?? [:])
-        }
+        return try await operations.submit(session: session, ticketId: id, kind: kind, payload: payload)
     }
 
     static func conflictDetail(_ path: String, _ status: TicketStatus?) -> String {
@@ -273,8 +291,9 @@ public struct CustomerRoutes: Sendable {
         return "The ticket's state does not allow this change." + now
     }
 
-    /// CSAT feedback: sent to Desk, then recorded with the ticket's agent and team at this moment.
-    /// A null score is a declined rating: recorded (it counts as a response) but not sent, as Desk cannot hold it.
+    /// CSAT feedback: queued for Desk like the other writes and recorded with the agent and team the ticket has at this
+    /// moment once Desk has it. A null score is a declined rating: recorded at once (it counts as a response) and not
+    /// sent, as Desk's CSAT message cannot hold an empty score.
     func feedback(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try await authenticator.authenticate(request)
         let id = try request.idParameter()
@@ -285,25 +304,23 @@ public struct CustomerRoutes: Sendable {
         if !body.has("comment") { body.fail("comment", "is required (a string, or null)") }
         let comment = body.string("comment", maxLength: 1000, allowBlank: true)
         try body.finish()
-        if let cached = try await tickets.store.find(id: id), cached.customerId != session.customerId {
-            throw APIError.notFound("No ticket has this id.")
+        let snapshot = try await tickets.store.snapshot(ticketId: id)
+        if let snapshot, snapshot.customerId != session.customerId { throw APIError.notFound("No ticket has this id.") }
+        let now = Date().timeIntervalSince1970
+        guard let score else {
+            try await ratings.record(RatingRecord(
+                ticketId: id, messageId: messageId!, score: nil, comment: comment, agentId: snapshot?.agentId, teamId: snapshot?.teamId,
+                channelType: snapshot?.channelType ?? "UNKNOWN", priority: snapshot?.priority ?? "MEDIUM", customerSendbirdId: session.sendbirdId,
+                ratedAt: now, source: "gateway"))
+            return Self.respond(try await tickets.get(id, session: session))
         }
-        let deskSession = DeskSession(token: session.deskToken)
-        if let score {
-            do throws(DomainError) {
-                try await desk.submitFeedback(deskSession, ticketId: id, messageId: messageId!, score: score, comment: comment)
-            } catch {
-                guard error.code == .conflict else { throw error }
-                throw APIError(status: 409, code: "ticket_state_conflict", title: "Not allowed in the ticket's state",
-                               detail: Self.conflictDetail(request.path, nil))
-            }
-        }
-        let ticket = try await desk.ticket(deskSession, id: id)
-        try await ratings.record(RatingRecord(
-            ticketId: id, messageId: messageId!, score: score, comment: comment, agentId: ticket.agent?.id, teamId: ticket.groupId,
-            channelType: ticket.channelType ?? "UNKNOWN", priority: ticket.priority.rawValue, customerSendbirdId: session.sendbirdId,
-            ratedAt: Date().timeIntervalSince1970, source: "gateway"))
-        return Self.respond(try await tickets.save(ticket, customerId: session.customerId))
+        let payload: JSONValue = .object([
+            ("messageId", .integer(messageId!)), ("score", .integer(score)), ("comment", comment.map(JSONValue.string) ?? .null),
+            ("ratedAt", .number(now)), ("agentId", snapshot?.agentId.map(JSONValue.integer) ?? .null),
+            ("teamId", snapshot?.teamId.map(JSONValue.integer) ?? .null), ("channelType", .string(snapshot?.channelType ?? "UNKNOWN")),
+            ("priority", .string(snapshot?.priority ?? "MEDIUM")), ("customerSendbirdId", .string(session.sendbirdId)),
+        ])
+        return try await operations.submit(session: session, ticketId: id, kind: "feedback", payload: payload)
     }
 }
 

@@ -50,11 +50,13 @@ enum TicketDocument {
             document: render(ticket, teams: teams), desk: ticket.raw.serialized())
     }
 
-    /// The stored document with the `stale` member appended.
-    static func serve(_ document: String, stale: Bool) -> [UInt8] {
+    /// The stored document with `pendingOperations` (operations queued for Desk) and `stale` appended.
+    static func serve(_ document: String, stale: Bool, pending: String = "[]") -> [UInt8] {
         var bytes = Array(document.utf8)
         guard bytes.last == UInt8(ascii: "}") else { return bytes }
         bytes.removeLast()
+        bytes.append(contentsOf: #","pendingOperations":"#.utf8)
+        bytes.append(contentsOf: pending.utf8)
         bytes.append(contentsOf: (stale ? #","stale":true}"# : #","stale":false}"#).utf8)
         return bytes
     }

@@ -24,8 +24,8 @@ final class TicketMemoryCache: Sendable {
         entries.withLock { $0[id] }
     }
 
-    func put(_ id: Int, customerId: Int, channelUrl: String, status: String, document: String, fetchedAt: Double) {
-        let body = TicketDocument.serve(document, stale: false)
+    func put(_ id: Int, customerId: Int, channelUrl: String, status: String, document: String, fetchedAt: Double, pending: String = "[]") {
+        let body = TicketDocument.serve(document, stale: false, pending: pending)
         let entry = Entry(customerId: customerId, channelUrl: channelUrl, status: status, body: body, etag: ETag.of(body),
                           fetchedAt: fetchedAt)
         entries.withLock { entries in

@@ -35,10 +35,12 @@ final class TeamDirectory: Sendable {
         self.store = store
     }
 
-    func current() async -> [Int: (key: String?, name: String)] {
+    /// The known teams; reloaded every minute, or sooner (at most every 2 s) when `needing` a team not known yet.
+    func current(needing id: Int? = nil) async -> [Int: (key: String?, name: String)] {
         let (teams, loadedAt) = state.withLock { ($0.teams, $0.loadedAt) }
         let now = Date().timeIntervalSince1970
-        guard now - loadedAt > 60 else { return teams }
+        let missing = id.map { teams[$0] == nil } ?? false
+        guard now - loadedAt > 60 || (missing && now - loadedAt > 2) else { return teams }
         let fresh = (try? await store.teams()) ?? teams
         state.withLock { $0 = (fresh, now) }
         return fresh
@@ -75,11 +77,12 @@ final class TicketService: Sendable {
 
     @discardableResult
     func save(_ ticket: DeskTicket, customerId: Int) async throws -> ServedTicket {
-        let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current())
+        let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current(needing: ticket.groupId))
         try await store.upsert([row])
+        let pending = try await store.pendingOperations(ticketId: ticket.id)
         memory.put(ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
-                   fetchedAt: Self.now())
-        let body = TicketDocument.serve(row.document, stale: false)
+                   fetchedAt: Self.now(), pending: pending)
+        let body = TicketDocument.serve(row.document, stale: false, pending: pending)
         return ServedTicket(body: body, etag: nil, cache: "MISS")
     }
 
@@ -91,15 +94,15 @@ final class TicketService: Sendable {
         if let cached, cached.customerId != session.customerId { throw APIError.notFound("No ticket has this id.") }
         if let cached, Self.now() - cached.fetchedAt < settings.cacheTTLSeconds {
             memory.put(id, customerId: cached.customerId, channelUrl: cached.channelUrl, status: cached.status,
-                       document: cached.document, fetchedAt: cached.fetchedAt)
-            return ServedTicket(body: TicketDocument.serve(cached.document, stale: false), etag: nil, cache: "HIT")
+                       document: cached.document, fetchedAt: cached.fetchedAt, pending: cached.pendingOperations)
+            return ServedTicket(body: TicketDocument.serve(cached.document, stale: false, pending: cached.pendingOperations), etag: nil, cache: "HIT")
         }
         do {
             let ticket = try await desk.ticket(DeskSession(token: session.deskToken), id: id)
             return try await save(ticket, customerId: session.customerId)
         } catch let error as DomainError where error.code == .upstreamUnavailable || error.code == .rateLimited {
             guard let cached else { throw error }
-            return ServedTicket(body: TicketDocument.serve(cached.document, stale: true), etag: nil, cache: "STALE")
+            return ServedTicket(body: TicketDocument.serve(cached.document, stale: true, pending: cached.pendingOperations), etag: nil, cache: "STALE")
         } catch let error as DomainError where error.code == .notFound {
             memory.remove(id)
             throw APIError.notFound("No ticket has this id.")
@@ -110,14 +113,14 @@ final class TicketService: Sendable {
         let cached = try await store.find(channelUrl: channelUrl)
         if let cached, cached.customerId != session.customerId { throw APIError.notFound("No ticket has this channel URL.") }
         if let cached, Self.now() - cached.fetchedAt < settings.cacheTTLSeconds {
-            return ServedTicket(body: TicketDocument.serve(cached.document, stale: false), etag: nil, cache: "HIT")
+            return ServedTicket(body: TicketDocument.serve(cached.document, stale: false, pending: cached.pendingOperations), etag: nil, cache: "HIT")
         }
         do {
             let ticket = try await desk.ticket(DeskSession(token: session.deskToken), channelUrl: channelUrl)
             return try await save(ticket, customerId: session.customerId)
         } catch let error as DomainError where error.code == .upstreamUnavailable || error.code == .rateLimited {
             guard let cached else { throw error }
-            return ServedTicket(body: TicketDocument.serve(cached.document, stale: true), etag: nil, cache: "STALE")
+            return ServedTicket(body: TicketDocument.serve(cached.document, stale: true, pending: cached.pendingOperations), etag: nil, cache: "STALE")
         } catch let error as DomainError where error.code == .notFound {
             throw APIError.notFound("No ticket has this channel URL.")
         }
@@ -140,10 +143,7 @@ final class TicketService: Sendable {
         let directory = await teams.current()
         let rows = tickets.map { TicketDocument.row($0, customerId: session.customerId, teams: directory) }
         try await store.upsert(rows)
-        for row in rows {
-            memory.put(row.id, customerId: row.customerId, channelUrl: row.channelUrl, status: row.status, document: row.document,
-                       fetchedAt: Self.now())
-        }
+        for row in rows { memory.remove(row.id) }
         try await store.markSynced(customerId: session.customerId)
         return false
     }

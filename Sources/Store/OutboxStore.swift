@@ -1,0 +1,118 @@
+public import Postgres
+
+/// One customer write waiting for (or done with) Desk.
+public struct OutboxOperation: Sendable {
+    public let id: Int
+    public let ticketId: Int
+    public let customerId: Int
+    public let sessionId: Int
+    public let kind: String
+    /// JSON object text.
+    public let payload: String
+    public let status: String
+    public let attempts: Int
+    public let lastError: String?
+    public let createdAt: Double
+    public let finishedAt: Double?
+}
+
+/// The transactional outbox: written in the same transaction as the cache's pending marker, delivered in order per
+/// ticket, claimed with `FOR UPDATE SKIP LOCKED` plus a lease so two instances never deliver the same operation.
+public struct OutboxStore: Sendable {
+    let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    static let columns = """
+        id, ticket_id, customer_id, session_id, kind, payload::text, status, attempts, last_error,
+        extract(epoch FROM created_at)::float8, extract(epoch FROM finished_at)::float8
+        """
+
+    static func decode(_ row: PostgresRow) throws -> OutboxOperation {
+        OutboxOperation(id: try row.decode(0), ticketId: try row.decode(1), customerId: try row.decode(2), sessionId: try row.decode(3),
+                        kind: try row.decode(4), payload: try row.decode(5), status: try row.decode(6), attempts: try row.decode(7),
+                        lastError: row[8], createdAt: try row.decode(9), finishedAt: try row.decodeIfPresent(10))
+    }
+
+    /// Queues an operation and marks the cached ticket (when cached) as having it pending.
+    /// Returns the operation and whether an earlier operation of the same ticket is still pending.
+    public func enqueue(ticketId: Int, customerId: Int, sessionId: Int, kind: String, payload: String) async throws -> (OutboxOperation, Bool) {
+        try await pool.transaction { tx in
+            let row = try tx.query("""
+                INSERT INTO outbox (ticket_id, customer_id, session_id, kind, payload) VALUES ($1, $2, $3, $4, $5::jsonb)
+                RETURNING \(Self.columns)
+                """, [ticketId, customerId, sessionId, kind, payload])
+            let operation = try Self.decode(row[0])
+            let earlier = try tx.query("SELECT 1 FROM outbox WHERE ticket_id = $1 AND status = 'pending' AND id < $2 LIMIT 1",
+                                       [ticketId, operation.id])
+            try tx.query("""
+                UPDATE tickets SET pending_operations = pending_operations || jsonb_build_array(jsonb_build_object('id', $2::bigint, 'kind', $3::text))
+                 WHERE id = $1
+                """, [ticketId, operation.id, kind])
+            return (operation, !earlier.isEmpty)
+        }
+    }
+
+    /// Claims one operation for an inline delivery attempt.
+    public func claim(id: Int, by owner: String, leaseSeconds: Int) async throws -> OutboxOperation? {
+        try await pool.query("""
+            UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claimed_by = $2
+             WHERE id = $1 AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < now())
+            RETURNING \(Self.columns)
+            """, [id, owner, leaseSeconds]).first.map(Self.decode)
+    }
+
+    /// Claims due operations, at most the oldest pending one per ticket, so each ticket's operations go in order.
+    public func claimBatch(by owner: String, leaseSeconds: Int, limit: Int) async throws -> [OutboxOperation] {
+        try await pool.query("""
+            UPDATE outbox SET claimed_until = now() + make_interval(secs => $2), claimed_by = $1
+             WHERE id IN (
+                SELECT o.id FROM outbox o
+                 WHERE o.status = 'pending' AND o.next_attempt_at <= now()
+                   AND (o.claimed_until IS NULL OR o.claimed_until < now())
+                   AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.ticket_id = o.ticket_id AND e.status = 'pending' AND e.id < o.id)
+                 ORDER BY o.id
+                 LIMIT $3
+                 FOR UPDATE SKIP LOCKED)
+            RETURNING \(Self.columns)
+            """, [owner, leaseSeconds, limit]).map(Self.decode).sorted { $0.id < $1.id }
+    }
+
+    /// Ends an operation (delivered or failed) and drops it from the ticket's pending list.
+    public func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, owner: String) async throws {
+        try await pool.transaction { tx in
+            try tx.query("""
+                UPDATE outbox SET status = $2, finished_at = now(), last_error = $3, attempts = attempts + 1, claimed_until = NULL
+                 WHERE id = $1 AND status = 'pending'
+                """, [operation.id, delivered ? "delivered" : "failed", error])
+            try tx.query("""
+                UPDATE tickets SET pending_operations = coalesce(
+                    (SELECT jsonb_agg(e) FROM jsonb_array_elements(pending_operations) e WHERE (e->>'id')::bigint <> $2), '[]'::jsonb)
+                 WHERE id = $1
+                """, [operation.ticketId, operation.id])
+        }
+    }
+
+    /// Puts an operation back for a later attempt.
+    public func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String) async throws {
+        try await pool.query("""
+            UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2), last_error = $3,
+                   claimed_until = NULL
+             WHERE id = $1 AND status = 'pending'
+            """, [operation.id, delay, error])
+    }
+
+    public func find(id: Int) async throws -> OutboxOperation? {
+        try await pool.query("SELECT \(Self.columns) FROM outbox WHERE id = $1", [id]).first.map(Self.decode)
+    }
+
+    /// Pending operations and the age of the oldest, in seconds.
+    public func depth() async throws -> (pending: Int, oldestSeconds: Double) {
+        let row = try await pool.query("""
+            SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 FROM outbox WHERE status = 'pending'
+            """)[0]
+        return (try row.decode(0), try row.decode(1))
+    }
+}
