@@ -383,6 +383,7 @@ extension DeskEmulator {
             guard let index = world.tickets[id]!.messages.firstIndex(where: { $0.messageId == messageId }) else {
                 throw EmulatorFailure.notFound("No message \(messageId) in this ticket.")
             }
+            world.tickets[id]!.messages[index].answerAttempts += 1
             var message = world.tickets[id]!.messages[index]
             guard message.richType == type else { throw EmulatorFailure.invalid("Message \(messageId) is not of type \(type.rawValue).") }
             guard message.state == .waiting else {

@@ -40,7 +40,9 @@ public final class DeskEmulator: Sendable {
     let world: Mutex<EmulatorWorld>
     let faults = Mutex(EmulatorFaults())
     let webhooks: WebhookSender
-    let server: HTTPServer
+    private let server = Mutex<HTTPServer?>(nil)
+    private let boundPort = Mutex(0)
+    private let responder = ResponderBox()
     let routes: Router<EmulatorHandler>
 
     public init(configuration: DeskEmulatorConfiguration) {
@@ -52,20 +54,30 @@ public final class DeskEmulator: Sendable {
         Self.addPlatformRoutes(to: &router)
         Self.addControlRoutes(to: &router)
         routes = router
-        let box = ResponderBox()
-        server = HTTPServer(configuration: HTTPServerConfiguration(host: configuration.host, port: configuration.port,
-                                                                   threads: configuration.threads),
-                            responder: box)
-        box.emulator.withLock { $0 = self }
+        responder.emulator.withLock { $0 = self }
     }
 
-    public func start() throws { try server.start() }
+    /// Starts listening; after a `stop`, starts again on the same port with the same state (an outage that ends).
+    public func start() throws {
+        let previous = boundPort.withLock { $0 }
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: configuration.host, port: previous > 0 ? previous : configuration.port,
+                                                                       threads: configuration.threads),
+                                responder: responder)
+        try server.start()
+        boundPort.withLock { $0 = server.port }
+        self.server.withLock { $0 = server }
+    }
+
+    /// Stops listening (connections are refused, as when Desk is unreachable); the state is kept.
     public func stop() async {
-        await server.stop(drainDeadline: .seconds(2))
-        webhooks.stop()
+        let current = server.withLock { server -> HTTPServer? in
+            defer { server = nil }
+            return server
+        }
+        await current?.stop(drainDeadline: .seconds(2))
     }
 
-    public var port: Int { server.port }
+    public var port: Int { boundPort.withLock { $0 } }
     public var baseURL: String { "http://\(configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host):\(port)" }
 
     public func setFaults(_ newFaults: EmulatorFaults) { faults.withLock { $0 = newFaults } }

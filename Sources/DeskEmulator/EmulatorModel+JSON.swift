@@ -106,6 +106,7 @@ extension EmulatorWorld {
             ("message", .string(message.text)),
             ("data", .string(messageData(message, ticket: ticket).serialized())),
             ("sender", .string(message.sender)),
+            ("answerAttempts", .integer(message.answerAttempts)),
             ("createdAt", Self.timestamp(message.createdAt)),
             ("updatedAt", Self.timestamp(message.updatedAt)),
         ])

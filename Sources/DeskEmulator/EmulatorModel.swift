@@ -38,6 +38,8 @@ struct EmulatedMessage: Sendable {
     var text: String
     /// For admin messages: the `data.type` (e.g. SYSTEM_MESSAGE_TICKET_CLOSED_BY_AGENT).
     var adminType: String?
+    /// How many times customers tried to answer it (a second delivery of the same answer shows here).
+    var answerAttempts = 0
     let sender: String
     let createdAt: Date
     var updatedAt: Date

@@ -1,0 +1,281 @@
+import Crypto
+import DeskEmulator
+import Foundation
+import GatewayApp
+import JSON
+import Postgres
+import Testing
+import TestSupport
+
+/// A Desk emulator outside the gateway, so it can go down and come back while gateways restart.
+func externalDesk() throws -> DeskEmulator {
+    var configuration = DeskEmulatorConfiguration()
+    configuration.port = 0
+    let emulator = DeskEmulator(configuration: configuration)
+    try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
+    try emulator.start()
+    return emulator
+}
+
+func gatewayConfig(database: String, desk: DeskEmulator) -> GatewayConfig {
+    var config = TestGateway.configuration(databaseURL: database)
+    config.deskBaseURL = desk.baseURL
+    config.deskAppId = desk.configuration.appId
+    config.deskAPIToken = desk.configuration.apiToken
+    config.deskWebhookSecret = "hook-secret"
+    config.deskTimeoutMilliseconds = 1000
+    config.deskBreakerCooldownSeconds = 1
+    config.outboxMaxBackoffSeconds = 1
+    config.rateLimitBurst = 1_000_000
+    config.rateLimitPerMinute = 1_000_000
+    config.cacheTTLSeconds = 3600
+    return config
+}
+
+/// Prepares a ticket with a WAITING CSAT request (closed) or closure inquiry (active); returns (ticket, message).
+func waitingMessage(_ customer: Customer, deskPort: Int, csat: Bool, index: Int) async throws -> (Int, Int) {
+    let id = try #require(try await customer.createTicket("Ticket \(index)")["id"] as? Int)
+    func post(_ path: String, _ body: String = "{}") async throws -> TestResponse {
+        let response = try await httpRequest(port: deskPort, "POST", "/emulator" + path, json: body)
+        #expect(response.status < 300, "\(path) \(response.text)")
+        return response
+    }
+    _ = try await post("/tickets/\(id)/customer-message")
+    _ = try await post("/tickets/\(id)/assign", #"{"agentId":\#(501 + index % 4)}"#)
+    if csat {
+        _ = try await post("/tickets/\(id)/close")
+        return (id, try await post("/tickets/\(id)/csat-request").json?["messageId"] as? Int ?? -1)
+    }
+    return (id, try await post("/tickets/\(id)/closure-inquiry").json?["messageId"] as? Int ?? -1)
+}
+
+func waitForEmptyOutbox(_ pool: PostgresPool, seconds: Double = 90) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        let pending: Int = try await pool.query("SELECT count(*) FROM outbox WHERE status = 'pending'")[0].decode(0)
+        if pending == 0 { return }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+    Issue.record("outbox still has pending operations after \(seconds) s")
+}
+
+func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (state: String?, score: Int?, comment: String?, attempts: Int) {
+    let state = try await httpRequest(port: deskPort, "GET", "/emulator/tickets/\(ticket)")
+    let messages = state.json?["messages"] as? [[String: Any]] ?? []
+    guard let entry = messages.first(where: { $0["messageId"] as? Int == message }) else { return (nil, nil, nil, -1) }
+    let data = try JSONParser.parse(entry["data"] as? String ?? "{}")
+    return (data["body"]?["state"]?.stringValue, data["body"]?["customerSatisfactionScore"]?.intValue,
+            data["body"]?["customerSatisfactionComment"]?.stringValue, entry["answerAttempts"] as? Int ?? -1)
+}
+
+@Suite struct DurabilityTests {
+    @Test func answersGivenWhileDeskIsDownAreDeliveredOnceAfterARestart() async throws {
+        let desk = try externalDesk()
+        try await TestPostgres.withDatabase { url in
+            let config = gatewayConfig(database: url, desk: desk)
+            let first = try await TestGateway.start(config)
+            // Five customers, each with 40 tickets awaiting a rating and 10 awaiting a closure answer.
+            var customers: [Customer] = []
+            for index in 0..<5 {
+                _ = try await httpRequest(port: desk.port, "POST", "/emulator/customers",
+                                          json: #"{"sendbirdId":"outage-\#(index)","accessToken":"t\#(index)","displayName":"C\#(index)"}"#)
+                customers.append(try await Customer.signIn(first, user: "outage-\(index)", accessToken: "t\(index)"))
+            }
+            let prepared = try await withThrowingTaskGroup(of: [(Customer, Int, Int, Bool)].self) { group in
+                for (c, customer) in customers.enumerated() {
+                    group.addTask {
+                        var items: [(Customer, Int, Int, Bool)] = []
+                        for n in 0..<50 {
+                            let csat = n < 40
+                            let (ticket, message) = try await waitingMessage(customer, deskPort: desk.port, csat: csat, index: c * 100 + n)
+                            items.append((customer, ticket, message, csat))
+                        }
+                        return items
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(prepared.filter { $0.3 }.count == 200)
+
+            await desk.stop()
+            var operations: [Int] = []
+            for (index, item) in prepared.enumerated() {
+                let (customer, ticket, message, csat) = item
+                let response = csat
+                    ? try await customer.send("POST", "/v1/tickets/\(ticket)/feedback", #"{"messageId":\#(message),"score":\#(index % 5 + 1),"comment":"c\#(index)"}"#)
+                    : try await customer.send("POST", "/v1/tickets/\(ticket)/closure-confirmation", #"{"messageId":\#(message),"confirm":\#(index % 2 == 0)}"#)
+                #expect(response.status == 202, "\(response.text)")
+                #expect(response.json?["status"] as? String == "pending")
+                operations.append(response.json?["id"] as? Int ?? -1)
+            }
+            // The cached ticket shows the change as pending, and the operation can be looked up.
+            let sample = try await prepared[0].0.send("GET", "/v1/tickets/\(prepared[0].1)")
+            #expect((sample.json?["pendingOperations"] as? [[String: Any]])?.first?["kind"] as? String == "feedback")
+            let operation = try await prepared[0].0.send("GET", "/v1/operations/\(operations[0])")
+            #expect(operation.json?["status"] as? String == "pending")
+            #expect(try await prepared[1].0.send("GET", "/v1/operations/\(operations[0])").status == (prepared[1].0.token == prepared[0].0.token ? 200 : 404))
+
+            // The gateway restarts while everything is pending; then Desk comes back.
+            await first.stop()
+            let second = try await TestGateway.start(config)
+            try desk.start()
+            try await waitForEmptyOutbox(second.pool)
+
+            let statuses = try await second.pool.query("SELECT status, count(*) FROM outbox GROUP BY status")
+            #expect(statuses.map { "\($0[0] ?? ""):\($0[1] ?? "")" } == ["delivered:250"])
+            for (index, item) in prepared.enumerated() {
+                let (_, ticket, message, csat) = item
+                let state = try await messageState(desk.port, ticket: ticket, message: message)
+                #expect(state.attempts == 1, "ticket \(ticket) answered \(state.attempts) times")
+                if csat {
+                    #expect(state.state == "CONFIRMED")
+                    #expect(state.score == index % 5 + 1)
+                    #expect(state.comment == "c\(index)")
+                } else {
+                    #expect(state.state == (index % 2 == 0 ? "CONFIRMED" : "DECLINED"))
+                }
+            }
+            let ratings: Int = try await second.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
+            #expect(ratings == 200)
+            let reporter = try await reporter(second)
+            let report = try JSONParser.parse(try await reporter.get("?groupBy=team").body)
+            #expect(report["totals"]?["responses"]?.intValue == 200)
+            await second.stop()
+        }
+        await desk.stop()
+    }
+
+    @Test func twoGatewaysOnOneDatabaseDeliverEachOperationOnce() async throws {
+        let desk = try externalDesk()
+        try await TestPostgres.withDatabase { url in
+            let config = gatewayConfig(database: url, desk: desk)
+            let a = try await TestGateway.start(config)
+            let b = try await TestGateway.start(config)
+            let customerA = try await Customer.signIn(a)
+            let customerB = try await Customer.signIn(b, user: "demo-customer-2", accessToken: "demo-token-2")
+            var items: [(Customer, Int, Int)] = []
+            for index in 0..<30 {
+                let customer = index % 2 == 0 ? customerA : customerB
+                let (ticket, message) = try await waitingMessage(customer, deskPort: desk.port, csat: true, index: index)
+                items.append((customer, ticket, message))
+            }
+            await desk.stop()
+            for (index, item) in items.enumerated() {
+                let response = try await item.0.send("POST", "/v1/tickets/\(item.1)/feedback", #"{"messageId":\#(item.2),"score":\#(index % 5 + 1),"comment":null}"#)
+                #expect(response.status == 202)
+            }
+            try desk.start()
+            try await waitForEmptyOutbox(a.pool)
+            for item in items {
+                let state = try await messageState(desk.port, ticket: item.1, message: item.2)
+                #expect(state.state == "CONFIRMED")
+                #expect(state.attempts == 1, "ticket \(item.1) answered \(state.attempts) times")
+            }
+            let delivered: Int = try await a.pool.query("SELECT count(*) FROM outbox WHERE status = 'delivered'")[0].decode(0)
+            #expect(delivered == 30)
+            let ratings: Int = try await a.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
+            #expect(ratings == 30)
+            await a.stop()
+            await b.stop()
+        }
+        await desk.stop()
+    }
+
+    @Test func aRefusedOperationFailsWithAReasonAndTheCacheFollowsDesk() async throws {
+        let desk = try externalDesk()
+        try await TestPostgres.withDatabase { url in
+            let app = try await TestGateway.start(gatewayConfig(database: url, desk: desk))
+            let customer = try await Customer.signIn(app)
+            let id = try #require(try await customer.createTicket("Will be refused")["id"] as? Int)
+            await desk.stop()
+            // Closing a ticket nobody works on is queued while Desk is away, and refused once it is back.
+            let queued = try await customer.send("POST", "/v1/tickets/\(id)/close", #"{"comment":"bye"}"#)
+            #expect(queued.status == 202)
+            let operation = try #require(queued.json?["id"] as? Int)
+            try desk.start()
+            try await waitForEmptyOutbox(app.pool)
+            let finished = try await customer.send("GET", "/v1/operations/\(operation)")
+            #expect(finished.json?["status"] as? String == "failed")
+            #expect((finished.json?["reason"] as? String)?.hasPrefix("ticket_state_conflict") == true)
+            let ticket = try await customer.send("GET", "/v1/tickets/\(id)")
+            #expect(ticket.json?["status"] as? String == "INITIALIZED")
+            #expect((ticket.json?["pendingOperations"] as? [Any])?.isEmpty == true)
+            await app.stop()
+        }
+        await desk.stop()
+    }
+}
+
+@Suite struct WebhookTests {
+    static func sign(_ body: [UInt8], _ secret: String) -> String {
+        "sha1=" + HMAC<Insecure.SHA1>.authenticationCode(for: body, using: SymmetricKey(data: Array(secret.utf8)))
+            .map { String(format: "%02x", $0) }.joined()
+    }
+
+    @Test func signaturesAreCheckedAndRedeliveriesAppliedOnce() async throws {
+        let desk = try externalDesk()
+        try await TestPostgres.withDatabase { url in
+            let app = try await TestGateway.start(gatewayConfig(database: url, desk: desk))
+            let customer = try await Customer.signIn(app)
+            let (ticket, message) = try await waitingMessage(customer, deskPort: desk.port, csat: true, index: 1)
+            // A CSAT event as Desk would send it after the customer rated in another app.
+            let platform = try await httpRequest(port: desk.port, "GET", "/platform/v1/tickets/\(ticket)",
+                                                 headers: [("SENDBIRDDESKAPITOKEN", desk.configuration.apiToken)])
+            let data = try JSONParser.parse(platform.body)
+            let messageJSON: JSONValue = .object([
+                ("messageId", .integer(message)), ("customType", .string("SENDBIRD_DESK_RICH_MESSAGE")),
+                ("data", .string(#"{"type":"SENDBIRD_DESK_CUSTOMER_SATISFACTION","body":{"state":"CONFIRMED","customerSatisfactionScore":2,"customerSatisfactionComment":"slow","ticketId":\#(ticket)}}"#)),
+                ("createdAt", .string("2026-11-20T10:00:00.000Z")), ("updatedAt", .string("2026-11-20T10:05:00.000Z")),
+            ])
+            let event: JSONValue = .object([("eventType", .string("TICKET.CSAT.UPDATED")), ("eventId", .string("evt-1")),
+                                            ("data", data), ("message", messageJSON)])
+            let body = Array(event.serialized().utf8)
+            let hook = "/v1/webhooks/desk"
+            #expect(try await httpRequest(port: app.port, "POST", hook, body: body).status == 401)
+            #expect(try await httpRequest(port: app.port, "POST", hook, headers: [("x-hub-signature", Self.sign(body, "wrong"))], body: body).status == 401)
+            // A genuine signature of another body does not carry over.
+            let other = Array(#"{"eventType":"TICKET.CREATED"}"#.utf8)
+            #expect(try await httpRequest(port: app.port, "POST", hook, headers: [("x-hub-signature", Self.sign(other, "hook-secret"))], body: body).status == 401)
+            var answers: [String] = []
+            for _ in 0..<4 {
+                let response = try await httpRequest(port: app.port, "POST", hook, headers: [("x-hub-signature", Self.sign(body, "hook-secret"))], body: body)
+                #expect(response.status == 200)
+                answers.append(response.json?["status"] as? String ?? "")
+            }
+            #expect(answers == ["accepted", "duplicate", "duplicate", "duplicate"])
+            let deadline = ContinuousClock.now + .seconds(10)
+            var ratings: [PostgresRow] = []
+            while ContinuousClock.now < deadline {
+                ratings = Array(try await app.pool.query("SELECT score, comment, source FROM csat_ratings WHERE ticket_id = $1", [ticket]))
+                if !ratings.isEmpty { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(ratings.count == 1)
+            #expect(ratings.first?[0] == "2")
+            #expect(ratings.first?[2] == "webhook")
+            let events: Int = try await app.pool.query("SELECT count(*) FROM webhook_events")[0].decode(0)
+            #expect(events == 1)
+            await app.stop()
+        }
+        await desk.stop()
+    }
+
+    @Test func anAgentSideCloseReachesTheCacheThroughItsWebhook() async throws {
+        try await withGateway(configure: { $0.cacheTTLSeconds = 3600 }) { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let id = try #require(try await customer.createTicket("Closed by the agent")["id"] as? Int)
+            try await agent.activate(id)
+            #expect(try await customer.send("GET", "/v1/tickets/\(id)").json?["status"] as? String != "CLOSED")
+            try await agent.post("/tickets/\(id)/close", #"{"comment":"done on our side"}"#)
+            let deadline = ContinuousClock.now + .seconds(10)
+            var status: String?
+            while ContinuousClock.now < deadline {
+                status = try await customer.send("GET", "/v1/tickets/\(id)").json?["status"] as? String
+                if status == "CLOSED" { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(status == "CLOSED")
+        }
+    }
+}
