@@ -36,14 +36,17 @@ public struct OutboxStore: Sendable {
                         lastError: row[8], createdAt: try row.decode(9), finishedAt: try row.decodeIfPresent(10))
     }
 
-    /// Queues an operation and marks the cached ticket (when cached) as having it pending.
-    /// Returns the operation and whether an earlier operation of the same ticket is still pending.
-    public func enqueue(ticketId: Int, customerId: Int, sessionId: Int, kind: String, payload: String) async throws -> (OutboxOperation, Bool) {
+    /// Queues an operation, already claimed by `owner` for an immediate attempt, and marks the cached ticket (when
+    /// cached) as having it pending. Returns the operation and whether an earlier operation of the same ticket is
+    /// still pending (then it must wait its turn: call `release`).
+    public func enqueue(ticketId: Int, customerId: Int, sessionId: Int, kind: String, payload: String,
+                        owner: String, leaseSeconds: Int) async throws -> (OutboxOperation, Bool) {
         try await pool.transaction { tx in
             let row = try tx.query("""
-                INSERT INTO outbox (ticket_id, customer_id, session_id, kind, payload) VALUES ($1, $2, $3, $4, $5::jsonb)
+                INSERT INTO outbox (ticket_id, customer_id, session_id, kind, payload, claimed_until, claimed_by)
+                VALUES ($1, $2, $3, $4, $5::jsonb, now() + make_interval(secs => $6), $7)
                 RETURNING \(Self.columns)
-                """, [ticketId, customerId, sessionId, kind, payload])
+                """, [ticketId, customerId, sessionId, kind, payload, leaseSeconds, owner])
             let operation = try Self.decode(row[0])
             let earlier = try tx.query("SELECT 1 FROM outbox WHERE ticket_id = $1 AND status = 'pending' AND id < $2 LIMIT 1",
                                        [ticketId, operation.id])
@@ -55,13 +58,9 @@ public struct OutboxStore: Sendable {
         }
     }
 
-    /// Claims one operation for an inline delivery attempt.
-    public func claim(id: Int, by owner: String, leaseSeconds: Int) async throws -> OutboxOperation? {
-        try await pool.query("""
-            UPDATE outbox SET claimed_until = now() + make_interval(secs => $3), claimed_by = $2
-             WHERE id = $1 AND status = 'pending' AND (claimed_until IS NULL OR claimed_until < now())
-            RETURNING \(Self.columns)
-            """, [id, owner, leaseSeconds]).first.map(Self.decode)
+    /// Hands an operation claimed at enqueue time over to the relays.
+    public func release(id: Int, owner: String) async throws {
+        try await pool.query("UPDATE outbox SET claimed_until = NULL WHERE id = $1 AND claimed_by = $2 AND status = 'pending'", [id, owner])
     }
 
     /// Claims due operations, at most the oldest pending one per ticket, so each ticket's operations go in order.

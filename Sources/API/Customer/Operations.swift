@@ -58,12 +58,14 @@ final class Operations: Sendable {
     /// error when Desk refuses (the operation is then failed).
     func submit(session: SessionRecord, ticketId: Int, kind: String, payload: JSONValue) async throws -> HTTPResponse {
         let (operation, earlier) = try await outbox.enqueue(ticketId: ticketId, customerId: session.customerId, sessionId: session.sessionId,
-                                                            kind: kind, payload: payload.serialized())
+                                                            kind: kind, payload: payload.serialized(), owner: owner,
+                                                            leaseSeconds: settings.leaseSeconds)
         tickets.memory.remove(ticketId)
-        if !earlier, desk.breaker.state != .open,
-           let claimed = try await outbox.claim(id: operation.id, by: owner, leaseSeconds: settings.leaseSeconds) {
-            let outcome = await deliver(claimed, inline: true)
-            try await complete(claimed, outcome)
+        if earlier || desk.breaker.state == .open {
+            try await outbox.release(id: operation.id, owner: owner)
+        } else {
+            let outcome = await deliver(operation, inline: true)
+            try await complete(operation, outcome)
             switch outcome {
             case .delivered(let ticket):
                 return CustomerRoutes.respond(try await tickets.save(ticket, customerId: session.customerId))
