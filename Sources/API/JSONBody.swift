@@ -101,8 +101,8 @@ public struct JSONBody {
         var result: [String] = []
         for (index, item) in items.enumerated() {
             guard let text = item.stringValue, !text.trimmingCharacters(in: .whitespaces).isEmpty, text.count <= maxLength,
-                  !text.contains(",") else {
-                fail("\(name)[\(index)]", "must be a non-blank string of at most \(maxLength) characters without commas")
+                  !text.contains(","), !text.unicodeScalars.contains(where: { $0.value == 0 }) else {
+                fail("\(name)[\(index)]", "must be a non-blank string of at most \(maxLength) characters without commas or NUL")
                 return nil
             }
             result.append(text)
@@ -136,6 +136,7 @@ public struct JSONBody {
                 continue
             }
             guard text.count <= valueLength else { fail("\(name).\(key)", "must be at most \(valueLength) characters"); continue }
+            guard !text.unicodeScalars.contains(where: { $0.value == 0 }) else { fail("\(name).\(key)", "must not contain NUL characters"); continue }
             result.append((key, text))
         }
         return result

@@ -94,6 +94,10 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             #expect(related.json?["relatedChannelUrls"] as? [String] == ["c1", "c2", "c3"])
             let tooMany = try await customer.send("PUT", "/v1/tickets/\(id)/related-channels", #"{"channelUrls":["c1","c2","c3","c4"]}"#)
             #expect(tooMany.status == 422)
+            let withNul = try await customer.send("PUT", "/v1/tickets/\(id)/related-channels", #"{"channelUrls":["c\u0000"]}"#)
+            #expect(withNul.status == 422)
+            let nulField = try await customer.send("PATCH", "/v1/tickets/\(id)/custom-fields", #"{"customFields":{"k":"v\u0000"}}"#)
+            #expect(nulField.status == 422)
 
             // The agent is visible once Desk says so.
             let active = try await customer.send("GET", "/v1/tickets/\(id)")
