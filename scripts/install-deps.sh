@@ -23,6 +23,8 @@ if [ "${1:-}" = "--test" ]; then
   py=(python3 -m pip install -q --disable-pip-version-check)
   python3 -c "import openapi_spec_validator" 2>/dev/null || "${py[@]}" openapi-spec-validator ||
     "${py[@]}" --break-system-packages openapi-spec-validator
+  python3 -c "import kubernetes_validate, yaml" 2>/dev/null || "${py[@]}" kubernetes-validate==1.37.0 PyYAML ||
+    "${py[@]}" --break-system-packages kubernetes-validate==1.37.0 PyYAML
   python3 -c "import schemathesis" 2>/dev/null || "${py[@]}" schemathesis==4.32.5 ||
     "${py[@]}" --break-system-packages schemathesis==4.32.5
 fi

@@ -22,3 +22,9 @@ swift test --skip-build
 
 echo "== contract: schemathesis against a live gateway"
 scripts/contract.sh "$TEST_DATABASE_URL"
+
+echo "== deployment files"
+python3 deploy/validate.py
+
+echo "== scale-out: three gateway processes, one PostgreSQL, one Desk emulator"
+python3 scripts/scale_out.py "$TEST_DATABASE_URL"
