@@ -52,6 +52,22 @@ CREATE TABLE csat_daily_agent (
     s4 integer NOT NULL DEFAULT 0, s5 integer NOT NULL DEFAULT 0,
     PRIMARY KEY (zone, day, agent_id, team_id)
 );
+-- The agent × team figures per local month: long unfiltered reports read whole months here and only the partial
+-- months at either end from the daily table.
+CREATE TABLE csat_monthly_agent (
+    zone       text NOT NULL,
+    month      date NOT NULL,
+    agent_id   bigint NOT NULL,
+    team_id    bigint NOT NULL,
+    requests   integer NOT NULL DEFAULT 0,
+    responses  integer NOT NULL DEFAULT 0,
+    scored     integer NOT NULL DEFAULT 0,
+    score_sum  integer NOT NULL DEFAULT 0,
+    s1 integer NOT NULL DEFAULT 0, s2 integer NOT NULL DEFAULT 0, s3 integer NOT NULL DEFAULT 0,
+    s4 integer NOT NULL DEFAULT 0, s5 integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (zone, month, agent_id, team_id)
+);
+
 -- Lets unfiltered reports run as index-only scans.
 CREATE INDEX csat_daily_agent_cover_idx ON csat_daily_agent (zone, day)
     INCLUDE (agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5);

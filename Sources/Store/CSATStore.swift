@@ -88,6 +88,16 @@ public struct CSATStore: Sendable {
                 scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
                 s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
             """, binds)
+        try tx.query("""
+            INSERT INTO csat_monthly_agent AS d (zone, month, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
+            SELECT z.zone, date_trunc('month', to_timestamp($1) AT TIME ZONE z.zone)::date, $2, $3, $6, $7, $8, $9, $10, $11, $12, $13, $14
+              FROM report_zones z
+             WHERE $4::text IS NOT NULL AND $5::text IS NOT NULL
+            ON CONFLICT (zone, month, agent_id, team_id) DO UPDATE SET
+                requests = d.requests + EXCLUDED.requests, responses = d.responses + EXCLUDED.responses,
+                scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
+                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+            """, binds)
     }
 
     /// A sync-only rating known from the ticket alone (no message id): skipped when this ticket already has a rating
@@ -120,6 +130,7 @@ public struct CSATStore: Sendable {
                     try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
                     try tx.query("DELETE FROM csat_daily WHERE zone = $1", [zone])
                     try tx.query("DELETE FROM csat_daily_agent WHERE zone = $1", [zone])
+                    try tx.query("DELETE FROM csat_monthly_agent WHERE zone = $1", [zone])
                     let row = try tx.query("""
                         INSERT INTO report_zones (zone, last_rating_id, last_request_id)
                         SELECT $1, (SELECT coalesce(max(id), 0) FROM csat_ratings), (SELECT coalesce(max(id), 0) FROM csat_requests)
@@ -181,6 +192,27 @@ public struct CSATStore: Sendable {
               FROM csat_requests WHERE id <= $2
              GROUP BY 2, 3, 4
             ON CONFLICT (zone, day, agent_id, team_id) DO UPDATE SET requests = d.requests + EXCLUDED.requests
+            """, [zone, lastRequest])
+        // Months: the daily agent rows of this zone hold exactly the backfilled events plus those counted live
+        // since registration, which the live path already added to the months; so only the backfilled part
+        // (ids up to the marks) is summed here, from the raw tables.
+        try tx.query("""
+            INSERT INTO csat_monthly_agent AS d (zone, month, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
+            SELECT $1, date_trunc('month', rated_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), 0, count(*),
+                   count(score), coalesce(sum(score), 0), count(*) FILTER (WHERE score = 1), count(*) FILTER (WHERE score = 2),
+                   count(*) FILTER (WHERE score = 3), count(*) FILTER (WHERE score = 4), count(*) FILTER (WHERE score = 5)
+              FROM csat_ratings WHERE id <= $2
+             GROUP BY 2, 3, 4
+            ON CONFLICT (zone, month, agent_id, team_id) DO UPDATE SET
+                responses = d.responses + EXCLUDED.responses, scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
+                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+            """, [zone, lastRating])
+        try tx.query("""
+            INSERT INTO csat_monthly_agent AS d (zone, month, agent_id, team_id, requests)
+            SELECT $1, date_trunc('month', requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), count(*)
+              FROM csat_requests WHERE id <= $2
+             GROUP BY 2, 3, 4
+            ON CONFLICT (zone, month, agent_id, team_id) DO UPDATE SET requests = d.requests + EXCLUDED.requests
             """, [zone, lastRequest])
     }
 

@@ -23,8 +23,22 @@ public struct ReportStore: Sendable {
 
     static func decodeDate(_ text: String?) -> LocalDate? { text.flatMap(LocalDate.init) }
 
+    /// Whole months inside `from…to` (nil when there is none).
+    static func fullMonths(from: LocalDate, to: LocalDate) -> (first: LocalDate, last: LocalDate)? {
+        let (fy, fm, fd) = from.components
+        var first = LocalDate(year: fy, month: fm, day: 1)
+        if fd != 1 { first = first.adding(days: LocalDate.daysIn(month: fm, year: fy)) }
+        let (ty, tm, td) = to.components
+        let lastOfMonth = LocalDate.daysIn(month: tm, year: ty)
+        let last = td == lastOfMonth ? to : LocalDate(year: ty, month: tm, day: 1).adding(days: -1)
+        return first <= last ? (first, last) : nil
+    }
+
     /// Sums per group (and bucket) over `from…to` from the rollups of `zone`.
     public func fromRollups(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket) async throws -> [Entry] {
+        if !p.filtersDimensions, bucket == .none || bucket == .month, let months = Self.fullMonths(from: from, to: to) {
+            return try await fromMonths(p, from: from, to: to, months: months, bucket: bucket)
+        }
         let group = p.groupBy == .agent ? "agent_id" : "team_id"
         let table = p.filtersDimensions ? "csat_daily" : "csat_daily_agent"
         var binds: [any PostgresEncodable] = [p.timeZone, from.description, to.description]
@@ -43,6 +57,33 @@ public struct ReportStore: Sendable {
                    sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
               FROM \(table)
              WHERE zone = $1 AND day BETWEEN $2::date AND $3::date\(filters)
+             GROUP BY 1, 2
+            """
+        return try await pool.query(sql, binds).map(Self.entry)
+    }
+
+    /// Whole months from the monthly table, the partial months at either end from the daily one.
+    func fromMonths(_ p: ReportParameters, from: LocalDate, to: LocalDate, months: (first: LocalDate, last: LocalDate),
+                    bucket: ReportBucket) async throws -> [Entry] {
+        let group = p.groupBy == .agent ? "agent_id" : "team_id"
+        var binds: [any PostgresEncodable] = [p.timeZone, from.description, to.description, months.first.description, months.last.description]
+        var filters = ""
+        func add(_ column: String, _ values: [any PostgresEncodable]) {
+            guard !values.isEmpty else { return }
+            binds.append(values.map { $0.postgresText ?? "" })
+            filters += " AND \(column) = ANY($\(binds.count)::bigint[])"
+        }
+        add("agent_id", p.agentIds)
+        add("team_id", p.teamIds)
+        let columns = "\(group) AS g, requests, responses, scored, score_sum, s1, s2, s3, s4, s5"
+        let sql = """
+            SELECT g, \(Self.bucketSQL(bucket, "d")), sum(requests), sum(responses), sum(scored), sum(score_sum),
+                   sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
+              FROM (SELECT month AS d, \(columns) FROM csat_monthly_agent
+                     WHERE zone = $1 AND month BETWEEN $4::date AND $5::date\(filters)
+                    UNION ALL
+                    SELECT day AS d, \(columns) FROM csat_daily_agent
+                     WHERE zone = $1 AND (day BETWEEN $2::date AND $4::date - 1 OR day BETWEEN $5::date + 1 AND $3::date)\(filters)) AS parts
              GROUP BY 1, 2
             """
         return try await pool.query(sql, binds).map(Self.entry)
