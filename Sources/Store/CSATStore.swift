@@ -74,9 +74,7 @@ public struct CSATStore: Sendable {
             SELECT z.zone, (to_timestamp($1) AT TIME ZONE z.zone)::date, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
               FROM report_zones z
             ON CONFLICT (zone, day, agent_id, team_id, channel_type, priority) DO UPDATE SET
-                requests = d.requests + EXCLUDED.requests, responses = d.responses + EXCLUDED.responses,
-                scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
-                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+                \(Self.addCounts)
             """, binds)
         try tx.query("""
             INSERT INTO csat_daily_agent AS d (zone, day, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
@@ -84,9 +82,7 @@ public struct CSATStore: Sendable {
               FROM report_zones z
              WHERE $4::text IS NOT NULL AND $5::text IS NOT NULL
             ON CONFLICT (zone, day, agent_id, team_id) DO UPDATE SET
-                requests = d.requests + EXCLUDED.requests, responses = d.responses + EXCLUDED.responses,
-                scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
-                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+                \(Self.addCounts)
             """, binds)
         try tx.query("""
             INSERT INTO csat_monthly_agent AS d (zone, month, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
@@ -94,9 +90,7 @@ public struct CSATStore: Sendable {
               FROM report_zones z
              WHERE $4::text IS NOT NULL AND $5::text IS NOT NULL
             ON CONFLICT (zone, month, agent_id, team_id) DO UPDATE SET
-                requests = d.requests + EXCLUDED.requests, responses = d.responses + EXCLUDED.responses,
-                scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
-                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+                \(Self.addCounts)
             """, binds)
     }
 
@@ -153,6 +147,13 @@ public struct CSATStore: Sendable {
 
     static let zoneLock: Int64 = 0x4445_534B_5A4E // "DESKZN"
 
+    /// The `DO UPDATE SET` of every rollup upsert: counts are added, never replaced.
+    static let addResponseCounts = """
+        responses = d.responses + EXCLUDED.responses, scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
+        s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+        """
+    static let addCounts = "requests = d.requests + EXCLUDED.requests, " + addResponseCounts
+
     /// Adds the ratings and requests up to the given ids to the zone's rollups (later ones are there already).
     static func backfill(zone: String, lastRating: Int, lastRequest: Int, on tx: PostgresConnection) throws {
         try tx.query("""
@@ -171,9 +172,7 @@ public struct CSATStore: Sendable {
                       FROM csat_requests WHERE id <= $3) AS events
              GROUP BY day, agent_id, team_id, channel_type, priority
             ON CONFLICT (zone, day, agent_id, team_id, channel_type, priority) DO UPDATE SET
-                requests = d.requests + EXCLUDED.requests, responses = d.responses + EXCLUDED.responses,
-                scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
-                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+                \(Self.addCounts)
             """, [zone, lastRating, lastRequest])
         try tx.query("""
             INSERT INTO csat_daily_agent AS d (zone, day, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
@@ -183,8 +182,7 @@ public struct CSATStore: Sendable {
               FROM csat_ratings WHERE id <= $2
              GROUP BY 2, 3, 4
             ON CONFLICT (zone, day, agent_id, team_id) DO UPDATE SET
-                responses = d.responses + EXCLUDED.responses, scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
-                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+                \(Self.addResponseCounts)
             """, [zone, lastRating])
         try tx.query("""
             INSERT INTO csat_daily_agent AS d (zone, day, agent_id, team_id, requests)
@@ -204,8 +202,7 @@ public struct CSATStore: Sendable {
               FROM csat_ratings WHERE id <= $2
              GROUP BY 2, 3, 4
             ON CONFLICT (zone, month, agent_id, team_id) DO UPDATE SET
-                responses = d.responses + EXCLUDED.responses, scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
-                s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
+                \(Self.addResponseCounts)
             """, [zone, lastRating])
         try tx.query("""
             INSERT INTO csat_monthly_agent AS d (zone, month, agent_id, team_id, requests)

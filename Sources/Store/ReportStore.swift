@@ -12,6 +12,28 @@ public struct ReportStore: Sendable {
 
     public typealias Entry = (group: Int, bucketStart: LocalDate?, figures: CSATFigures)
 
+    /// Bound parameters and `AND column = ANY($n)` clauses for the report filters.
+    struct Filters {
+        var binds: [any PostgresEncodable]
+        var sql = ""
+
+        mutating func add(_ column: String, _ values: [any PostgresEncodable], cast: String) {
+            guard !values.isEmpty else { return }
+            binds.append(values.map { $0.postgresText ?? "" })
+            sql += " AND \(column) = ANY($\(binds.count)::\(cast)[])"
+        }
+
+        /// agent, team, channel type and priority filters, on columns named with `prefix` and `coalesce`d ids.
+        mutating func addDimensions(_ p: ReportParameters, prefix: String = "", nullableIds: Bool, dimensions: Bool = true) {
+            let id = { (column: String) in nullableIds ? "coalesce(\(prefix)\(column), 0)" : "\(prefix)\(column)" }
+            add(id("agent_id"), p.agentIds, cast: "bigint")
+            add(id("team_id"), p.teamIds, cast: "bigint")
+            guard dimensions else { return }
+            add("\(prefix)channel_type", p.channelTypes, cast: "text")
+            add("\(prefix)priority", p.priorities, cast: "text")
+        }
+    }
+
     static func bucketSQL(_ bucket: ReportBucket, _ day: String) -> String {
         switch bucket {
         case .none: return "NULL::date"
@@ -41,17 +63,9 @@ public struct ReportStore: Sendable {
         }
         let group = p.groupBy == .agent ? "agent_id" : "team_id"
         let table = p.filtersDimensions ? "csat_daily" : "csat_daily_agent"
-        var binds: [any PostgresEncodable] = [p.timeZone, from.description, to.description]
-        var filters = ""
-        func add(_ column: String, _ values: [any PostgresEncodable], cast: String) {
-            guard !values.isEmpty else { return }
-            binds.append(values.map { $0.postgresText ?? "" })
-            filters += " AND \(column) = ANY($\(binds.count)::\(cast)[])"
-        }
-        add("agent_id", p.agentIds, cast: "bigint")
-        add("team_id", p.teamIds, cast: "bigint")
-        add("channel_type", p.channelTypes, cast: "text")
-        add("priority", p.priorities, cast: "text")
+        var f = Filters(binds: [p.timeZone, from.description, to.description])
+        f.addDimensions(p, nullableIds: false)
+        let (binds, filters) = (f.binds, f.sql)
         let sql = """
             SELECT \(group), \(Self.bucketSQL(bucket, "day")), sum(requests), sum(responses), sum(scored), sum(score_sum),
                    sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
@@ -66,15 +80,9 @@ public struct ReportStore: Sendable {
     func fromMonths(_ p: ReportParameters, from: LocalDate, to: LocalDate, months: (first: LocalDate, last: LocalDate),
                     bucket: ReportBucket) async throws -> [Entry] {
         let group = p.groupBy == .agent ? "agent_id" : "team_id"
-        var binds: [any PostgresEncodable] = [p.timeZone, from.description, to.description, months.first.description, months.last.description]
-        var filters = ""
-        func add(_ column: String, _ values: [any PostgresEncodable]) {
-            guard !values.isEmpty else { return }
-            binds.append(values.map { $0.postgresText ?? "" })
-            filters += " AND \(column) = ANY($\(binds.count)::bigint[])"
-        }
-        add("agent_id", p.agentIds)
-        add("team_id", p.teamIds)
+        var f = Filters(binds: [p.timeZone, from.description, to.description, months.first.description, months.last.description])
+        f.addDimensions(p, nullableIds: false, dimensions: false)
+        let (binds, filters) = (f.binds, f.sql)
         let columns = "\(group) AS g, requests, responses, scored, score_sum, s1, s2, s3, s4, s5"
         let sql = """
             SELECT g, \(Self.bucketSQL(bucket, "d")), sum(requests), sum(responses), sum(scored), sum(score_sum),
@@ -92,17 +100,9 @@ public struct ReportStore: Sendable {
     /// The same sums computed from raw ratings and requests with days cut in `zone`.
     public func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket) async throws -> [Entry] {
         let group = p.groupBy == .agent ? "coalesce(agent_id, 0)" : "coalesce(team_id, 0)"
-        var binds: [any PostgresEncodable] = [p.timeZone, from.description, to.description]
-        var filters = ""
-        func add(_ column: String, _ values: [any PostgresEncodable], cast: String) {
-            guard !values.isEmpty else { return }
-            binds.append(values.map { $0.postgresText ?? "" })
-            filters += " AND \(column) = ANY($\(binds.count)::\(cast)[])"
-        }
-        add("coalesce(agent_id, 0)", p.agentIds, cast: "bigint")
-        add("coalesce(team_id, 0)", p.teamIds, cast: "bigint")
-        add("channel_type", p.channelTypes, cast: "text")
-        add("priority", p.priorities, cast: "text")
+        var f = Filters(binds: [p.timeZone, from.description, to.description])
+        f.addDimensions(p, nullableIds: true)
+        let (binds, filters) = (f.binds, f.sql)
         // Bounds as instants, so the rated_at / requested_at indexes do the range.
         let sql = """
             SELECT \(group), \(Self.bucketSQL(bucket, "(rated_at AT TIME ZONE $1)::date")), 0, count(*), count(score),
@@ -155,18 +155,10 @@ public struct ReportStore: Sendable {
 
     /// Individual ratings, newest first, keyset-paged after (ratedAt, id).
     public func responses(_ p: ReportParameters, after cursor: (ratedAt: Double, id: Int)?, limit: Int) async throws -> [ResponseItem] {
-        var binds: [any PostgresEncodable] = [p.timeZone, p.from.description, p.to.description]
-        var filters = ""
-        func add(_ column: String, _ values: [any PostgresEncodable], cast: String) {
-            guard !values.isEmpty else { return }
-            binds.append(values.map { $0.postgresText ?? "" })
-            filters += " AND \(column) = ANY($\(binds.count)::\(cast)[])"
-        }
-        add("coalesce(r.agent_id, 0)", p.agentIds, cast: "bigint")
-        add("coalesce(r.team_id, 0)", p.teamIds, cast: "bigint")
-        add("r.channel_type", p.channelTypes, cast: "text")
-        add("r.priority", p.priorities, cast: "text")
-        add("r.score", p.scores, cast: "int")
+        var f = Filters(binds: [p.timeZone, p.from.description, p.to.description])
+        f.addDimensions(p, prefix: "r.", nullableIds: true)
+        f.add("r.score", p.scores, cast: "int")
+        var (binds, filters) = (f.binds, f.sql)
         if let cursor {
             binds.append(cursor.ratedAt)
             binds.append(cursor.id)
