@@ -260,6 +260,43 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
         await desk.stop()
     }
 
+    @Test func aRatingSeenByWebhookAndBySyncCountsOnce() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let deskPort = app.emulator!.port
+            let (ticket, message) = try await waitingMessage(customer, deskPort: deskPort, csat: true, index: 7)
+            // The customer rates in another app, straight on Desk: Desk's webhook tells the gateway.
+            let deskSession = try await httpRequest(port: deskPort, "POST", "/sapi/customers/auth/", headers: [("sendbirdAccessToken", "demo-token")],
+                                                    json: #"{"sendbirdAppId":"emulated-app","sendbirdId":"demo-customer"}"#)
+            let token = try #require(deskSession.json?["token"] as? String)
+            let data: JSONValue = .object([("type", .string("SENDBIRD_DESK_CUSTOMER_SATISFACTION")), ("body", .object([
+                ("state", .string("CONFIRMED")), ("customerSatisfactionScore", .integer(3)),
+                ("customerSatisfactionComment", .string("ok")), ("ticketId", .integer(ticket))]))])
+            let body: JSONValue = .object([("sendbirdAppId", .string("emulated-app")), ("messageId", .integer(message)),
+                                           ("messageData", .string(data.serialized()))])
+            let rated = try await httpRequest(port: deskPort, "PATCH", "/sapi/tickets/\(ticket)/edit_message/", headers: [("sendbirdDeskToken", token)],
+                                              json: body.serialized())
+            #expect(rated.status == 200, "\(rated.text)")
+            let deadline = ContinuousClock.now + .seconds(10)
+            var sources: [String] = []
+            while ContinuousClock.now < deadline {
+                sources = try await app.pool.query("SELECT source FROM csat_ratings WHERE ticket_id = $1", [ticket]).compactMap { $0[0] }
+                if !sources.isEmpty { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(sources == ["webhook"])
+            // The sync then reads the same rating from the Platform API: still one.
+            let summary = try await app.sync.run()
+            #expect(summary.ratings >= 1)
+            let after = try await app.pool.query("SELECT source FROM csat_ratings WHERE ticket_id = $1", [ticket]).compactMap { $0[0] }
+            #expect(after == ["webhook"])
+            let reporter = try await reporter(app)
+            let report = try JSONParser.parse(try await reporter.get("?groupBy=team").body)
+            #expect(report["totals"]?["responses"]?.intValue == 1)
+            #expect(report["totals"]?["requests"]?.intValue == 1)
+        }
+    }
+
     @Test func anAgentSideCloseReachesTheCacheThroughItsWebhook() async throws {
         try await withGateway(configure: { $0.cacheTTLSeconds = 3600 }) { app in
             let customer = try await Customer.signIn(app)
