@@ -27,6 +27,11 @@ start_gateway() {
   done
   echo "gateway did not become ready"; cat "$out/gateway.log"; exit 1
 }
+# A fresh database every run: the embedded Desk emulator starts empty too.
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+as_postgres=(); [ "$(id -u)" -eq 0 ] && as_postgres=(runuser -u postgres --)
+[ -d "$EMBEDDED_PG_DIR/data" ] && "${as_postgres[@]}" "$pg_bin/pg_ctl" -D "$EMBEDDED_PG_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+rm -rf "$EMBEDDED_PG_DIR"
 : >"$out/gateway.log"
 start_gateway
 cleanup() {
@@ -45,14 +50,15 @@ scenario() {
   local name=$1 url=$2; shift 2
   local file="$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_').txt"
   export BENCH_MODE=${BENCH_MODE:-ticket}
-  wrk -t2 -c"$connections" -d2s "$@" "$url" >/dev/null 2>&1 || true
-  wrk -t2 -c"$connections" -d"$duration" --latency "$@" "$url" >"$file" 2>&1
+  local threads=$(( connections < 2 ? connections : 2 ))
+  wrk -t"$threads" -c"$connections" -d2s "$@" "$url" >/dev/null 2>&1 || true
+  wrk -t"$threads" -c"$connections" -d"$duration" --latency "$@" "$url" >"$file" 2>&1
   local rps p50 p99 errors
   rps=$(awk '/Requests\/sec/ {print $2}' "$file")
   p50=$(awk '$1=="50%" {print $2}' "$file")
   p99=$(awk '$1=="99%" {print $2}' "$file")
   errors=$(awk '/Non-2xx/ {print $5}' "$file"); errors=${errors:-0}
-  rows+=("$(printf '| %-28s | %12s | %9s | %9s | %8s |' "$name" "$rps" "$p50" "$p99" "$errors")")
+  rows+=("$(printf '| %-36s | %12s | %9s | %9s | %8s |' "$name" "$rps" "$p50" "$p99" "$errors")")
 }
 
 scenario "GET /livez" "http://127.0.0.1:$port/livez"
@@ -87,10 +93,14 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   # Every request computed (report cache off): from the rollups, then from raw ratings.
   kill -TERM "$gw"; wait "$gw" 2>/dev/null || true
   REPORT_CACHE_S=0 start_gateway
-  connections_saved=$connections; connections=4
-  scenario "reports agent, UTC (rollup)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC" "${auth[@]}"
-  scenario "reports team, UTC (rollup)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "${auth[@]}"
-  scenario "reports agent, Kolkata (rollup)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=Asia/Kolkata" "${auth[@]}"
+  connections_saved=$connections; connections=1
+  scenario "reports agent, UTC (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC" "${auth[@]}"
+  scenario "reports team, UTC (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "${auth[@]}"
+  scenario "reports agent, Kolkata (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=Asia/Kolkata" "${auth[@]}"
+  connections=4
+  scenario "reports agent, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC" "${auth[@]}"
+  scenario "reports team, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "${auth[@]}"
+  connections=1
   scenario "reports agent, Etc/UTC (raw)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=Etc/UTC" "${auth[@]}"
   scenario "reports team, Etc/UTC (raw)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=Etc/UTC" "${auth[@]}"
   scenario "reports agent, Denver (raw)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=America/Denver" "${auth[@]}"
@@ -98,7 +108,7 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
 fi
 
 echo
-echo "wrk -t2 -c$connections (computed reports: -c4) -d$duration on 127.0.0.1 ($(nproc) cores shared by wrk, gateway and PostgreSQL)"
-printf '| %-28s | %12s | %9s | %9s | %8s |\n' "scenario" "requests/s" "p50" "p99" "non-2xx"
-printf '|%s|%s|%s|%s|%s|\n' "------------------------------" "--------------" "-----------" "-----------" "----------"
+echo "wrk -t2 -c$connections (computed reports: -c1 / -c4 as marked, raw: -c1) -d$duration on 127.0.0.1 ($(nproc) cores shared by wrk, gateway and PostgreSQL)"
+printf '| %-36s | %12s | %9s | %9s | %8s |\n' "scenario" "requests/s" "p50" "p99" "non-2xx"
+printf '|%s|%s|%s|%s|%s|\n' "--------------------------------------" "--------------" "-----------" "-----------" "----------"
 printf '%s\n' "${rows[@]}"
