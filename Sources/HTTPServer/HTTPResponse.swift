@@ -15,14 +15,29 @@ public struct HTTPResponse: Sendable {
     }
 
     public func header(_ name: String) -> String? {
-        let key = name.lowercased()
-        for header in headers where header.name.lowercased() == key { return header.value }
+        for header in headers where HTTPResponse.sameName(header.name, name) { return header.value }
         return nil
     }
 
     public mutating func setHeader(_ name: String, _ value: String) {
-        let key = name.lowercased()
-        headers.removeAll { $0.name.lowercased() == key }
+        headers.removeAll { HTTPResponse.sameName($0.name, name) }
         headers.append((name, value))
+    }
+
+    /// ASCII case-insensitive comparison without allocating (header names are ASCII tokens).
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        var left = a.utf8.makeIterator()
+        var right = b.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil): return true
+            case let (x?, y?):
+                if x == y { continue }
+                let lx = x >= 65 && x <= 90 ? x + 32 : x
+                let ly = y >= 65 && y <= 90 ? y + 32 : y
+                if lx != ly { return false }
+            default: return false
+            }
+        }
     }
 }

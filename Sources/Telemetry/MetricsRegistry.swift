@@ -107,6 +107,15 @@ public final class MetricsRegistry: Sendable {
     }
 
     static func render(_ labels: [(String, String)]) -> String {
+        // Fast path: nothing to escape (route templates, methods, statuses).
+        if labels.allSatisfy({ !$0.1.utf8.contains { $0 == 0x5C || $0 == 0x22 || $0 == 0x0A } }) {
+            var out = ""
+            for (index, label) in labels.enumerated() {
+                if index > 0 { out += "," }
+                out += label.0 + "=\"" + label.1 + "\""
+            }
+            return out
+        }
         var out = ""
         for (index, label) in labels.enumerated() {
             if index > 0 { out += "," }

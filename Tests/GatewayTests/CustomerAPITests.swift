@@ -447,7 +447,8 @@ struct PageResponder: HTTPResponder {
     @Test func previewsAPageWithItsOpenGraphData() async throws {
         let site = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), responder: PageResponder())
         try site.start()
-        try await withGateway(configure: { $0.linkPreviewAllowPrivate = true }) { app in
+        // A generous deadline: the suite runs many servers at once on two cores.
+        try await withGateway(configure: { $0.linkPreviewAllowPrivate = true; $0.linkPreviewTimeoutMilliseconds = 20_000 }) { app in
             let customer = try await Customer.signIn(app)
             let response = try await customer.send("POST", "/v1/link-previews", #"{"url":"http://127.0.0.1:\#(site.port)/hop"}"#)
             #expect(response.status == 200, "\(response.text)")

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import GatewayApp
 import Logging
 import Postgres
@@ -63,10 +66,25 @@ public enum TestPostgres {
         return parts.joined(separator: " ")
     }
 
-    /// A private cluster for tests that stop and start the server; destroyed by the caller.
+    /// A private cluster for tests that stop and start the server; destroyed by the caller. Its port is below the
+    /// kernel's ephemeral range (so no client connection can be holding it) and free when chosen.
     public static func privateCluster() throws -> EmbeddedPostgres {
-        let port = Int.random(in: 40000...49999)
+        var port = Int.random(in: 20000...29999)
+        while !portIsFree(port) { port = Int.random(in: 20000...29999) }
         let directory = NSTemporaryDirectory() + "dg-pg-\(UUID().uuidString.prefix(8))"
         return try EmbeddedPostgres(directory: directory, port: port, durable: false, logger: logger)
     }
+}
+
+func portIsFree(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    } == 0
 }

@@ -16,12 +16,18 @@ final class Authenticator: Sendable {
         self.cacheSeconds = cacheSeconds
     }
 
+    /// The token of `Authorization: Bearer <token>` (scheme case-insensitive), without allocating on the hot path.
     static func bearer(_ request: HTTPRequest) -> String? {
         guard let header = request.header("authorization") else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty || token.count > 200 ? nil : token
+        let utf8 = header.utf8
+        guard utf8.count > 7, utf8.count <= 210 else { return nil }
+        let scheme = utf8.prefix(7)
+        let expected: [UInt8] = Array("bearer ".utf8)
+        for (byte, want) in zip(scheme, expected) where (byte >= 65 && byte <= 90 ? byte + 32 : byte) != want { return nil }
+        var token = Substring(header.dropFirst(7))
+        while token.first == " " { token = token.dropFirst() }
+        while token.last == " " { token = token.dropLast() }
+        return token.isEmpty ? nil : String(token)
     }
 
     static func unauthorized(_ detail: String) -> APIError {
