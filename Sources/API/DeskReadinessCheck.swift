@@ -18,11 +18,9 @@ public struct DeskReadinessCheck: ReadinessCheck {
         }
         let started = ContinuousClock.now
         let outcome = await withDeadline(timeout) { [client] in await client.probe() }
-        let elapsed = ContinuousClock.now - started
-        let millis = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
         switch outcome {
         case .some(nil):
-            return CheckResult(status: .pass, observedValue: (millis * 100).rounded() / 100, observedUnit: "ms")
+            return CheckResult(status: .pass, observedValue: milliseconds(since: started), observedUnit: "ms")
         case .some(.some(let problem)):
             return CheckResult(status: .warn, output: problem)
         case .none:

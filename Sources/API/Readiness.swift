@@ -32,6 +32,13 @@ public protocol ReadinessCheck: Sendable {
     func check() async -> CheckResult
 }
 
+/// Milliseconds since `start`, two decimals.
+func milliseconds(since start: ContinuousClock.Instant) -> Double {
+    let elapsed = ContinuousClock.now - start
+    let millis = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+    return (millis * 100).rounded() / 100
+}
+
 /// Runs `body`, or gives up after `timeout` with nil (the abandoned work finishes in the background).
 public func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async -> T) async -> T? {
     await withTaskGroup(of: T?.self) { group in
@@ -70,11 +77,9 @@ public struct DatabaseReadinessCheck: ReadinessCheck {
                 return "unexpected error"
             }
         }
-        let elapsed = ContinuousClock.now - started
-        let millis = Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000
         switch outcome {
         case .some(.none):
-            return CheckResult(status: .pass, observedValue: (millis * 100).rounded() / 100, observedUnit: "ms")
+            return CheckResult(status: .pass, observedValue: milliseconds(since: started), observedUnit: "ms")
         case .some(.some(let message)):
             return CheckResult(status: .fail, output: message)
         case .none:

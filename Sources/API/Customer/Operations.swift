@@ -3,9 +3,9 @@ import Domain
 import Foundation
 import HTTPServer
 import JSON
-public import Logging
+import Logging
 import Store
-public import Telemetry
+import Telemetry
 
 public struct OutboxSettings: Sendable {
     /// Ceiling of the exponential backoff between delivery attempts.
@@ -70,7 +70,7 @@ final class Operations: Sendable {
             case .delivered(let ticket):
                 return CustomerRoutes.respond(try await tickets.save(ticket, customerId: session.customerId))
             case .failed(let error):
-                throw failure(error, kind: kind, ticketId: ticketId, session: session)
+                throw failure(error, kind: kind)
             case .retry:
                 break
             }
@@ -80,7 +80,7 @@ final class Operations: Sendable {
     }
 
     /// The client-facing error of a permanent refusal (a conflict names the ticket's state now).
-    private func failure(_ error: DomainError, kind: String, ticketId: Int, session: SessionRecord) -> any Error {
+    private func failure(_ error: DomainError, kind: String) -> any Error {
         guard error.code == .conflict else { return error }
         let path = "/" + kind.replacingOccurrences(of: "_", with: "-")
         return APIError(status: 409, code: "ticket_state_conflict", title: "Not allowed in the ticket's state",
