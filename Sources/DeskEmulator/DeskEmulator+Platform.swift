@@ -17,11 +17,7 @@ extension DeskEmulator {
         }
         add("GET", "/tickets") { emulator, request throws(EmulatorFailure) in try emulator.platformTickets(request) }
         add("GET", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
-            let id = try request.intParameter("id")
-            return try emulator.world.withLock { world throws(EmulatorFailure) in
-                guard let ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
-                return EmulatorResponse.json(world.ticketJSON(ticket, platform: true))
-            }
+            try emulator.one(request, \.tickets) { world, ticket in world.ticketJSON(ticket, platform: true) }
         }
         add("GET", "/tickets/{id}/chat_messages") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
@@ -43,21 +39,13 @@ extension DeskEmulator {
             try emulator.platformList(request) { world in world.agents.values.sorted { $0.id < $1.id }.map { world.agentJSON($0) } }
         }
         add("GET", "/agents/{id}") { emulator, request throws(EmulatorFailure) in
-            let id = try request.intParameter("id")
-            return try emulator.world.withLock { world throws(EmulatorFailure) in
-                guard let agent = world.agents[id] else { throw EmulatorFailure.notFound() }
-                return EmulatorResponse.json(world.agentJSON(agent))
-            }
+            try emulator.one(request, \.agents) { world, agent in world.agentJSON(agent) }
         }
         add("GET", "/groups") { emulator, request throws(EmulatorFailure) in
             try emulator.platformList(request) { world in world.teams.values.sorted { $0.id < $1.id }.map { world.teamJSON($0) } }
         }
         add("GET", "/groups/{id}") { emulator, request throws(EmulatorFailure) in
-            let id = try request.intParameter("id")
-            return try emulator.world.withLock { world throws(EmulatorFailure) in
-                guard let team = world.teams[id] else { throw EmulatorFailure.notFound() }
-                return EmulatorResponse.json(world.teamJSON(team, members: true))
-            }
+            try emulator.one(request, \.teams) { world, team in world.teamJSON(team, members: true) }
         }
         add("GET", "/customers") { emulator, request throws(EmulatorFailure) in
             let sendbirdId = request.queryValue("sendbird_id")
@@ -67,11 +55,17 @@ extension DeskEmulator {
             }
         }
         add("GET", "/customers/{id}") { emulator, request throws(EmulatorFailure) in
-            let id = try request.intParameter("id")
-            return try emulator.world.withLock { world throws(EmulatorFailure) in
-                guard let customer = world.customers[id] else { throw EmulatorFailure.notFound() }
-                return EmulatorResponse.json(world.customerJSON(customer))
-            }
+            try emulator.one(request, \.customers) { world, customer in world.customerJSON(customer) }
+        }
+    }
+
+    /// `GET …/{id}`: the object of that id in one of the world's tables, rendered, or 404.
+    func one<Item>(_ request: HTTPRequest, _ table: KeyPath<EmulatorWorld, [Int: Item]>,
+                   _ render: (EmulatorWorld, Item) -> JSONValue) throws(EmulatorFailure) -> HTTPResponse {
+        let id = try request.intParameter("id")
+        return try world.withLock { world throws(EmulatorFailure) in
+            guard let item = world[keyPath: table][id] else { throw EmulatorFailure.notFound() }
+            return EmulatorResponse.json(render(world, item))
         }
     }
 

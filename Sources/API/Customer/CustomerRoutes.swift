@@ -282,14 +282,17 @@ public struct CustomerRoutes: Sendable {
         return try await operations.submit(session: session, ticketId: id, kind: kind, payload: payload)
     }
 
-    static func conflictDetail(_ path: String, _ status: TicketStatus?) -> String {
-        let now = status.map { " The ticket is \($0.rawValue)." } ?? ""
-        if path.hasSuffix("/close") { return "Customers can close only ACTIVE or IDLE tickets." + now }
-        if path.hasSuffix("/reopen") { return "Only CLOSED tickets can be reopened." + now }
-        if path.hasSuffix("/closure-confirmation") { return "The closure inquiry is not WAITING for an answer." + now }
-        if path.hasSuffix("/feedback") { return "The CSAT request is not WAITING for an answer." + now }
-        return "The ticket's state does not allow this change." + now
+    /// What a 409 says for each queued operation kind.
+    static func conflictDetail(kind: String) -> String {
+        switch kind {
+        case "close": return "Customers can close only ACTIVE or IDLE tickets."
+        case "reopen": return "Only CLOSED tickets can be reopened."
+        case "closure_confirmation": return "The closure inquiry is not WAITING for an answer."
+        case "feedback": return "The CSAT request is not WAITING for an answer."
+        default: return "The ticket's state does not allow this change."
+        }
     }
+
 
     /// CSAT feedback: queued for Desk like the other writes and recorded with the agent and team the ticket has at this
     /// moment once Desk has it. A null score is a declined rating: recorded at once (it counts as a response) and not

@@ -82,9 +82,8 @@ final class Operations: Sendable {
     /// The client-facing error of a permanent refusal (a conflict names the ticket's state now).
     private func failure(_ error: DomainError, kind: String) -> any Error {
         guard error.code == .conflict else { return error }
-        let path = "/" + kind.replacingOccurrences(of: "_", with: "-")
         return APIError(status: 409, code: "ticket_state_conflict", title: "Not allowed in the ticket's state",
-                        detail: CustomerRoutes.conflictDetail(path, nil))
+                        detail: CustomerRoutes.conflictDetail(kind: kind))
     }
 
     static func json(_ operation: OutboxOperation) -> JSONValue {
