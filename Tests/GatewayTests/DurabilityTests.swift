@@ -277,7 +277,8 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             let rated = try await httpRequest(port: deskPort, "PATCH", "/sapi/tickets/\(ticket)/edit_message/", headers: [("sendbirdDeskToken", token)],
                                               json: body.serialized())
             #expect(rated.status == 200, "\(rated.text)")
-            let deadline = ContinuousClock.now + .seconds(10)
+            // Desk sends its events one by one (1 s timeout, retries); on a busy machine this one can take a while.
+            let deadline = ContinuousClock.now + .seconds(60)
             var sources: [String] = []
             while ContinuousClock.now < deadline {
                 sources = try await app.pool.query("SELECT source FROM csat_ratings WHERE ticket_id = $1", [ticket]).compactMap { $0[0] }
