@@ -4,7 +4,7 @@ public import HTTPServer
 extension HTTPResponse {
     public static func json(_ value: JSONValue, status: Int = 200, headers: [(name: String, value: String)] = [],
                             contentType: String = "application/json") -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", contentType)] + headers, body: Array(value.serialized().utf8))
+        HTTPResponse(status: status, headers: [("Content-Type", contentType)] + headers, body: value.bytes())
     }
 
     public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {

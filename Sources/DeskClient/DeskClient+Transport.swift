@@ -104,7 +104,7 @@ extension DeskClient {
             }
             request.setValue(token, forHTTPHeaderField: "SENDBIRDDESKAPITOKEN")
         }
-        if let body { request.httpBody = Data(body.serialized().utf8) }
+        if let body { request.httpBody = Data(body.bytes()) }
         return request
     }
 

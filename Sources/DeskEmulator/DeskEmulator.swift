@@ -136,7 +136,7 @@ struct EmulatorFailure: Error {
 
 enum EmulatorResponse {
     static func json(_ value: JSONValue, status: Int = 200) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: Array(value.serialized().utf8))
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: value.bytes())
     }
 
     static func error(_ status: Int, _ detail: String, code: String) -> HTTPResponse {

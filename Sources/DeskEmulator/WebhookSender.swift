@@ -27,7 +27,7 @@ struct WebhookEvent: Sendable {
         var fields: [(String, JSONValue)] = [("eventType", .string(type)), ("eventId", .string(id)),
                                              ("occurredAt", .string(ISOTimestamp.format(occurredAt))), ("data", ticket)]
         if let message { fields.append(("message", message)) }
-        return Array(JSONValue.object(fields).serialized().utf8)
+        return JSONValue.object(fields).bytes()
     }
 }
 

@@ -1,29 +1,79 @@
-/// Minimal JSON string escaping for hand-built lines (logs, small fixed bodies).
+/// JSON string escaping for hand-built lines (logs, small fixed bodies) and for the serializer.
 public enum JSONText {
     public static func append(_ text: String, to out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x2028 || scalar.value == 0x2029 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count + 2)
+        append(text, to: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Escapes at the UTF-8 level: quote, backslash and control characters, plus U+2028/U+2029 (which break
+    /// JavaScript embedding); everything else is copied as is.
+    public static func append(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { utf8 in
+            var runStart = 0
+            var index = 0
+            while index < utf8.count {
+                let byte = utf8[index]
+                let escape: StaticString?
+                var width = 1
+                switch byte {
+                case UInt8(ascii: "\""): escape = "\\\""
+                case UInt8(ascii: "\\"): escape = "\\\\"
+                case UInt8(ascii: "\n"): escape = "\\n"
+                case UInt8(ascii: "\r"): escape = "\\r"
+                case UInt8(ascii: "\t"): escape = "\\t"
+                case 0..<0x20: escape = ""
+                case 0xE2 where index + 2 < utf8.count && utf8[index + 1] == 0x80 && (utf8[index + 2] == 0xA8 || utf8[index + 2] == 0xA9):
+                    escape = utf8[index + 2] == 0xA8 ? "\\u2028" : "\\u2029"
+                    width = 3
+                default: escape = nil
                 }
+                guard let escape else {
+                    index += 1
+                    continue
+                }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                if escape.utf8CodeUnitCount == 0 {
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                            hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                } else {
+                    escape.withUTF8Buffer { out.append(contentsOf: $0) }
+                }
+                index += width
+                runStart = index
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 
     public static func quoted(_ text: String) -> String {
-        var out = ""
+        var out: [UInt8] = []
         append(text, to: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decimal digits without going through String.
+    public static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+        if value == 0 {
+            out.append(UInt8(ascii: "0"))
+            return
+        }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while magnitude > 0 {
+                buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            }
+            if value < 0 { out.append(UInt8(ascii: "-")) }
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(24 - count)...]))
+        }
     }
 }

@@ -45,35 +45,47 @@ public enum JSONValue: Sendable, Equatable {
     public var isNull: Bool { if case .null = self { return true } else { return false } }
 
     public func serialized() -> String {
-        var out = ""
+        String(decoding: bytes(), as: UTF8.self)
+    }
+
+    /// The UTF-8 encoding, written straight into bytes: response bodies are built here, so no intermediate String.
+    public func bytes() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
         write(to: &out)
         return out
     }
 
-    public func write(to out: inout String) {
+    public func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .integer(let i): out += String(i)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .integer(let i): JSONText.appendInteger(Int64(i), to: &out)
         case .number(let d):
-            if d.isFinite { out += d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d) } else { out += "null" }
+            if !d.isFinite {
+                out.append(contentsOf: "null".utf8)
+            } else if d == d.rounded() && abs(d) < 1e15 {
+                JSONText.appendInteger(Int64(d), to: &out)
+            } else {
+                out.append(contentsOf: String(d).utf8)
+            }
         case .string(let s): JSONText.append(s, to: &out)
         case .array(let items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 item.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (index, member) in members.enumerated() {
-                if index > 0 { out += "," }
+                if index > 0 { out.append(UInt8(ascii: ",")) }
                 JSONText.append(member.0, to: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 member.1.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 }

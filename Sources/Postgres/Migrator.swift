@@ -77,6 +77,8 @@ public struct Migrator: Sendable {
                 }
                 do {
                     try connection.transaction { tx in
+                        // A migration that converts data may run longer than any request is allowed to.
+                        try tx.query("SET LOCAL statement_timeout = 0")
                         try tx.execute(script: migration.sql)
                         try tx.query("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
                                      [migration.version, migration.name, checksum])

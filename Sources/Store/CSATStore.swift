@@ -1,4 +1,5 @@
 public import Postgres
+import Reports
 
 /// One rating as it is recorded: the agent, team, channel and priority are those of the ticket when it was rated.
 public struct RatingRecord: Sendable {
@@ -60,7 +61,9 @@ public struct CSATStore: Sendable {
         return true
     }
 
-    /// Adds one request (requests = 1) or one response (score nil = declined) to the daily rollups of every zone.
+    /// Adds one request (requests = 1) or one response (score nil = declined) to the rollups of every zone: the
+    /// full-dimension daily row and the agent × team block of every level, in one statement. Rows are upserted in
+    /// (zone, level) order, so concurrent ratings of one agent queue on the same rows instead of deadlocking.
     static func addToRollups(on tx: PostgresConnection, at time: Double, agentId: Int?, teamId: Int?, channelType: String,
                              priority: String, requests: Int, score: Int?) throws {
         let responses = requests == 0 ? 1 : 0
@@ -69,29 +72,28 @@ public struct CSATStore: Sendable {
         let binds: [any PostgresEncodable] = [time, agentId ?? 0, teamId ?? 0, channelType, priority, requests, responses, scored,
                                               score ?? 0, counts[0], counts[1], counts[2], counts[3], counts[4]]
         try tx.query("""
-            INSERT INTO csat_daily AS d (zone, day, agent_id, team_id, channel_type, priority, requests, responses, scored, score_sum,
-                                         s1, s2, s3, s4, s5)
-            SELECT z.zone, (to_timestamp($1) AT TIME ZONE z.zone)::date, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14
-              FROM report_zones z
-            ON CONFLICT (zone, day, agent_id, team_id, channel_type, priority) DO UPDATE SET
+            WITH days AS (
+                SELECT z.zone, (to_timestamp($1) AT TIME ZONE z.zone)::date AS day FROM report_zones z
+            ), daily AS (
+                INSERT INTO csat_daily AS d (zone, day, agent_id, team_id, channel_type, priority, requests, responses, scored,
+                                             score_sum, s1, s2, s3, s4, s5)
+                SELECT zone, day, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM days ORDER BY zone
+                ON CONFLICT (zone, day, agent_id, team_id, channel_type, priority) DO UPDATE SET
+                    \(Self.addCounts)
+            )
+            INSERT INTO csat_blocks AS d (zone, level, first_day, agent_id, team_id, requests, responses, scored, score_sum,
+                                          s1, s2, s3, s4, s5)
+            SELECT zone, level, \(Self.blockStart("day", "level")), $2, $3, $6, $7, $8, $9, $10, $11, $12, $13, $14
+              FROM days CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
+             ORDER BY zone, level
+            ON CONFLICT (zone, level, first_day, agent_id, team_id) DO UPDATE SET
                 \(Self.addCounts)
             """, binds)
-        try tx.query("""
-            INSERT INTO csat_daily_agent AS d (zone, day, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
-            SELECT z.zone, (to_timestamp($1) AT TIME ZONE z.zone)::date, $2, $3, $6, $7, $8, $9, $10, $11, $12, $13, $14
-              FROM report_zones z
-             WHERE $4::text IS NOT NULL AND $5::text IS NOT NULL
-            ON CONFLICT (zone, day, agent_id, team_id) DO UPDATE SET
-                \(Self.addCounts)
-            """, binds)
-        try tx.query("""
-            INSERT INTO csat_monthly_agent AS d (zone, month, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
-            SELECT z.zone, date_trunc('month', to_timestamp($1) AT TIME ZONE z.zone)::date, $2, $3, $6, $7, $8, $9, $10, $11, $12, $13, $14
-              FROM report_zones z
-             WHERE $4::text IS NOT NULL AND $5::text IS NOT NULL
-            ON CONFLICT (zone, month, agent_id, team_id) DO UPDATE SET
-                \(Self.addCounts)
-            """, binds)
+    }
+
+    /// SQL for the first day of the block of `level` holding `day`.
+    static func blockStart(_ day: String, _ level: String) -> String {
+        "date '1970-01-01' + (((\(day) - date '1970-01-01') >> \(level)) << \(level))"
     }
 
     /// A sync-only rating known from the ticket alone (no message id): skipped when this ticket already has a rating
@@ -123,8 +125,7 @@ public struct CSATStore: Sendable {
                 let marks = try connection.transaction { tx -> (Int, Int) in
                     try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
                     try tx.query("DELETE FROM csat_daily WHERE zone = $1", [zone])
-                    try tx.query("DELETE FROM csat_daily_agent WHERE zone = $1", [zone])
-                    try tx.query("DELETE FROM csat_monthly_agent WHERE zone = $1", [zone])
+                    try tx.query("DELETE FROM csat_blocks WHERE zone = $1", [zone])
                     let row = try tx.query("""
                         INSERT INTO report_zones (zone, last_rating_id, last_request_id)
                         SELECT $1, (SELECT coalesce(max(id), 0) FROM csat_ratings), (SELECT coalesce(max(id), 0) FROM csat_requests)
@@ -148,11 +149,11 @@ public struct CSATStore: Sendable {
     static let zoneLock: Int64 = 0x4445_534B_5A4E // "DESKZN"
 
     /// The `DO UPDATE SET` of every rollup upsert: counts are added, never replaced.
-    static let addResponseCounts = """
-        responses = d.responses + EXCLUDED.responses, scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
+    static let addCounts = """
+        requests = d.requests + EXCLUDED.requests, responses = d.responses + EXCLUDED.responses,
+        scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
         s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
         """
-    static let addCounts = "requests = d.requests + EXCLUDED.requests, " + addResponseCounts
 
     /// Adds the ratings and requests up to the given ids to the zone's rollups (later ones are there already).
     static func backfill(zone: String, lastRating: Int, lastRequest: Int, on tx: PostgresConnection) throws {
@@ -174,43 +175,30 @@ public struct CSATStore: Sendable {
             ON CONFLICT (zone, day, agent_id, team_id, channel_type, priority) DO UPDATE SET
                 \(Self.addCounts)
             """, [zone, lastRating, lastRequest])
+        // Blocks: the daily rows of this zone hold the backfilled events plus those counted live since registration
+        // (which the live path already added to the blocks), so only the backfilled part (ids up to the marks) is
+        // summed here, from the raw tables.
         try tx.query("""
-            INSERT INTO csat_daily_agent AS d (zone, day, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
-            SELECT $1, (rated_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), 0, count(*), count(score),
-                   coalesce(sum(score), 0), count(*) FILTER (WHERE score = 1), count(*) FILTER (WHERE score = 2),
-                   count(*) FILTER (WHERE score = 3), count(*) FILTER (WHERE score = 4), count(*) FILTER (WHERE score = 5)
-              FROM csat_ratings WHERE id <= $2
-             GROUP BY 2, 3, 4
-            ON CONFLICT (zone, day, agent_id, team_id) DO UPDATE SET
-                \(Self.addResponseCounts)
-            """, [zone, lastRating])
-        try tx.query("""
-            INSERT INTO csat_daily_agent AS d (zone, day, agent_id, team_id, requests)
-            SELECT $1, (requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), count(*)
-              FROM csat_requests WHERE id <= $2
-             GROUP BY 2, 3, 4
-            ON CONFLICT (zone, day, agent_id, team_id) DO UPDATE SET requests = d.requests + EXCLUDED.requests
-            """, [zone, lastRequest])
-        // Months: the daily agent rows of this zone hold exactly the backfilled events plus those counted live
-        // since registration, which the live path already added to the months; so only the backfilled part
-        // (ids up to the marks) is summed here, from the raw tables.
-        try tx.query("""
-            INSERT INTO csat_monthly_agent AS d (zone, month, agent_id, team_id, requests, responses, scored, score_sum, s1, s2, s3, s4, s5)
-            SELECT $1, date_trunc('month', rated_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), 0, count(*),
-                   count(score), coalesce(sum(score), 0), count(*) FILTER (WHERE score = 1), count(*) FILTER (WHERE score = 2),
-                   count(*) FILTER (WHERE score = 3), count(*) FILTER (WHERE score = 4), count(*) FILTER (WHERE score = 5)
-              FROM csat_ratings WHERE id <= $2
-             GROUP BY 2, 3, 4
-            ON CONFLICT (zone, month, agent_id, team_id) DO UPDATE SET
-                \(Self.addResponseCounts)
-            """, [zone, lastRating])
-        try tx.query("""
-            INSERT INTO csat_monthly_agent AS d (zone, month, agent_id, team_id, requests)
-            SELECT $1, date_trunc('month', requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), count(*)
-              FROM csat_requests WHERE id <= $2
-             GROUP BY 2, 3, 4
-            ON CONFLICT (zone, month, agent_id, team_id) DO UPDATE SET requests = d.requests + EXCLUDED.requests
-            """, [zone, lastRequest])
+            INSERT INTO csat_blocks AS d (zone, level, first_day, agent_id, team_id, requests, responses, scored, score_sum,
+                                          s1, s2, s3, s4, s5)
+            SELECT $1, level, \(Self.blockStart("day", "level")), agent_id, team_id, sum(requests), sum(responses), sum(scored),
+                   sum(score_sum), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
+              FROM (SELECT (rated_at AT TIME ZONE $1)::date AS day, coalesce(agent_id, 0) AS agent_id, coalesce(team_id, 0) AS team_id,
+                           0 AS requests, count(*) AS responses, count(score) AS scored, coalesce(sum(score), 0) AS score_sum,
+                           count(*) FILTER (WHERE score = 1) AS s1, count(*) FILTER (WHERE score = 2) AS s2,
+                           count(*) FILTER (WHERE score = 3) AS s3, count(*) FILTER (WHERE score = 4) AS s4,
+                           count(*) FILTER (WHERE score = 5) AS s5
+                      FROM csat_ratings WHERE id <= $2
+                     GROUP BY 1, 2, 3
+                    UNION ALL
+                    SELECT (requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), count(*), 0, 0, 0, 0, 0, 0, 0, 0
+                      FROM csat_requests WHERE id <= $3
+                     GROUP BY 1, 2, 3) AS days
+             CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
+             GROUP BY 2, 3, 4, 5
+            ON CONFLICT (zone, level, first_day, agent_id, team_id) DO UPDATE SET
+                \(Self.addCounts)
+            """, [zone, lastRating, lastRequest])
     }
 
     /// Zones whose rollups are complete (reports may read them).

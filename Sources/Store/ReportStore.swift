@@ -1,7 +1,7 @@
 public import Postgres
 public import Reports
 
-/// CSAT report queries: from the daily rollups in a configured zone, or exactly from the raw ratings (through the
+/// CSAT report queries: from the rollups (agent × team blocks, or full-dimension days) in a configured zone, or exactly from the raw ratings (through the
 /// `rated_at` index) in any other zone.
 public struct ReportStore: Sendable {
     let pool: PostgresPool
@@ -45,60 +45,52 @@ public struct ReportStore: Sendable {
 
     static func decodeDate(_ text: String?) -> LocalDate? { text.flatMap(LocalDate.init) }
 
-    /// Whole months inside `from…to` (nil when there is none).
-    static func fullMonths(from: LocalDate, to: LocalDate) -> (first: LocalDate, last: LocalDate)? {
-        let (fy, fm, fd) = from.components
-        var first = LocalDate(year: fy, month: fm, day: 1)
-        if fd != 1 { first = first.adding(days: LocalDate.daysIn(month: fm, year: fy)) }
-        let (ty, tm, td) = to.components
-        let lastOfMonth = LocalDate.daysIn(month: tm, year: ty)
-        let last = td == lastOfMonth ? to : LocalDate(year: ty, month: tm, day: 1).adding(days: -1)
-        return first <= last ? (first, last) : nil
-    }
-
-    /// Sums per group (and bucket) over `from…to` from the rollups of `zone`.
-    public func fromRollups(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket) async throws -> [Entry] {
-        if !p.filtersDimensions, bucket == .none || bucket == .month, let months = Self.fullMonths(from: from, to: to) {
-            return try await fromMonths(p, from: from, to: to, months: months, bucket: bucket)
-        }
+    /// Sums per group (and bucket) over `from…to` from the full-dimension daily rollups of the zone: what a report
+    /// filtered by channel type or priority reads.
+    public func fromDaily(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket) async throws -> [Entry] {
         let group = p.groupBy == .agent ? "agent_id" : "team_id"
-        let table = p.filtersDimensions ? "csat_daily" : "csat_daily_agent"
         var f = Filters(binds: [p.timeZone, from.description, to.description])
         f.addDimensions(p, nullableIds: false)
         let (binds, filters) = (f.binds, f.sql)
         let sql = """
             SELECT \(group), \(Self.bucketSQL(bucket, "day")), sum(requests), sum(responses), sum(scored), sum(score_sum),
                    sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
-              FROM \(table)
+              FROM csat_daily
              WHERE zone = $1 AND day BETWEEN $2::date AND $3::date\(filters)
              GROUP BY 1, 2
             """
         return try await pool.query(sql, binds).map(Self.entry)
     }
 
-    /// Whole months from the monthly table, the partial months at either end from the daily one (two plain ranges,
-    /// so each is an index-only scan of the covering index).
-    func fromMonths(_ p: ReportParameters, from: LocalDate, to: LocalDate, months: (first: LocalDate, last: LocalDate),
-                    bucket: ReportBucket) async throws -> [Entry] {
-        let group = p.groupBy == .agent ? "agent_id" : "team_id"
-        var f = Filters(binds: [p.timeZone, from.description, to.description, months.first.description, months.last.description])
-        f.addDimensions(p, nullableIds: false, dimensions: false)
+    /// Both periods of an unfiltered report from the agent × team blocks, in one query: the current period's sums
+    /// per group and bucket, and the previous period's per group.
+    public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [Entry], previous: [(group: Int, figures: CSATFigures)]) {
+        let group = p.groupBy == .agent ? "b.agent_id" : "b.team_id"
+        var f = Filters(binds: [p.timeZone, plan.parts.map { $0.block.level }, plan.parts.map { $0.block.firstDay.dayNumber },
+                                plan.parts.map { $0.tag }])
+        f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: false)
         let (binds, filters) = (f.binds, f.sql)
-        let columns = "\(group) AS g, requests, responses, scored, score_sum, s1, s2, s3, s4, s5"
         let sql = """
-            SELECT g, \(Self.bucketSQL(bucket, "d")), sum(requests), sum(responses), sum(scored), sum(score_sum),
-                   sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
-              FROM (SELECT month AS d, \(columns) FROM csat_monthly_agent
-                     WHERE zone = $1 AND month BETWEEN $4::date AND $5::date\(filters)
-                    UNION ALL
-                    SELECT day AS d, \(columns) FROM csat_daily_agent
-                     WHERE zone = $1 AND day BETWEEN $2::date AND $4::date - 1\(filters)
-                    UNION ALL
-                    SELECT day AS d, \(columns) FROM csat_daily_agent
-                     WHERE zone = $1 AND day BETWEEN $5::date + 1 AND $3::date\(filters)) AS parts
+            SELECT \(group), q.tag, sum(b.requests), sum(b.responses), sum(b.scored), sum(b.score_sum),
+                   sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)
+              FROM unnest($2::int[], $3::int[], $4::int[]) AS q(level, first_day, tag)
+              JOIN csat_blocks b ON b.zone = $1 AND b.level = q.level AND b.first_day = date '1970-01-01' + q.first_day
+             WHERE true\(filters)
              GROUP BY 1, 2
             """
-        return try await pool.query(sql, binds).map(Self.entry)
+        var current: [Entry] = []
+        var previous: [(group: Int, figures: CSATFigures)] = []
+        for row in try await pool.query(sql, binds) {
+            let group: Int = try row.decode(0)
+            let tag: Int = try row.decode(1)
+            let figures = try Self.figures(row)
+            if tag == BlockPlan.previousTag {
+                previous.append((group, figures))
+            } else if plan.buckets.indices.contains(tag - 1) {
+                current.append((group, plan.buckets[tag - 1], figures))
+            }
+        }
+        return (current, previous)
     }
 
     /// The same sums computed from raw ratings and requests with days cut in `zone`.
@@ -127,10 +119,13 @@ public struct ReportStore: Sendable {
     }
 
     static func entry(_ row: PostgresRow) throws -> Entry {
-        let figures = CSATFigures(requests: try row.decode(2), responses: try row.decode(3), scored: try row.decode(4),
-                                  scoreSum: try row.decode(5),
-                                  distribution: [try row.decode(6), try row.decode(7), try row.decode(8), try row.decode(9), try row.decode(10)])
-        return (try row.decode(0), decodeDate(row[1]), figures)
+        (try row.decode(0), decodeDate(row[1]), try figures(row))
+    }
+
+    /// Columns 2…10: requests, responses, scored, score sum, counts of 1…5.
+    static func figures(_ row: PostgresRow) throws -> CSATFigures {
+        CSATFigures(requests: try row.decode(2), responses: try row.decode(3), scored: try row.decode(4), scoreSum: try row.decode(5),
+                    distribution: [try row.decode(6), try row.decode(7), try row.decode(8), try row.decode(9), try row.decode(10)])
     }
 
     /// Display names of agents or teams (kept current by sync).

@@ -132,12 +132,14 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
             let rollupZones = Self.configuredZones + ["Asia/Kathmandu"]
             let reporter = try await reporter(app)
             let zones = rollupZones + ["Australia/Adelaide", "America/Chicago"]
-            for round in 0..<36 {
+            for round in 0..<48 {
                 let zone = zones[round % zones.count]
                 let groupBy: ReportGroup = round % 2 == 0 ? .agent : .team
                 let bucket = ReportBucket.allCases[(round / 2) % 4]
-                let fromDay = LocalDate("2026-01-01")!.adding(days: Int.random(in: 0...250, using: &generator))
-                let toDay = fromDay.adding(days: Int.random(in: 0...110, using: &generator))
+                // Ranges that start before the data, end after it, and span up to a year, so rollup blocks of every
+                // size (one day to 512 days) are read.
+                let fromDay = LocalDate("2025-09-01")!.adding(days: Int.random(in: 0...450, using: &generator))
+                let toDay = fromDay.adding(days: round % 4 == 3 ? Int.random(in: 200...365, using: &generator) : Int.random(in: 0...110, using: &generator))
                 var query = "?groupBy=\(groupBy.rawValue)&bucket=\(bucket.rawValue)&from=\(fromDay)&to=\(toDay)&tz=\(zone)"
                 var filterAgents: [Int] = [], filterTeams: [Int] = [], filterChannels: [String] = [], filterPriorities: [String] = [], filterScores: [Int] = []
                 switch round % 6 {
@@ -172,6 +174,13 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
                                           bucket: .none, agents: filterAgents, teams: filterTeams, channels: filterChannels,
                                           priorities: filterPriorities, scores: filterScores)
                 #expect(json["previousPeriod"]?["totals"]?["responses"]?.intValue == previous.values.reduce(0) { $0 + $1.responses }, "\(query)")
+                if bucket == .none {
+                    for row in json["rows"]?.arrayValue ?? [] {
+                        let expectedPrevious = previous["\(row["id"]?.intValue ?? 0)|-"] ?? CSATFigures()
+                        #expect(row["previous"]?["responses"]?.intValue == expectedPrevious.responses, "\(query)")
+                        #expect(row["previous"]?["requests"]?.intValue == expectedPrevious.requests, "\(query)")
+                    }
+                }
             }
         }
     }

@@ -70,3 +70,46 @@ import Testing
         #expect(CSV.field("=SUM(A1)") == "'=SUM(A1)")
     }
 }
+
+@Suite struct RollupBlockTests {
+    @Test func coversEveryRangeExactlyWithAlignedBlocks() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let from = LocalDate(dayNumber: Int.random(in: -800...30_000, using: &generator))
+            let to = from.adding(days: Int.random(in: 0...1_500, using: &generator))
+            let blocks = RollupBlocks.cover(from: from, to: to)
+            var next = from
+            for block in blocks {
+                #expect(block.firstDay == next)
+                #expect((0...RollupBlocks.maxLevel).contains(block.level))
+                #expect(RollupBlocks.block(holding: block.firstDay, level: block.level) == block)
+                #expect(RollupBlocks.block(holding: block.lastDay, level: block.level) == block)
+                next = block.lastDay.adding(days: 1)
+            }
+            #expect(next == to.adding(days: 1))
+            // At most two blocks per level, plus the top-level blocks of very long ranges.
+            let topLevel = 1 << RollupBlocks.maxLevel
+            #expect(blocks.count <= 2 * RollupBlocks.maxLevel + (to.dayNumber - from.dayNumber + 1) / topLevel + 2)
+        }
+    }
+
+    @Test func aNinetyDayReportReadsAFewBlocksPerPeriod() throws {
+        func parameters(_ bucket: String) throws -> ReportParameters {
+            try ReportParameters.parse([(name: "from", value: "2026-08-24"), (name: "to", value: "2026-11-21"), (name: "bucket", value: bucket)],
+                                       accept: nil, today: { _ in LocalDate("2026-11-21") }, isKnownZone: { $0 == "UTC" }, maxDays: 366,
+                                       listing: false)
+        }
+        var plan = BlockPlan(try parameters("none"))
+        #expect(plan.buckets == [nil])
+        #expect(plan.parts.count <= 20)
+        #expect(plan.parts.filter { $0.tag == BlockPlan.previousTag }.map { $0.block.firstDay }.first == LocalDate("2026-05-26"))
+        plan = BlockPlan(try parameters("week"))
+        // 2026-08-24 is a Monday: 13 whole weeks (the last one clipped to the range).
+        #expect(plan.buckets.count == 13)
+        #expect(plan.buckets.first == LocalDate("2026-08-24"))
+        for (index, start) in plan.buckets.enumerated() {
+            let days = plan.parts.filter { $0.tag == index + 1 }.map { 1 << $0.block.level }.reduce(0, +)
+            #expect(days == (start! == LocalDate("2026-11-16")! ? 6 : 7))
+        }
+    }
+}

@@ -119,16 +119,10 @@ public struct ReportRoutes: Sendable {
     func computeReport(_ request: HTTPRequest) async throws -> HTTPResponse {
         let p = try parameters(request, listing: false)
         let useRollups = try await rollupZones.contains(p.timeZone)
-        let previous = p.previous
-        async let current = useRollups
-            ? reports.fromRollups(p, from: p.from, to: p.to, bucket: p.bucket)
-            : reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket)
-        async let before = useRollups
-            ? reports.fromRollups(p, from: previous.from, to: previous.to, bucket: .none)
-            : reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none)
         async let names = cache.names(p.groupBy) { try await reports.names(p.groupBy) }
-        let report = CSATReportShaper.shape(parameters: p, source: useRollups ? "rollup" : "raw", current: try await current,
-                                            previous: try await before.map { ($0.group, $0.figures) }, names: try await names)
+        let sums = try await sums(p, useRollups: useRollups)
+        let report = CSATReportShaper.shape(parameters: p, source: useRollups ? "rollup" : "raw", current: sums.current,
+                                            previous: sums.previous, names: try await names)
         var headers: [(name: String, value: String)] = [("X-Report-Source", report.source), ("Cache-Control", "no-cache")]
         if !useRollups {
             headers.append(("Warning", #"199 desk-gateway "time zone not configured for rollups; computed from raw ratings""#))
@@ -139,6 +133,22 @@ public struct ReportRoutes: Sendable {
                                 body: Array(report.csv.utf8))
         }
         return .json(report.json, headers: headers)
+    }
+
+    /// Both periods' sums: one query over the agent × team blocks when the report is not narrowed by channel type
+    /// or priority, else the full-dimension daily rollups (or, outside the rollup zones, the raw ratings) with the two
+    /// periods queried side by side.
+    func sums(_ p: ReportParameters, useRollups: Bool) async throws
+        -> (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)]) {
+        if useRollups && !p.filtersDimensions { return try await reports.fromBlocks(p, plan: BlockPlan(p)) }
+        let previous = p.previous
+        async let current = useRollups
+            ? reports.fromDaily(p, from: p.from, to: p.to, bucket: p.bucket)
+            : reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket)
+        async let before = useRollups
+            ? reports.fromDaily(p, from: previous.from, to: previous.to, bucket: .none)
+            : reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none)
+        return (try await current, try await before.map { ($0.group, $0.figures) })
     }
 
     func responses(_ request: HTTPRequest) async throws -> HTTPResponse {
