@@ -57,6 +57,30 @@ public enum JSONText {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `scaled / 10^decimals` in decimal, trailing zeros of the fraction dropped (`scaled` is not a multiple of
+    /// 10^decimals, so there is a fraction).
+    public static func appendFixed(_ scaled: Int64, decimals: Int, to out: inout [UInt8]) {
+        var divisor: Int64 = 1
+        for _ in 0..<decimals { divisor *= 10 }
+        if scaled < 0 { out.append(UInt8(ascii: "-")) }
+        let magnitude = scaled.magnitude
+        appendInteger(Int64(magnitude / UInt64(divisor)), to: &out)
+        out.append(UInt8(ascii: "."))
+        var fraction = magnitude % UInt64(divisor)
+        var width = decimals
+        while fraction % 10 == 0 {
+            fraction /= 10
+            width -= 1
+        }
+        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
+        var index = out.count - 1
+        while fraction > 0 {
+            out[index] = UInt8(ascii: "0") + UInt8(fraction % 10)
+            fraction /= 10
+            index -= 1
+        }
+    }
+
     /// Decimal digits without going through String.
     public static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
         if value == 0 {

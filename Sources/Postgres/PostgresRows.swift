@@ -22,6 +22,8 @@ public struct PostgresRow: Sendable {
         return values[index]
     }
 
+    /// Inlinable so callers get it specialized for the concrete type (hot in report and list reads).
+    @inlinable
     public func decode<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T {
         guard index < values.count, let text = values[index] else {
             throw PostgresError(code: .decodingFailed, detail: "column \(index) is NULL or missing")

@@ -17,6 +17,16 @@ public struct CSATFigures: Sendable, Equatable {
         self.distribution = distribution
     }
 
+    /// From the counts of each score (the scored count and the score sum follow from them).
+    public init(requests: Int, responses: Int, distribution: [Int]) {
+        var scored = 0, scoreSum = 0
+        for (index, count) in distribution.enumerated() {
+            scored += count
+            scoreSum += (index + 1) * count
+        }
+        self.init(requests: requests, responses: responses, scored: scored, scoreSum: scoreSum, distribution: distribution)
+    }
+
     public mutating func add(_ other: CSATFigures) {
         requests += other.requests
         responses += other.responses
@@ -101,18 +111,24 @@ public enum CSATReportShaper {
 
     public static func shape(parameters: ReportParameters, source: String, current: [(group: Int, bucketStart: LocalDate?, figures: CSATFigures)],
                              previous: [(group: Int, figures: CSATFigures)], names: [Int: String]) -> CSATReport {
-        var merged: [String: CSATRow] = [:]
-        var order: [String] = []
+        struct Key: Hashable {
+            let group: Int
+            let bucket: Int?
+        }
+        var index: [Key: Int] = [:]
+        index.reserveCapacity(current.count)
+        var rows: [CSATRow] = []
         for entry in current {
             let figures = entry.figures.restricted(to: parameters.scores)
             let range = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to) }
-            let key = "\(entry.group)|\(range?.0.dayNumber ?? -1)"
-            if merged[key] == nil {
-                merged[key] = CSATRow(groupId: entry.group, name: name(entry.group, names), bucketStart: range?.0, bucketEnd: range?.1,
-                                      figures: CSATFigures(), previous: nil)
-                order.append(key)
+            let key = Key(group: entry.group, bucket: range?.0.dayNumber)
+            if let at = index[key] {
+                rows[at].figures.add(figures)
+            } else {
+                index[key] = rows.count
+                rows.append(CSATRow(groupId: entry.group, name: name(entry.group, names), bucketStart: range?.0, bucketEnd: range?.1,
+                                    figures: figures, previous: nil))
             }
-            merged[key]!.figures.add(figures)
         }
         var previousByGroup: [Int: CSATFigures] = [:]
         var previousTotals = CSATFigures()
@@ -121,9 +137,8 @@ public enum CSATReportShaper {
             previousByGroup[entry.group, default: CSATFigures()].add(figures)
             previousTotals.add(figures)
         }
-        var rows = order.map { merged[$0]! }
         if parameters.bucket == .none {
-            for index in rows.indices { rows[index].previous = previousByGroup[rows[index].groupId] ?? CSATFigures() }
+            for position in rows.indices { rows[position].previous = previousByGroup[rows[position].groupId] ?? CSATFigures() }
         }
         rows.sort { ($0.name, $0.groupId, $0.bucketStart?.dayNumber ?? 0) < ($1.name, $1.groupId, $1.bucketStart?.dayNumber ?? 0) }
         var totals = CSATFigures()

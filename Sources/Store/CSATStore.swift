@@ -72,22 +72,21 @@ public struct CSATStore: Sendable {
         let binds: [any PostgresEncodable] = [time, agentId ?? 0, teamId ?? 0, channelType, priority, requests, responses, scored,
                                               score ?? 0, counts[0], counts[1], counts[2], counts[3], counts[4]]
         try tx.query("""
-            WITH days AS (
-                SELECT z.zone, (to_timestamp($1) AT TIME ZONE z.zone)::date AS day FROM report_zones z
+            WITH zones AS (
+                SELECT z.zone, z.id, (to_timestamp($1) AT TIME ZONE z.zone)::date AS day FROM report_zones z
             ), daily AS (
                 INSERT INTO csat_daily AS d (zone, day, agent_id, team_id, channel_type, priority, requests, responses, scored,
                                              score_sum, s1, s2, s3, s4, s5)
-                SELECT zone, day, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM days ORDER BY zone
+                SELECT zone, day, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM zones ORDER BY zone
                 ON CONFLICT (zone, day, agent_id, team_id, channel_type, priority) DO UPDATE SET
                     \(Self.addCounts)
             )
-            INSERT INTO csat_blocks AS d (zone, level, first_day, agent_id, team_id, requests, responses, scored, score_sum,
-                                          s1, s2, s3, s4, s5)
-            SELECT zone, level, \(Self.blockStart("day", "level")), $2, $3, $6, $7, $8, $9, $10, $11, $12, $13, $14
-              FROM days CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
-             ORDER BY zone, level
-            ON CONFLICT (zone, level, first_day, agent_id, team_id) DO UPDATE SET
-                \(Self.addCounts)
+            INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, requests, responses, s1, s2, s3, s4, s5)
+            SELECT id, level, \(Self.blockStart("day", "level")), $2, $3, $6, $7, $10, $11, $12, $13, $14
+              FROM zones CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
+             ORDER BY id, level
+            ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET
+                \(Self.addBlockCounts)
             """, binds)
     }
 
@@ -125,7 +124,7 @@ public struct CSATStore: Sendable {
                 let marks = try connection.transaction { tx -> (Int, Int) in
                     try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
                     try tx.query("DELETE FROM csat_daily WHERE zone = $1", [zone])
-                    try tx.query("DELETE FROM csat_blocks WHERE zone = $1", [zone])
+                    try tx.query("DELETE FROM csat_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
                     let row = try tx.query("""
                         INSERT INTO report_zones (zone, last_rating_id, last_request_id)
                         SELECT $1, (SELECT coalesce(max(id), 0) FROM csat_ratings), (SELECT coalesce(max(id), 0) FROM csat_requests)
@@ -148,12 +147,13 @@ public struct CSATStore: Sendable {
 
     static let zoneLock: Int64 = 0x4445_534B_5A4E // "DESKZN"
 
-    /// The `DO UPDATE SET` of every rollup upsert: counts are added, never replaced.
-    static let addCounts = """
-        requests = d.requests + EXCLUDED.requests, responses = d.responses + EXCLUDED.responses,
-        scored = d.scored + EXCLUDED.scored, score_sum = d.score_sum + EXCLUDED.score_sum,
-        s1 = d.s1 + EXCLUDED.s1, s2 = d.s2 + EXCLUDED.s2, s3 = d.s3 + EXCLUDED.s3, s4 = d.s4 + EXCLUDED.s4, s5 = d.s5 + EXCLUDED.s5
-        """
+    /// The `DO UPDATE SET` of the rollup upserts: counts are added, never replaced.
+    static let addCounts = added(["requests", "responses", "scored", "score_sum", "s1", "s2", "s3", "s4", "s5"])
+    static let addBlockCounts = added(["requests", "responses", "s1", "s2", "s3", "s4", "s5"])
+
+    static func added(_ columns: [String]) -> String {
+        columns.map { "\($0) = d.\($0) + EXCLUDED.\($0)" }.joined(separator: ", ")
+    }
 
     /// Adds the ratings and requests up to the given ids to the zone's rollups (later ones are there already).
     static func backfill(zone: String, lastRating: Int, lastRequest: Int, on tx: PostgresConnection) throws {
@@ -179,25 +179,23 @@ public struct CSATStore: Sendable {
         // (which the live path already added to the blocks), so only the backfilled part (ids up to the marks) is
         // summed here, from the raw tables.
         try tx.query("""
-            INSERT INTO csat_blocks AS d (zone, level, first_day, agent_id, team_id, requests, responses, scored, score_sum,
-                                          s1, s2, s3, s4, s5)
-            SELECT $1, level, \(Self.blockStart("day", "level")), agent_id, team_id, sum(requests), sum(responses), sum(scored),
-                   sum(score_sum), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
+            INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, requests, responses, s1, s2, s3, s4, s5)
+            SELECT (SELECT id FROM report_zones WHERE zone = $1), level, \(Self.blockStart("day", "level")), agent_id, team_id,
+                   sum(requests), sum(responses), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
               FROM (SELECT (rated_at AT TIME ZONE $1)::date AS day, coalesce(agent_id, 0) AS agent_id, coalesce(team_id, 0) AS team_id,
-                           0 AS requests, count(*) AS responses, count(score) AS scored, coalesce(sum(score), 0) AS score_sum,
-                           count(*) FILTER (WHERE score = 1) AS s1, count(*) FILTER (WHERE score = 2) AS s2,
-                           count(*) FILTER (WHERE score = 3) AS s3, count(*) FILTER (WHERE score = 4) AS s4,
-                           count(*) FILTER (WHERE score = 5) AS s5
+                           0 AS requests, count(*) AS responses, count(*) FILTER (WHERE score = 1) AS s1,
+                           count(*) FILTER (WHERE score = 2) AS s2, count(*) FILTER (WHERE score = 3) AS s3,
+                           count(*) FILTER (WHERE score = 4) AS s4, count(*) FILTER (WHERE score = 5) AS s5
                       FROM csat_ratings WHERE id <= $2
                      GROUP BY 1, 2, 3
                     UNION ALL
-                    SELECT (requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), count(*), 0, 0, 0, 0, 0, 0, 0, 0
+                    SELECT (requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), count(*), 0, 0, 0, 0, 0, 0
                       FROM csat_requests WHERE id <= $3
                      GROUP BY 1, 2, 3) AS days
              CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
              GROUP BY 2, 3, 4, 5
-            ON CONFLICT (zone, level, first_day, agent_id, team_id) DO UPDATE SET
-                \(Self.addCounts)
+            ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET
+                \(Self.addBlockCounts)
             """, [zone, lastRating, lastRequest])
     }
 

@@ -71,10 +71,10 @@ public struct ReportStore: Sendable {
         f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: false)
         let (binds, filters) = (f.binds, f.sql)
         let sql = """
-            SELECT \(group), q.tag, sum(b.requests), sum(b.responses), sum(b.scored), sum(b.score_sum),
-                   sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)
+            SELECT \(group), q.tag, sum(b.requests), sum(b.responses), sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)
               FROM unnest($2::int[], $3::int[], $4::int[]) AS q(level, first_day, tag)
-              JOIN csat_blocks b ON b.zone = $1 AND b.level = q.level AND b.first_day = date '1970-01-01' + q.first_day
+              JOIN csat_blocks b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
+                                AND b.first_day = date '1970-01-01' + q.first_day
              WHERE true\(filters)
              GROUP BY 1, 2
             """
@@ -83,7 +83,8 @@ public struct ReportStore: Sendable {
         for row in try await pool.query(sql, binds) {
             let group: Int = try row.decode(0)
             let tag: Int = try row.decode(1)
-            let figures = try Self.figures(row)
+            let distribution = [try row.decode(4, as: Int.self), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8)]
+            let figures = CSATFigures(requests: try row.decode(2), responses: try row.decode(3), distribution: distribution)
             if tag == BlockPlan.previousTag {
                 previous.append((group, figures))
             } else if plan.buckets.indices.contains(tag - 1) {

@@ -113,3 +113,36 @@ import Testing
         }
     }
 }
+
+@Suite struct JSONSerializationTests {
+    @Test func numbersWithFewDecimalsReadAsSwiftPrintsThem() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let places = Int.random(in: 0...4, using: &generator)
+            var scale = 1.0
+            for _ in 0..<places { scale *= 10 }
+            let magnitude = [1.0, 100.0, 1e6, 1e8].randomElement(using: &generator)!
+            let value = (Double.random(in: -magnitude...magnitude, using: &generator) * scale).rounded() / scale
+            let text = JSONValue.number(value).serialized()
+            let expected = value == value.rounded() ? String(Int64(value)) : String(value)
+            #expect(text == expected)
+            #expect(try JSONParser.parse(text) == .number(value))
+        }
+        #expect(JSONValue.number(0.1 + 0.2).serialized() == String(0.1 + 0.2))
+        #expect(JSONValue.number(1e-7).serialized() == String(1e-7))
+        #expect(JSONValue.number(.nan).serialized() == "null")
+        #expect(JSONValue.array([.integer(Int.min), .integer(Int.max), .integer(0), .integer(-42)]).serialized()
+                == "[\(Int.min),\(Int.max),0,-42]")
+    }
+
+    @Test func stringsAreEscapedAndRoundTrip() throws {
+        let samples = ["plain", "quote \" and \\ backslash", "line\nbreak\r\ttab", "\u{0}\u{1}\u{1F}", "héllo ☃ 𝄞",
+                       "separators \u{2028}\u{2029}", "", "\u{E2}\u{80}"]
+        for sample in samples {
+            let text = JSONValue.object([(sample, .string(sample))]).serialized()
+            #expect(!text.unicodeScalars.contains { $0.value < 0x20 || $0 == "\u{2028}" || $0 == "\u{2029}" })
+            #expect(try JSONParser.parse(text) == .object([(sample, .string(sample))]))
+        }
+        #expect(JSONValue.string("a\u{1}b\u{2028}").serialized() == #""a\u0001b\u2028""#)
+    }
+}
