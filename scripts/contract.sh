@@ -20,14 +20,35 @@ for _ in $(seq 1 300); do curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>
 
 token=$(curl -fs -X POST "http://127.0.0.1:$port/v1/sessions" -H 'Content-Type: application/json' \
   -d '{"userId":"demo-customer","accessToken":"demo-token"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')
-# A few tickets so reads have something to find.
+# A few tickets so reads have something to find; each is then assigned, closed and rated (through the emulator's
+# control API and the gateway's feedback endpoint), so reports have rows to shape.
+gw_url="http://127.0.0.1:$port"
+desk_url="http://127.0.0.1:$emulator_port"
 for i in 1 2 3; do
-  curl -fs -X POST "http://127.0.0.1:$port/v1/tickets" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
-    -d "{\"title\":\"contract $i\",\"userName\":\"Demo\"}" >/dev/null
+  id=$(curl -fs -X POST "$gw_url/v1/tickets" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+    -d "{\"title\":\"contract $i\",\"userName\":\"Demo\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  curl -fs -X POST "$desk_url/emulator/tickets/$id/customer-message" -d '{"text":"hello"}' >/dev/null
+  curl -fs -X POST "$desk_url/emulator/tickets/$id/assign" -d "{\"agentId\":$((500 + i))}" >/dev/null
+  curl -fs -X POST "$desk_url/emulator/tickets/$id/close" -d '{}' >/dev/null
+  message=$(curl -fs -X POST "$desk_url/emulator/tickets/$id/csat-request" | python3 -c 'import json,sys; print(json.load(sys.stdin)["messageId"])')
+  curl -fs -X POST "$gw_url/v1/tickets/$id/feedback" -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+    -d "{\"messageId\":$message,\"score\":$((2 + i)),\"comment\":\"contract $i\"}" >/dev/null
 done
 
+# Reports take a reporting API key instead of a customer token; the three ratings must be in them.
+key=$(DATABASE_URL="$url" ./.build/debug/desk-gateway api-key create --scope reports --name contract 2>/dev/null | awk '/^key/ {print $2}')
+for _ in $(seq 1 50); do
+  rated=$(curl -fs -H "Authorization: Bearer $key" "$gw_url/v1/reports/csat" | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"]["responses"])')
+  [ "$rated" = 3 ] && break
+  sleep 0.1
+done
+[ "$rated" = 3 ] || { echo "contract: expected the 3 ratings in the report, found $rated"; exit 1; }
+
 # Link previews are left out: with no network here every generated URL would wait for DNS; LinkPreviewTests cover them.
-python3 -m schemathesis.cli run openapi.yaml --url "http://127.0.0.1:$port" -H "Authorization: Bearer $token" \
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
-  --exclude-path /v1/link-previews --exclude-path /v1/sessions/current \
-  --max-examples "${CONTRACT_EXAMPLES:-25}" --request-timeout 10 --workers 2 --generation-deterministic --no-color
+checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance
+common=(--url "http://127.0.0.1:$port" --checks "$checks" --max-examples "${CONTRACT_EXAMPLES:-25}" --request-timeout 10
+        --workers 2 --generation-deterministic --no-color)
+python3 -m schemathesis.cli run openapi.yaml "${common[@]}" -H "Authorization: Bearer $token" \
+  --exclude-path /v1/link-previews --exclude-path /v1/sessions/current --exclude-path-regex '^/v1/reports'
+
+python3 -m schemathesis.cli run openapi.yaml "${common[@]}" -H "Authorization: Bearer $key" --include-path-regex '^/v1/reports'
