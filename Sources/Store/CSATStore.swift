@@ -62,31 +62,28 @@ public struct CSATStore: Sendable {
     }
 
     /// Adds one request (requests = 1) or one response (score nil = declined) to the rollups of every zone: the
-    /// full-dimension daily row and the agent × team block of every level, in one statement. Rows are upserted in
+    /// block of every level, with and without channel type and priority, in one statement. Rows are upserted in
     /// (zone, level) order, so concurrent ratings of one agent queue on the same rows instead of deadlocking.
     static func addToRollups(on tx: PostgresConnection, at time: Double, agentId: Int?, teamId: Int?, channelType: String,
                              priority: String, requests: Int, score: Int?) throws {
-        let responses = requests == 0 ? 1 : 0
-        let scored = score == nil ? 0 : 1
         let counts = (1...5).map { score == $0 ? 1 : 0 }
-        let binds: [any PostgresEncodable] = [time, agentId ?? 0, teamId ?? 0, channelType, priority, requests, responses, scored,
-                                              score ?? 0, counts[0], counts[1], counts[2], counts[3], counts[4]]
+        let binds: [any PostgresEncodable] = [time, agentId ?? 0, teamId ?? 0, channelType, priority, requests, requests == 0 ? 1 : 0,
+                                              counts[0], counts[1], counts[2], counts[3], counts[4]]
         try tx.query("""
-            WITH zones AS (
-                SELECT z.zone, z.id, (to_timestamp($1) AT TIME ZONE z.zone)::date AS day FROM report_zones z
-            ), daily AS (
-                INSERT INTO csat_daily AS d (zone, day, agent_id, team_id, channel_type, priority, requests, responses, scored,
-                                             score_sum, s1, s2, s3, s4, s5)
-                SELECT zone, day, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM zones ORDER BY zone
-                ON CONFLICT (zone, day, agent_id, team_id, channel_type, priority) DO UPDATE SET
+            WITH blocks AS (
+                SELECT z.id, level, \(Self.blockStart("(to_timestamp($1) AT TIME ZONE z.zone)::date", "level")) AS first_day
+                  FROM report_zones z CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
+            ), detail AS (
+                INSERT INTO csat_detail_blocks AS d (zone_id, level, first_day, channel_type, priority, agent_id, team_id,
+                                                     \(Self.countColumns))
+                SELECT id, level, first_day, $4, $5, $2, $3, $6, $7, $8, $9, $10, $11, $12 FROM blocks ORDER BY id, level
+                ON CONFLICT (zone_id, level, first_day, channel_type, priority, agent_id, team_id) DO UPDATE SET
                     \(Self.addCounts)
             )
-            INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, requests, responses, s1, s2, s3, s4, s5)
-            SELECT id, level, \(Self.blockStart("day", "level")), $2, $3, $6, $7, $10, $11, $12, $13, $14
-              FROM zones CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
-             ORDER BY id, level
+            INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, \(Self.countColumns))
+            SELECT id, level, first_day, $2, $3, $6, $7, $8, $9, $10, $11, $12 FROM blocks ORDER BY id, level
             ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET
-                \(Self.addBlockCounts)
+                \(Self.addCounts)
             """, binds)
     }
 
@@ -123,7 +120,7 @@ public struct CSATStore: Sendable {
                 if let done = state.first, try done.decode(0, as: Bool.self) { continue }
                 let marks = try connection.transaction { tx -> (Int, Int) in
                     try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
-                    try tx.query("DELETE FROM csat_daily WHERE zone = $1", [zone])
+                    try tx.query("DELETE FROM csat_detail_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
                     try tx.query("DELETE FROM csat_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
                     let row = try tx.query("""
                         INSERT INTO report_zones (zone, last_rating_id, last_request_id)
@@ -147,56 +144,50 @@ public struct CSATStore: Sendable {
 
     static let zoneLock: Int64 = 0x4445_534B_5A4E // "DESKZN"
 
+    static let countColumns = "requests, responses, s1, s2, s3, s4, s5"
     /// The `DO UPDATE SET` of the rollup upserts: counts are added, never replaced.
-    static let addCounts = added(["requests", "responses", "scored", "score_sum", "s1", "s2", "s3", "s4", "s5"])
-    static let addBlockCounts = added(["requests", "responses", "s1", "s2", "s3", "s4", "s5"])
+    static let addCounts = ["requests", "responses", "s1", "s2", "s3", "s4", "s5"].map { "\($0) = d.\($0) + EXCLUDED.\($0)" }
+        .joined(separator: ", ")
 
-    static func added(_ columns: [String]) -> String {
-        columns.map { "\($0) = d.\($0) + EXCLUDED.\($0)" }.joined(separator: ", ")
-    }
-
-    /// Adds the ratings and requests up to the given ids to the zone's rollups (later ones are there already).
+    /// Adds the ratings and requests up to the given ids to the zone's rollups. Later ones are there already: they
+    /// were counted live from the moment the zone was registered.
     static func backfill(zone: String, lastRating: Int, lastRequest: Int, on tx: PostgresConnection) throws {
+        // Per local day and every dimension first, then spread over the levels.
+        try tx.execute(script: """
+            CREATE TEMPORARY TABLE backfill_days (day date, channel_type text, priority text, agent_id bigint, team_id bigint,
+                                                  requests bigint, responses bigint, s1 bigint, s2 bigint, s3 bigint, s4 bigint,
+                                                  s5 bigint) ON COMMIT DROP
+            """)
         try tx.query("""
-            INSERT INTO csat_daily AS d (zone, day, agent_id, team_id, channel_type, priority, requests, responses, scored, score_sum,
-                                         s1, s2, s3, s4, s5)
-            SELECT $1, day, agent_id, team_id, channel_type, priority, sum(requests), sum(responses), sum(scored), sum(score_sum),
-                   sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
-              FROM (SELECT (rated_at AT TIME ZONE $1)::date AS day, coalesce(agent_id, 0) AS agent_id, coalesce(team_id, 0) AS team_id,
-                           channel_type, priority, 0 AS requests, 1 AS responses, (score IS NOT NULL)::int AS scored,
-                           coalesce(score, 0) AS score_sum, coalesce((score = 1)::int, 0) AS s1, coalesce((score = 2)::int, 0) AS s2,
-                           coalesce((score = 3)::int, 0) AS s3, coalesce((score = 4)::int, 0) AS s4, coalesce((score = 5)::int, 0) AS s5
-                      FROM csat_ratings WHERE id <= $2
-                    UNION ALL
-                    SELECT (requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), channel_type, priority,
-                           1, 0, 0, 0, 0, 0, 0, 0, 0
-                      FROM csat_requests WHERE id <= $3) AS events
-             GROUP BY day, agent_id, team_id, channel_type, priority
-            ON CONFLICT (zone, day, agent_id, team_id, channel_type, priority) DO UPDATE SET
-                \(Self.addCounts)
+            INSERT INTO backfill_days
+            SELECT (rated_at AT TIME ZONE $1)::date AS day, channel_type, priority, coalesce(agent_id, 0) AS agent_id,
+                   coalesce(team_id, 0) AS team_id, 0 AS requests, count(*) AS responses, count(*) FILTER (WHERE score = 1) AS s1,
+                   count(*) FILTER (WHERE score = 2) AS s2, count(*) FILTER (WHERE score = 3) AS s3,
+                   count(*) FILTER (WHERE score = 4) AS s4, count(*) FILTER (WHERE score = 5) AS s5
+              FROM csat_ratings WHERE id <= $2
+             GROUP BY 1, 2, 3, 4, 5
+            UNION ALL
+            SELECT (requested_at AT TIME ZONE $1)::date, channel_type, priority, coalesce(agent_id, 0), coalesce(team_id, 0), count(*),
+                   0, 0, 0, 0, 0, 0
+              FROM csat_requests WHERE id <= $3
+             GROUP BY 1, 2, 3, 4, 5
             """, [zone, lastRating, lastRequest])
-        // Blocks: the daily rows of this zone hold the backfilled events plus those counted live since registration
-        // (which the live path already added to the blocks), so only the backfilled part (ids up to the marks) is
-        // summed here, from the raw tables.
+        let zoneId = "(SELECT id FROM report_zones WHERE zone = $1)"
+        let sums = "sum(requests), sum(responses), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)"
         try tx.query("""
-            INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, requests, responses, s1, s2, s3, s4, s5)
-            SELECT (SELECT id FROM report_zones WHERE zone = $1), level, \(Self.blockStart("day", "level")), agent_id, team_id,
-                   sum(requests), sum(responses), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
-              FROM (SELECT (rated_at AT TIME ZONE $1)::date AS day, coalesce(agent_id, 0) AS agent_id, coalesce(team_id, 0) AS team_id,
-                           0 AS requests, count(*) AS responses, count(*) FILTER (WHERE score = 1) AS s1,
-                           count(*) FILTER (WHERE score = 2) AS s2, count(*) FILTER (WHERE score = 3) AS s3,
-                           count(*) FILTER (WHERE score = 4) AS s4, count(*) FILTER (WHERE score = 5) AS s5
-                      FROM csat_ratings WHERE id <= $2
-                     GROUP BY 1, 2, 3
-                    UNION ALL
-                    SELECT (requested_at AT TIME ZONE $1)::date, coalesce(agent_id, 0), coalesce(team_id, 0), count(*), 0, 0, 0, 0, 0, 0
-                      FROM csat_requests WHERE id <= $3
-                     GROUP BY 1, 2, 3) AS days
-             CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
+            INSERT INTO csat_detail_blocks AS d (zone_id, level, first_day, channel_type, priority, agent_id, team_id, \(Self.countColumns))
+            SELECT \(zoneId), level, \(Self.blockStart("day", "level")), channel_type, priority, agent_id, team_id, \(sums)
+              FROM backfill_days CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
+             GROUP BY 2, 3, 4, 5, 6, 7
+            ON CONFLICT (zone_id, level, first_day, channel_type, priority, agent_id, team_id) DO UPDATE SET \(Self.addCounts)
+            """, [zone])
+        try tx.query("""
+            INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, \(Self.countColumns))
+            SELECT \(zoneId), level, \(Self.blockStart("day", "level")), agent_id, team_id, \(sums)
+              FROM backfill_days CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
              GROUP BY 2, 3, 4, 5
-            ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET
-                \(Self.addBlockCounts)
-            """, [zone, lastRating, lastRequest])
+            ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET \(Self.addCounts)
+            """, [zone])
     }
 
     /// Zones whose rollups are complete (reports may read them).

@@ -1,7 +1,7 @@
 public import Postgres
 public import Reports
 
-/// CSAT report queries: from the rollups (agent × team blocks, or full-dimension days) in a configured zone, or exactly from the raw ratings (through the
+/// CSAT report queries: from the rollup blocks in a configured zone, or exactly from the raw ratings (through the
 /// `rated_at` index) in any other zone.
 public struct ReportStore: Sendable {
     let pool: PostgresPool
@@ -45,35 +45,19 @@ public struct ReportStore: Sendable {
 
     static func decodeDate(_ text: String?) -> LocalDate? { text.flatMap(LocalDate.init) }
 
-    /// Sums per group (and bucket) over `from…to` from the full-dimension daily rollups of the zone: what a report
-    /// filtered by channel type or priority reads.
-    public func fromDaily(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket) async throws -> [Entry] {
-        let group = p.groupBy == .agent ? "agent_id" : "team_id"
-        var f = Filters(binds: [p.timeZone, from.description, to.description])
-        f.addDimensions(p, nullableIds: false)
-        let (binds, filters) = (f.binds, f.sql)
-        let sql = """
-            SELECT \(group), \(Self.bucketSQL(bucket, "day")), sum(requests), sum(responses), sum(scored), sum(score_sum),
-                   sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
-              FROM csat_daily
-             WHERE zone = $1 AND day BETWEEN $2::date AND $3::date\(filters)
-             GROUP BY 1, 2
-            """
-        return try await pool.query(sql, binds).map(Self.entry)
-    }
-
-    /// Both periods of an unfiltered report from the agent × team blocks, in one query: the current period's sums
-    /// per group and bucket, and the previous period's per group.
+    /// Both periods of a report from the zone's rollup blocks, in one query: the current period's sums per group and
+    /// bucket, and the previous period's per group. Reports narrowed by channel type or priority read the detail
+    /// blocks, all others the agent × team ones.
     public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [Entry], previous: [(group: Int, figures: CSATFigures)]) {
         let group = p.groupBy == .agent ? "b.agent_id" : "b.team_id"
         var f = Filters(binds: [p.timeZone, plan.parts.map { $0.block.level }, plan.parts.map { $0.block.firstDay.dayNumber },
                                 plan.parts.map { $0.tag }])
-        f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: false)
+        f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: p.filtersDimensions)
         let (binds, filters) = (f.binds, f.sql)
         let sql = """
             SELECT \(group), q.tag, sum(b.requests), sum(b.responses), sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)
               FROM unnest($2::int[], $3::int[], $4::int[]) AS q(level, first_day, tag)
-              JOIN csat_blocks b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
+              JOIN \(p.filtersDimensions ? "csat_detail_blocks" : "csat_blocks") b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
                                 AND b.first_day = date '1970-01-01' + q.first_day
              WHERE true\(filters)
              GROUP BY 1, 2

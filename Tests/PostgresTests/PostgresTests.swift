@@ -157,33 +157,38 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
-    /// Migration 6 replaced the daily and monthly agent × team rollups with blocks of 2^level days; rollups that
-    /// existed before must arrive whole at every level.
+    /// Migration 6 replaced the daily rollups with blocks of 2^level days; rollups that existed before must arrive
+    /// whole at every level, with and without channel type and priority.
     @Test func existingRollupsAreCarriedIntoBlocks() async throws {
         try await withPool(size: 1) { pool in
             let migrations = try Migration.load(directory: TestPostgres.repositoryRoot + "/sql")
             try await Migrator(pool: pool).migrate(migrations.filter { $0.version < 6 })
-            // Ten days of one agent (responses = day of month) and a request on the last one.
             try await pool.query("INSERT INTO report_zones (zone, backfilled_at) VALUES ('UTC', now())")
+            // Ten days of one agent on two channels (responses = day of month on each) and a request on the last day.
             try await pool.query("""
-                INSERT INTO csat_daily_agent (zone, day, agent_id, team_id, requests, responses, scored, score_sum, s5)
-                SELECT 'UTC', date '2026-01-01' + n - 1, 7, 3, (n = 10)::int, n, n, 5 * n, n FROM generate_series(1, 10) AS n
+                INSERT INTO csat_daily (zone, day, agent_id, team_id, channel_type, priority, requests, responses, scored, score_sum, s5)
+                SELECT 'UTC', date '2026-01-01' + n - 1, 7, 3, channel, 'HIGH', (n = 10 AND channel = 'IOS')::int, n, n, 5 * n, n
+                  FROM generate_series(1, 10) AS n, unnest(ARRAY['IOS', 'WEB']) AS channel
                 """)
             #expect(try await Migrator(pool: pool).migrate(migrations) == [6])
-            let levels = try await pool.query("""
-                SELECT level, count(*), sum(responses), sum(requests), sum(s5), min(first_day)::text FROM csat_blocks
-                 WHERE zone_id = (SELECT id FROM report_zones WHERE zone = 'UTC') AND agent_id = 7 AND team_id = 3 GROUP BY level ORDER BY level
-                """)
-            #expect(levels.rows.count == 10)
-            for row in levels.rows {
-                #expect(try row.decode(2, as: Int.self) == 55)
-                #expect(try row.decode(3, as: Int.self) == 1)
-                #expect(try row.decode(4, as: Int.self) == 55)
+            for (table, filter, responses) in [("csat_blocks", "", 110), ("csat_detail_blocks", " AND channel_type = 'WEB'", 55)] {
+                let levels = try await pool.query("""
+                    SELECT level, sum(responses), sum(requests), sum(s5) FROM \(table)
+                     WHERE zone_id = (SELECT id FROM report_zones WHERE zone = 'UTC') AND agent_id = 7 AND team_id = 3\(filter)
+                     GROUP BY level ORDER BY level
+                    """)
+                #expect(levels.rows.count == 10)
+                for row in levels.rows {
+                    #expect(try row.decode(1, as: Int.self) == responses)
+                    #expect(try row.decode(2, as: Int.self) == (filter.isEmpty ? 1 : 0))
+                    #expect(try row.decode(3, as: Int.self) == responses)
+                }
             }
             // 2026-01-01 is day 20454 since 1970-01-01: its 8-day block starts on day 20448, 2025-12-26.
             let block = try await pool.query("SELECT responses FROM csat_blocks WHERE level = 3 AND first_day = '2025-12-26'")
-            #expect(try block[0].decode(0, as: Int.self) == 1 + 2)
-            #expect(try await pool.query("SELECT to_regclass('csat_daily_agent') IS NULL")[0].decode(0, as: Bool.self))
+            #expect(try block[0].decode(0, as: Int.self) == 2 * (1 + 2))
+            #expect(try await pool.query("SELECT to_regclass('csat_daily') IS NULL AND to_regclass('csat_daily_agent') IS NULL")[0]
+                .decode(0, as: Bool.self))
         }
     }
 }

@@ -135,19 +135,14 @@ public struct ReportRoutes: Sendable {
         return .json(report.json, headers: headers)
     }
 
-    /// Both periods' sums: one query over the agent × team blocks when the report is not narrowed by channel type
-    /// or priority, else the full-dimension daily rollups (or, outside the rollup zones, the raw ratings) with the two
-    /// periods queried side by side.
+    /// Both periods' sums: one query over the rollup blocks in a configured zone, else two exact queries over the raw
+    /// ratings side by side.
     func sums(_ p: ReportParameters, useRollups: Bool) async throws
         -> (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)]) {
-        if useRollups && !p.filtersDimensions { return try await reports.fromBlocks(p, plan: BlockPlan(p)) }
+        if useRollups { return try await reports.fromBlocks(p, plan: BlockPlan(p)) }
         let previous = p.previous
-        async let current = useRollups
-            ? reports.fromDaily(p, from: p.from, to: p.to, bucket: p.bucket)
-            : reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket)
-        async let before = useRollups
-            ? reports.fromDaily(p, from: previous.from, to: previous.to, bucket: .none)
-            : reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none)
+        async let current = reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket)
+        async let before = reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none)
         return (try await current, try await before.map { ($0.group, $0.figures) })
     }
 
