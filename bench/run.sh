@@ -97,6 +97,8 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   scenario "reports agent, UTC (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC" "${auth[@]}"
   scenario "reports team, UTC (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "${auth[@]}"
   scenario "reports agent, Kolkata (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=Asia/Kolkata" "${auth[@]}"
+  scenario "reports agent, 1 channel (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&channelType=SENDBIRD_IOS" "${auth[@]}"
+  scenario "reports agent by week (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&bucket=week" "${auth[@]}"
   connections=4
   scenario "reports agent, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC" "${auth[@]}"
   scenario "reports team, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "${auth[@]}"
