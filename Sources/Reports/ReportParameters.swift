@@ -37,13 +37,16 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     /// ISO weekday, Monday = 1.
     public var weekday: Int { ((dayNumber % 7 + 7 + 3) % 7) + 1 }
 
+    /// YYYY-MM-DD, written digit by digit: bucketed reports print thousands of these.
     public var description: String {
         let (y, m, d) = components
-        return String(format4(y)) + "-" + pad2(m) + "-" + pad2(d)
+        guard (0...9999).contains(y) else { return String(y) + "-" + String(m + 100).dropFirst() + "-" + String(d + 100).dropFirst() }
+        let zero = UInt8(ascii: "0")
+        let bytes: [UInt8] = [zero + UInt8(y / 1000), zero + UInt8(y / 100 % 10), zero + UInt8(y / 10 % 10), zero + UInt8(y % 10),
+                              UInt8(ascii: "-"), zero + UInt8(m / 10), zero + UInt8(m % 10),
+                              UInt8(ascii: "-"), zero + UInt8(d / 10), zero + UInt8(d % 10)]
+        return String(decoding: bytes, as: UTF8.self)
     }
-
-    private func format4(_ value: Int) -> String { String(repeating: "0", count: max(0, 4 - String(value).count)) + String(value) }
-    private func pad2(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
 
     static func days(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
