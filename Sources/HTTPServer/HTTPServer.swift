@@ -4,7 +4,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// An HTTP/1.1 server on libmicrohttpd: internal epoll polling with a thread pool, suspend/resume for async
+/// An HTTP/1.1 server on libmicrohttpd: internal poll() loops in a thread pool, suspend/resume for async
 /// handlers (no libmicrohttpd thread ever waits on Swift work), bounded bodies, and a graceful stop.
 ///
 /// Thread safety: `daemon` is written only by `start` and `stop`, which callers must not race with each other;
@@ -34,7 +34,10 @@ public final class HTTPServer: @unchecked Sendable {
 
     public func start() throws {
         guard daemon == nil else { throw HTTPServerError(code: .alreadyStarted, description: "server already started") }
-        let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue
+        // poll(), not epoll: libmicrohttpd 0.9.75's MHD_quiesce_daemon races its own epoll loop over removing the
+        // listen socket from the epoll set and aborts the process when it loses (seen in a test run). With poll()
+        // quiescing is signalled to each thread through its inter-thread channel instead.
+        let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_POLL.rawValue
             | MHD_ALLOW_SUSPEND_RESUME.rawValue | MHD_USE_ERROR_LOG.rawValue
         let context = Unmanaged.passUnretained(self).toOpaque()
         guard configuration.port >= 0, configuration.port <= 65535 else {
