@@ -10,8 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
+
+from testlib import call, check, summary, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -20,13 +20,9 @@ emulator_port = int(os.environ.get("SCALE_EMULATOR_PORT", "19191"))
 ports = [18191, 18192, 18193]
 out = root / ".build" / "scale-out"
 out.mkdir(parents=True, exist_ok=True)
-results = []
 processes = []
 
 
-def check(name, ok, detail=""):
-    results.append(bool(ok))
-    print(("ok    " if ok else "FAIL  ") + name + ("" if ok or not detail else f": {detail}"), flush=True)
 
 
 def psql(sql, db=None):
@@ -34,19 +30,6 @@ def psql(sql, db=None):
     return subprocess.run(["psql", conninfo, "-tAc", sql], check=True, capture_output=True, text=True).stdout.strip()
 
 
-def call(method, url, body=None, headers=None, timeout=15):
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            text = response.read()
-            return response.status, json.loads(text) if text else None
-    except urllib.error.HTTPError as error:
-        text = error.read()
-        try:
-            return error.code, json.loads(text)
-        except ValueError:
-            return error.code, None
 
 
 def gateway_env(port):
@@ -66,18 +49,6 @@ def start_gateway(index):
     process = subprocess.Popen([str(root / ".build/debug/desk-gateway"), "serve"], env=gateway_env(ports[index]), stdout=log, stderr=log)
     processes.append(process)
     return process
-
-
-def wait_ready(port, seconds=90):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            if call("GET", f"http://127.0.0.1:{port}/readyz", timeout=2)[0] == 200:
-                return True
-        except OSError:
-            pass
-        time.sleep(0.2)
-    return False
 
 
 def wait_outbox_empty(seconds=90):
@@ -121,7 +92,7 @@ try:
     # Three instances start together: the migrations race.
     for index in range(3):
         start_gateway(index)
-    ready = [wait_ready(port) for port in ports]
+    ready = [wait_ready(f"http://127.0.0.1:{port}") for port in ports]
     check("three gateways became ready", all(ready), str(ready))
     migrations = len(list((root / "sql").glob("*.sql")))
     check("every migration applied exactly once", psql("SELECT count(*) FROM schema_migrations", database) == str(migrations))
@@ -242,7 +213,4 @@ finally:
     except subprocess.CalledProcessError:
         pass
 
-passed = sum(results)
-failed = len(results) - passed
-print(f"scale-out: {passed} passed, {failed} failed")
-sys.exit(1 if failed or not results else 0)
+sys.exit(summary("scale-out"))

@@ -49,7 +49,7 @@ extension DeskEmulator {
             let body = try request.jsonBody()
             let keys = body["keys"]?.arrayValue?.compactMap(\.stringValue) ?? []
             let target = body["target"]?.stringValue ?? "ticket"
-            return emulator.world.withLock { world in
+            return try emulator.world.withLock { world in
                 if target == "customer" { world.customerFieldKeys.formUnion(keys) } else { world.ticketFieldKeys.formUnion(keys) }
                 return EmulatorResponse.json(.object([
                     ("ticket", .array(world.ticketFieldKeys.sorted().map(JSONValue.string))),
@@ -59,7 +59,7 @@ extension DeskEmulator {
         }
         add("POST", "/settings") { emulator, request throws(EmulatorFailure) in
             let body = try request.jsonBody()
-            return emulator.world.withLock { world in
+            return try emulator.world.withLock { world in
                 if let value = body["autoCloseOnConfirm"]?.boolValue { world.autoCloseOnConfirm = value }
                 return EmulatorResponse.json(.object([("autoCloseOnConfirm", .bool(world.autoCloseOnConfirm))]))
             }
@@ -92,7 +92,7 @@ extension DeskEmulator {
         }
         add("GET", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
-            return try emulator.world.withLock { world throws(EmulatorFailure) in
+            return try emulator.world.read { world throws(EmulatorFailure) in
                 guard let ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
                 guard case .object(var fields) = world.ticketJSON(ticket, platform: true) else { throw EmulatorFailure.notFound() }
                 fields.append(("messages", .array(ticket.messages.map { world.messageJSON($0, ticket: ticket) })))

@@ -16,7 +16,7 @@ extension DeskEmulator {
         }
         add("PATCH", "/customers/language") { emulator, request throws(EmulatorFailure) in
             let customer = try emulator.session(request)
-            return EmulatorResponse.json(emulator.world.withLock { $0.customerJSON($0.customers[customer]!) })
+            return EmulatorResponse.json(emulator.world.read { $0.customerJSON($0.customers[customer]!) })
         }
         add("POST", "/tickets") { emulator, request throws(EmulatorFailure) in try emulator.createTicket(request) }
         add("GET", "/tickets") { emulator, request throws(EmulatorFailure) in try emulator.listTickets(request) }
@@ -25,7 +25,7 @@ extension DeskEmulator {
         add("GET", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
             let customer = try emulator.session(request)
             let id = try request.intParameter("id")
-            return try emulator.world.withLock { world throws(EmulatorFailure) in
+            return try emulator.world.read { world throws(EmulatorFailure) in
                 guard let ticket = world.tickets[id], ticket.customerId == customer else { throw EmulatorFailure.notFound() }
                 return EmulatorResponse.json(world.ticketJSON(ticket, platform: false))
             }
@@ -47,14 +47,14 @@ extension DeskEmulator {
     /// The customer id behind the request's Desk session token.
     func session(_ request: HTTPRequest) throws(EmulatorFailure) -> Int {
         guard let token = request.header("sendbirddesktoken"), !token.isEmpty,
-              let customer = world.withLock({ $0.sessions[token] }) else { throw EmulatorFailure.unauthorized() }
+              let customer = world.read({ $0.sessions[token] }) else { throw EmulatorFailure.unauthorized() }
         return customer
     }
 
     func ownTicket(_ request: HTTPRequest) throws(EmulatorFailure) -> (customer: Int, ticket: Int) {
         let customer = try session(request)
         let id = try request.intParameter("id")
-        let owned = world.withLock { $0.tickets[id]?.customerId == customer }
+        let owned = world.read { $0.tickets[id]?.customerId == customer }
         guard owned else { throw EmulatorFailure.notFound() }
         return (customer, id)
     }
@@ -81,13 +81,13 @@ extension DeskEmulator {
     }
 
     /// `customFields` arrives as a JSON string of `{key: value}`; keys the project has not registered are ignored.
-    static func parseCustomFields(_ value: JSONValue?, allowed: Set<String>) throws(EmulatorFailure) -> [(key: String, value: String)] {
+    static func parseCustomFields(_ value: JSONValue?, allowed: Set<String>) throws(EmulatorFailure) -> [EmulatedField] {
         guard let value, !value.isNull else { return [] }
         guard let text = value.stringValue else { throw EmulatorFailure.invalid("customFields must be a JSON-encoded string.") }
         let parsed: JSONValue
         do { parsed = try JSONParser.parse(text) } catch { throw EmulatorFailure.invalid("customFields is not valid JSON.") }
         guard let members = parsed.objectValue else { throw EmulatorFailure.invalid("customFields must encode an object.") }
-        var fields: [(key: String, value: String)] = []
+        var fields: [EmulatedField] = []
         for (key, raw) in members where allowed.contains(key) {
             let text: String
             switch raw {
@@ -98,12 +98,12 @@ extension DeskEmulator {
             guard key.count <= DeskLimits.customFieldKeyLength, text.count <= DeskLimits.customFieldValueLength else {
                 throw EmulatorFailure.invalid("Custom field \(key) is too long.")
             }
-            fields.append((key, text))
+            fields.append(EmulatedField(key: key, value: text))
         }
         return fields
     }
 
-    static func merge(_ existing: [(key: String, value: String)], _ updates: [(key: String, value: String)]) -> [(key: String, value: String)] {
+    static func merge(_ existing: [EmulatedField], _ updates: [EmulatedField]) -> [EmulatedField] {
         var result = existing
         for update in updates {
             if let index = result.firstIndex(where: { $0.key == update.key }) { result[index].value = update.value } else { result.append(update) }
@@ -132,9 +132,9 @@ extension DeskEmulator {
     func setCustomerCustomFields(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
         let customer = try session(request)
         let body = try request.jsonBody()
-        let allowed = world.withLock { $0.customerFieldKeys }
+        let allowed = world.read { $0.customerFieldKeys }
         let fields = try Self.parseCustomFields(body["customFields"], allowed: allowed)
-        return world.withLock { world in
+        return try world.withLock { world in
             world.customers[customer]!.customFields = Self.merge(world.customers[customer]!.customFields, fields)
             return EmulatorResponse.json(world.customerJSON(world.customers[customer]!))
         }
@@ -150,7 +150,7 @@ extension DeskEmulator {
         guard title.count <= 255 else { throw EmulatorFailure.invalid("channelName is longer than 255 characters.") }
         let priority = try Self.parsePriority(body["priority"]) ?? .medium
         let related = try Self.parseRelatedChannels(body["relatedChannelUrls"]) ?? []
-        let allowed = world.withLock { $0.ticketFieldKeys }
+        let allowed = world.read { $0.ticketFieldKeys }
         let fields = try Self.parseCustomFields(body["customFields"], allowed: allowed)
         let channelType = body["channelType"]?.stringValue ?? "SENDBIRD_JAVASCRIPT"
         let info = body["info"]?.stringValue ?? "{}"
@@ -192,7 +192,7 @@ extension DeskEmulator {
         let group = request.queryValue("group")
         let fieldFilter = try Self.parseFieldFilter(request.queryValue("customFields"))
         let order = request.queryValue("order") ?? "-created_at"
-        return world.withLock { world in
+        return world.read { world in
             var matches = world.tickets.values.filter { ticket in
                 guard ticket.customerId == customer else { return false }
                 if !legacy.isEmpty, !legacy.contains(ticket.status.legacy),
@@ -252,7 +252,7 @@ extension DeskEmulator {
 
     func countTickets(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
         let customer = try session(request)
-        return world.withLock { world in
+        return world.read { world in
             var counts: [String: Int] = [:]
             for key in ["UNASSIGNED", "ASSIGNED", "CLOSED", "PROACTIVE", "INITIALIZED"] + TicketStatus.allCases.map(\.rawValue) {
                 counts[key] = 0
@@ -271,7 +271,7 @@ extension DeskEmulator {
         let priority = try Self.parsePriority(body["priority"])
         let related = try Self.parseRelatedChannels(body["relatedChannelUrls"])
         guard priority != nil || related != nil else { throw EmulatorFailure.invalid("Send priority or relatedChannelUrls.") }
-        return mutate { world, events in
+        return try mutate { world, events in
             if let priority { world.tickets[id]!.priority = priority }
             if let related { world.tickets[id]!.relatedChannels = related }
             world.tickets[id]!.updatedAt = .nowRounded
@@ -282,9 +282,9 @@ extension DeskEmulator {
     func setTicketCustomFields(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
         let (_, id) = try ownTicket(request)
         let body = try request.jsonBody()
-        let allowed = world.withLock { $0.ticketFieldKeys }
+        let allowed = world.read { $0.ticketFieldKeys }
         let fields = try Self.parseCustomFields(body["customFields"], allowed: allowed)
-        return world.withLock { world in
+        return try world.withLock { world in
             world.tickets[id]!.customFields = Self.merge(world.tickets[id]!.customFields, fields)
             world.tickets[id]!.updatedAt = .nowRounded
             return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))

@@ -21,7 +21,7 @@ extension DeskEmulator {
         }
         add("GET", "/tickets/{id}/chat_messages") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
-            guard let ticket = emulator.world.withLock({ $0.tickets[id] }) else { throw EmulatorFailure.notFound() }
+            guard let ticket = emulator.world.read({ $0.tickets[id] }) else { throw EmulatorFailure.notFound() }
             return try emulator.platformList(request) { world in ticket.messages.map { world.messageJSON($0, ticket: ticket) } }
         }
         add("PATCH", "/tickets/{id}/close") { emulator, request throws(EmulatorFailure) in
@@ -63,7 +63,7 @@ extension DeskEmulator {
     func one<Item>(_ request: HTTPRequest, _ table: KeyPath<EmulatorWorld, [Int: Item]>,
                    _ render: (EmulatorWorld, Item) -> JSONValue) throws(EmulatorFailure) -> HTTPResponse {
         let id = try request.intParameter("id")
-        return try world.withLock { world throws(EmulatorFailure) in
+        return try world.read { world throws(EmulatorFailure) in
             guard let item = world[keyPath: table][id] else { throw EmulatorFailure.notFound() }
             return EmulatorResponse.json(render(world, item))
         }
@@ -72,7 +72,7 @@ extension DeskEmulator {
     func platformList(_ request: HTTPRequest, _ items: (EmulatorWorld) -> [JSONValue]) throws(EmulatorFailure) -> HTTPResponse {
         let limit = try request.intQuery("limit", default: 50, range: 1...500)
         let offset = try request.intQuery("offset", default: 0, range: 0...Int.max)
-        let all = world.withLock { items($0) }
+        let all = world.read { items($0) }
         let page = Array(all.dropFirst(offset).prefix(limit))
         return EmulatorResponse.json(pageJSON(page, count: all.count, limit: limit, offset: offset, request: request))
     }

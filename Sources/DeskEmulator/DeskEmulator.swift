@@ -37,7 +37,7 @@ public struct DeskEmulatorConfiguration: Sendable {
 /// API that plays the agent's and the system's side, in Sendbird's wire format, on the project's own HTTP server.
 public final class DeskEmulator: Sendable {
     public let configuration: DeskEmulatorConfiguration
-    let world: Mutex<EmulatorWorld>
+    let world: WorldCell
     let faults = Mutex(EmulatorFaults())
     let webhooks: WebhookSender
     private let server = Mutex<HTTPServer?>(nil)
@@ -45,9 +45,25 @@ public final class DeskEmulator: Sendable {
     private let responder = ResponderBox()
     let routes: Router<EmulatorHandler>
 
-    public init(configuration: DeskEmulatorConfiguration) {
+    /// An emulator that keeps its state in memory only.
+    public convenience init(configuration: DeskEmulatorConfiguration) {
+        self.init(configuration: configuration, world: EmulatorWorld(appId: configuration.appId, apiToken: configuration.apiToken), store: nil)
+    }
+
+    /// An emulator whose state survives restarts: loaded from `store` if it holds any, otherwise new (and then
+    /// seeded by the caller; `restored` tells which). Every later change is saved before it is acknowledged.
+    public static func persistent(configuration: DeskEmulatorConfiguration,
+                                  store: any EmulatorStateStore) throws -> (emulator: DeskEmulator, restored: Bool) {
+        var world = EmulatorWorld(appId: configuration.appId, apiToken: configuration.apiToken)
+        let records = try store.load()
+        try world.restore(records)
+        if records.isEmpty { try store.save(world.changes(since: EmulatorWorld(appId: world.appId, apiToken: world.apiToken, instanceId: ""))) }
+        return (DeskEmulator(configuration: configuration, world: world, store: store), !records.isEmpty)
+    }
+
+    init(configuration: DeskEmulatorConfiguration, world initial: EmulatorWorld, store: (any EmulatorStateStore)?) {
         self.configuration = configuration
-        world = Mutex(EmulatorWorld(appId: configuration.appId, apiToken: configuration.apiToken))
+        world = WorldCell(initial, store: store)
         webhooks = WebhookSender(urls: configuration.webhookURLs, secret: configuration.webhookSecret)
         var router = Router<EmulatorHandler>()
         Self.addCustomerRoutes(to: &router)
@@ -78,6 +94,8 @@ public final class DeskEmulator: Sendable {
     }
 
     public var port: Int { boundPort.withLock { $0 } }
+    /// Made when this emulator's world was first created; kept with its saved state.
+    public var instanceId: String { world.read { $0.instanceId } }
     public var baseURL: String { "http://\(configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host):\(port)" }
 
     public func setFaults(_ newFaults: EmulatorFaults) { faults.withLock { $0 = newFaults } }
@@ -85,9 +103,9 @@ public final class DeskEmulator: Sendable {
     public func setWebhooks(urls: [String], secret: String) { webhooks.configure(urls: urls, secret: secret) }
 
     /// Runs a change to the world and sends the webhook events it produced, in order.
-    func mutate<T: Sendable, E: Error>(_ body: (inout EmulatorWorld, inout [WebhookEvent]) throws(E) -> T) throws(E) -> T {
+    func mutate<T: Sendable>(_ body: (inout EmulatorWorld, inout [WebhookEvent]) throws(EmulatorFailure) -> T) throws(EmulatorFailure) -> T {
         var events: [WebhookEvent] = []
-        let result = try world.withLock { world throws(E) -> T in try body(&world, &events) }
+        let result = try world.withLock { world throws(EmulatorFailure) -> T in try body(&world, &events) }
         for event in events { webhooks.send(event) }
         return result
     }

@@ -9,7 +9,7 @@ extension EmulatorWorld {
         return .string(ISOTimestamp.format(date.timeIntervalSince1970))
     }
 
-    func customFieldsJSON(_ fields: [(key: String, value: String)]) -> JSONValue {
+    func customFieldsJSON(_ fields: [EmulatedField]) -> JSONValue {
         .array(fields.map { .object([("key", .string($0.key)), ("value", .string($0.value))]) })
     }
 

@@ -1,7 +1,13 @@
 import Domain
 import Foundation
 
-struct EmulatedTeam: Sendable {
+/// One custom field; a list keeps Desk's order.
+struct EmulatedField: Sendable, Codable, Equatable {
+    var key: String
+    var value: String
+}
+
+struct EmulatedTeam: Sendable, Codable, Equatable {
     let id: Int
     var key: String
     var name: String
@@ -9,7 +15,7 @@ struct EmulatedTeam: Sendable {
     let createdAt: Date
 }
 
-struct EmulatedAgent: Sendable {
+struct EmulatedAgent: Sendable, Codable, Equatable {
     let id: Int
     var displayName: String
     var sendbirdId: String
@@ -18,16 +24,16 @@ struct EmulatedAgent: Sendable {
     let createdAt: Date
 }
 
-struct EmulatedCustomer: Sendable {
+struct EmulatedCustomer: Sendable, Codable, Equatable {
     let id: Int
     let sendbirdId: String
     var displayName: String
     var accessToken: String
-    var customFields: [(key: String, value: String)]
+    var customFields: [EmulatedField]
     let createdAt: Date
 }
 
-struct EmulatedMessage: Sendable {
+struct EmulatedMessage: Sendable, Codable, Equatable {
     let messageId: Int
     /// nil for plain text and admin messages.
     let richType: RichMessageType?
@@ -45,7 +51,7 @@ struct EmulatedMessage: Sendable {
     var updatedAt: Date
 }
 
-struct EmulatedTicket: Sendable {
+struct EmulatedTicket: Sendable, Codable, Equatable {
     let id: Int
     var channelName: String
     let channelUrl: String
@@ -56,7 +62,7 @@ struct EmulatedTicket: Sendable {
     var priority: TicketPriority
     var groupId: Int?
     var agentId: Int?
-    var customFields: [(key: String, value: String)]
+    var customFields: [EmulatedField]
     var relatedChannels: [String]
     var info: String
     let createdAt: Date
@@ -74,6 +80,8 @@ struct EmulatedTicket: Sendable {
 struct EmulatorWorld: Sendable {
     var appId: String
     var apiToken: String
+    /// Made when the world is first created and kept with its saved state: a new world is a different Desk.
+    var instanceId = UUID().uuidString.lowercased()
     var project = 1
     var teams: [Int: EmulatedTeam] = [:]
     var agents: [Int: EmulatedAgent] = [:]

@@ -107,7 +107,16 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
     do {
         try await migrate(pool: pool, assets: assets, config: config, logger: logger)
         let metrics = MetricsRegistry()
-        let (desk, emulator) = try startDesk(config, metrics: metrics, logger: logger)
+        let emulatorStore = config.deskEmulatorPersistent ? EmulatorDatabaseStore(configuration: pool.configuration) : nil
+        let (desk, emulator) = try startDesk(config, metrics: metrics, logger: logger, emulatorStore: emulatorStore)
+        do {
+            try await DeskIdentity.verify(DeskIdentity.describe(baseURL: config.deskBaseURL, appId: config.deskAppId,
+                                                                emulatorInstance: emulator?.instanceId),
+                                          pool: pool, allowReset: config.cacheResetOnDeskChange, logger: logger)
+        } catch {
+            await emulator?.stop()
+            throw error
+        }
         let openAPI = try? String(contentsOfFile: assets + "/openapi.yaml", encoding: .utf8)
         var routes = RouteTable()
         OpsRoutes(checks: [DatabaseReadinessCheck(pool: pool), DeskReadinessCheck(client: desk),
@@ -205,8 +214,10 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
     }
 }
 
-/// The Desk client; without DESK_BASE_URL an emulator is started in-process and seeded with the demo data.
-func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger) throws -> (DeskClient, DeskEmulator?) {
+/// The Desk client; without DESK_BASE_URL an emulator is started in-process: restored from `emulatorStore` when it
+/// holds a saved state, otherwise new and seeded with the demo data.
+func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger,
+               emulatorStore: (any EmulatorStateStore)? = nil) throws -> (DeskClient, DeskEmulator?) {
     var baseURL = config.deskBaseURL
     var apiToken = config.deskAPIToken
     var emulator: DeskEmulator?
@@ -217,14 +228,16 @@ func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger
         emulatorConfig.appId = config.deskAppId
         emulatorConfig.apiToken = apiToken ?? "emulator-api-token"
         emulatorConfig.webhookSecret = config.deskWebhookSecret ?? "emulator-webhook-secret"
-        let started = DeskEmulator(configuration: emulatorConfig)
-        try started.seed(json: Array(DeskEmulator.demoSeed.utf8))
+        var started = DeskEmulator(configuration: emulatorConfig)
+        var restored = false
+        if let emulatorStore { (started, restored) = try DeskEmulator.persistent(configuration: emulatorConfig, store: emulatorStore) }
+        if !restored { try started.seed(json: Array(DeskEmulator.demoSeed.utf8)) }
         try started.start()
         baseURL = started.baseURL
         apiToken = emulatorConfig.apiToken
         emulator = started
         logger.notice("no DESK_BASE_URL: running against the embedded Desk emulator (demo data: customer demo-customer / demo-token)",
-                      metadata: ["desk": "\(started.baseURL)"])
+                      metadata: ["desk": "\(started.baseURL)", "state": "\(emulatorStore == nil ? "memory" : restored ? "restored from the database" : "new, kept in the database")"])
     }
     var deskConfig = DeskClientConfiguration(baseURL: baseURL!, appId: config.deskAppId, apiToken: apiToken)
     deskConfig.requestTimeout = .milliseconds(config.deskTimeoutMilliseconds)

@@ -40,6 +40,10 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var deskBreakerCooldownSeconds = 10
     /// Port of the embedded emulator (0: any free port).
     public var deskEmulatorPort = 9090
+    /// Keep the embedded emulator's state in the gateway's database (`database`) or in memory only (`memory`).
+    public var deskEmulatorPersistent = true
+    /// Started against another Desk than the database's cache belongs to: reset the cache instead of refusing to start.
+    public var cacheResetOnDeskChange = false
 
     /// 32-byte key (base64url or base64) sealing Desk session tokens; nil generates one kept in the database.
     public var sessionKey: [UInt8]?
@@ -103,6 +107,12 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         config.deskBreakerThreshold = try reader.int("DESK_BREAKER_THRESHOLD", default: config.deskBreakerThreshold, range: 1...1000)
         config.deskBreakerCooldownSeconds = try reader.int("DESK_BREAKER_COOLDOWN_S", default: config.deskBreakerCooldownSeconds, range: 1...3600)
         config.deskEmulatorPort = try reader.int("DESK_EMULATOR_PORT", default: config.deskEmulatorPort, range: 0...65535)
+        switch try reader.optionalString("DESK_EMULATOR_STATE")?.lowercased() {
+        case nil, "database": config.deskEmulatorPersistent = true
+        case "memory": config.deskEmulatorPersistent = false
+        case let other?: throw ConfigError(variable: "DESK_EMULATOR_STATE", message: "expected database or memory, got '\(other)'")
+        }
+        config.cacheResetOnDeskChange = try reader.bool("CACHE_RESET_ON_DESK_CHANGE", default: false)
         if let text = try reader.optionalString("SESSION_KEY") {
             var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
             while base64.count % 4 != 0 { base64 += "=" }

@@ -20,7 +20,15 @@ public final class PostgresConnection {
                   "-c statement_timeout=\(configuration.statementTimeoutMilliseconds) -c client_min_messages=warning", configuration.applicationName]
     }
 
+    /// A connection outside any pool, for work that must stay synchronous; it connects on first use and again
+    /// after it broke (see `connectIfNeeded`).
+    public static func standalone(_ configuration: PostgresConfiguration) -> PostgresConnection {
+        PostgresConnection(configuration: configuration)
+    }
+
     deinit { close() }
+
+    public func connectIfNeeded() throws { try ensureConnected() }
 
     var isConnected: Bool {
         guard let raw else { return false }

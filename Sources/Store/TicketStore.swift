@@ -57,6 +57,29 @@ public struct TicketRow: Sendable {
     }
 }
 
+/// A cached ticket that Desk reports with another customer or channel than the cache held.
+public struct OwnershipChange: Sendable, Equatable {
+    public let ticketId: Int
+    public let previousCustomerId: Int
+    public let customerId: Int
+    public let previousChannelUrl: String
+    public let channelUrl: String
+
+    public init(ticketId: Int, previousCustomerId: Int, customerId: Int, previousChannelUrl: String, channelUrl: String) {
+        self.ticketId = ticketId
+        self.previousCustomerId = previousCustomerId
+        self.customerId = customerId
+        self.previousChannelUrl = previousChannelUrl
+        self.channelUrl = channelUrl
+    }
+
+    /// Log fields: both values of each (gateway customer ids and channel URLs, no ticket content).
+    public var metadata: [String: String] {
+        ["ticket": "\(ticketId)", "cached_customer": "\(previousCustomerId)", "desk_customer": "\(customerId)",
+         "cached_channel": previousChannelUrl, "desk_channel": channelUrl]
+    }
+}
+
 /// The PostgreSQL ticket cache.
 public struct TicketStore: Sendable {
     let pool: PostgresPool
@@ -76,18 +99,24 @@ public struct TicketStore: Sendable {
                      pendingOperations: try row.decode(7))
     }
 
-    public func upsert(_ rows: [TicketRow]) async throws {
-        guard !rows.isEmpty else { return }
+    /// Writes the rows in one transaction; returns the cached tickets that Desk gave to another customer or channel.
+    @discardableResult
+    public func upsert(_ rows: [TicketRow]) async throws -> [OwnershipChange] {
+        guard !rows.isEmpty else { return [] }
         // A fixed lock order keeps concurrent writers (list refreshes, webhooks) from deadlocking.
         let ordered = rows.sorted { $0.id < $1.id }
-        try await pool.transaction { tx in
-            for row in ordered { try Self.upsert(row, on: tx) }
+        return try await pool.transaction { tx in
+            try ordered.compactMap { row in try Self.upsert(row, on: tx) }
         }
     }
 
     /// Writes one ticket on an open connection (used inside larger transactions too). An older state (by Desk's
-    /// `updatedAt`) never overwrites a newer one, so late or reordered webhooks are harmless.
-    public static func upsert(_ row: TicketRow, on tx: PostgresConnection) throws {
+    /// `updatedAt`) never overwrites a newer one, so late or reordered webhooks are harmless. Desk owns the ticket's
+    /// customer and channel: when they differ from the cached row (the database once cached another Desk, or the
+    /// ticket moved), Desk's values win whatever the timestamps say, a cached row of another id holding the same channel
+    /// is dropped, and the change is returned so the caller can report it.
+    @discardableResult
+    public static func upsert(_ row: TicketRow, on tx: PostgresConnection) throws -> OwnershipChange? {
         if let agentId = row.agentId {
             try tx.query("""
                 INSERT INTO agents (id, display_name, sendbird_id) VALUES ($1, $2, $3)
@@ -96,18 +125,28 @@ public struct TicketStore: Sendable {
                 WHERE agents.display_name IS DISTINCT FROM EXCLUDED.display_name
                 """, [agentId, row.agentName ?? "", row.agentSendbirdId])
         }
-        try tx.query("""
-            INSERT INTO tickets (id, customer_id, channel_url, status, priority, title, team_id, agent_id, custom_fields,
-                                 created_at, updated_at, closed_at, document, desk, fetched_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10), to_timestamp($11), to_timestamp($12),
-                    $13, $14::jsonb, now())
-            ON CONFLICT (id) DO UPDATE SET
-                status = EXCLUDED.status, priority = EXCLUDED.priority, title = EXCLUDED.title, team_id = EXCLUDED.team_id,
-                agent_id = EXCLUDED.agent_id, custom_fields = EXCLUDED.custom_fields, updated_at = EXCLUDED.updated_at,
-                closed_at = EXCLUDED.closed_at, document = EXCLUDED.document, desk = EXCLUDED.desk, fetched_at = now()
-            WHERE tickets.updated_at <= EXCLUDED.updated_at
+        // Its own statement: a unique check does not see a row deleted earlier in the same statement.
+        try tx.query("DELETE FROM tickets WHERE channel_url = $1 AND id <> $2", [row.channelUrl, row.id])
+        let previous = try tx.query("""
+            WITH previous AS (SELECT customer_id, channel_url FROM tickets WHERE id = $1),
+            written AS (
+                INSERT INTO tickets (id, customer_id, channel_url, status, priority, title, team_id, agent_id, custom_fields,
+                                     created_at, updated_at, closed_at, document, desk, fetched_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, to_timestamp($10), to_timestamp($11), to_timestamp($12),
+                        $13, $14::jsonb, now())
+                ON CONFLICT (id) DO UPDATE SET
+                    customer_id = EXCLUDED.customer_id, channel_url = EXCLUDED.channel_url, created_at = EXCLUDED.created_at,
+                    status = EXCLUDED.status, priority = EXCLUDED.priority, title = EXCLUDED.title, team_id = EXCLUDED.team_id,
+                    agent_id = EXCLUDED.agent_id, custom_fields = EXCLUDED.custom_fields, updated_at = EXCLUDED.updated_at,
+                    closed_at = EXCLUDED.closed_at, document = EXCLUDED.document, desk = EXCLUDED.desk, fetched_at = now()
+                WHERE tickets.updated_at <= EXCLUDED.updated_at OR tickets.customer_id <> EXCLUDED.customer_id
+                   OR tickets.channel_url <> EXCLUDED.channel_url)
+            SELECT customer_id, channel_url FROM previous WHERE customer_id <> $2 OR channel_url <> $3
             """, [row.id, row.customerId, row.channelUrl, row.status, row.priority, row.title, row.teamId, row.agentId,
                   row.customFields, row.createdAt, row.updatedAt, row.closedAt, row.document, row.desk])
+        guard let old = previous.first else { return nil }
+        return OwnershipChange(ticketId: row.id, previousCustomerId: try old.decode(0), customerId: row.customerId,
+                               previousChannelUrl: try old.decode(1), channelUrl: row.channelUrl)
     }
 
     public func find(id: Int) async throws -> CachedTicket? {

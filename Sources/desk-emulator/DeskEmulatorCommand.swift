@@ -19,6 +19,8 @@ struct DeskEmulatorCommand: AsyncParsableCommand {
     @Option(help: "Platform API token accepted in SENDBIRDDESKAPITOKEN.") var apiToken = "emulator-api-token"
     @Option(help: "Webhook target URL (repeatable).") var webhookUrl: [String] = []
     @Option(help: "Secret for x-hub-signature.") var webhookSecret = "emulator-webhook-secret"
+    @Option(help: "State file: loaded at start, every change saved before it is acknowledged (without it: memory only). Seeds apply only when the file is new.")
+    var state: String?
 
     func run() async throws {
         signal(SIGPIPE, SIG_IGN)
@@ -29,11 +31,19 @@ struct DeskEmulatorCommand: AsyncParsableCommand {
         configuration.apiToken = apiToken
         configuration.webhookURLs = webhookUrl
         configuration.webhookSecret = webhookSecret
-        let emulator = DeskEmulator(configuration: configuration)
-        if demo { try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8)) }
-        if let seed { try emulator.seed(fromFile: seed) }
+        let emulator: DeskEmulator
+        var restored = false
+        if let state {
+            (emulator, restored) = try DeskEmulator.persistent(configuration: configuration, store: EmulatorFileStore(path: state))
+        } else {
+            emulator = DeskEmulator(configuration: configuration)
+        }
+        if !restored {
+            if demo { try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8)) }
+            if let seed { try emulator.seed(fromFile: seed) }
+        }
         try emulator.start()
-        FileHandle.standardOutput.write(Data("desk-emulator listening on \(emulator.baseURL) (app \(appId)); Ctrl-C stops it\n".utf8))
+        FileHandle.standardOutput.write(Data("desk-emulator listening on \(emulator.baseURL) (app \(appId))\(restored ? ", state restored from " + (state ?? "") : ""); Ctrl-C stops it\n".utf8))
         // Runs until the process is stopped; SIGINT/SIGTERM end it with their default action.
         while true { try await Task.sleep(for: .seconds(3600)) }
     }

@@ -16,7 +16,7 @@ struct DeskGateway: AsyncParsableCommand {
         commandName: "desk-gateway",
         abstract: "REST backend-for-frontend in front of Sendbird Desk.",
         version: gatewayVersion,
-        subcommands: [Serve.self, Migrate.self, Sync.self, ApiKey.self],
+        subcommands: [Serve.self, Migrate.self, Sync.self, ApiKey.self, Cache.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -44,6 +44,11 @@ struct Serve: AsyncParsableCommand {
         let app: GatewayApplication
         do {
             app = try await buildApplication(config, logger: logger)
+        } catch let error as DeskIdentityMismatch {
+            logger.critical("start-up refused: the database belongs to another Desk", metadata: ["recorded": "\(error.recorded)", "configured": "\(error.configured)"])
+            LogSink.standardOutput.flush()
+            FileHandle.standardError.write(Data("desk-gateway: \(error)\n".utf8))
+            throw ExitCode(2)
         } catch {
             logger.critical("start-up failed", metadata: ["error": "\(error)", "detail": "\((error as? PostgresError)?.detail ?? "")"])
             LogSink.standardOutput.flush()
@@ -195,6 +200,22 @@ struct ApiKey: AsyncParsableCommand {
                     throw ExitCode(1)
                 }
                 print("revoked key \(id)")
+            }
+        }
+    }
+}
+
+struct Cache: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Manage the ticket cache.", subcommands: [Reset.self])
+
+    struct Reset: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Forget cached tickets, sessions, queued customer writes, idempotency records, the webhook inbox, the sync position and the recorded Desk identity; CSAT ratings, reports and API keys are kept.")
+
+        func run() async throws {
+            try await oneShot { config, logger in
+                let summary = try await runCacheReset(config, logger: logger)
+                print("cache reset: removed \(summary); the next start records the Desk it is configured for")
             }
         }
     }

@@ -170,7 +170,7 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
                 SELECT 'UTC', date '2026-01-01' + n - 1, 7, 3, channel, 'HIGH', (n = 10 AND channel = 'IOS')::int, n, n, 5 * n, n
                   FROM generate_series(1, 10) AS n, unnest(ARRAY['IOS', 'WEB']) AS channel
                 """)
-            #expect(try await Migrator(pool: pool).migrate(migrations) == [6])
+            #expect(try await Migrator(pool: pool).migrate(migrations.filter { $0.version <= 6 }) == [6])
             for (table, filter, responses) in [("csat_blocks", "", 110), ("csat_detail_blocks", " AND channel_type = 'WEB'", 55)] {
                 let levels = try await pool.query("""
                     SELECT level, sum(responses), sum(requests), sum(s5) FROM \(table)

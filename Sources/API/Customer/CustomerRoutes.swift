@@ -29,7 +29,7 @@ public struct CustomerRoutes: Sendable {
         self.settings = settings
         self.outbox = outbox
         authenticator = Authenticator(store: sessions, cacheSeconds: settings.sessionCacheSeconds)
-        tickets = TicketService(desk: desk, store: ticketStore, settings: settings)
+        tickets = TicketService(desk: desk, store: ticketStore, settings: settings, logger: logger)
         operations = Operations(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, metrics: metrics,
                                 logger: logger, settings: outboxSettings)
     }
@@ -276,9 +276,7 @@ public struct CustomerRoutes: Sendable {
             body = try JSONBody(request)
         }
         let payload = try validate(&body)
-        if let cached = try await tickets.store.find(id: id), cached.customerId != session.customerId {
-            throw APIError.notFound("No ticket has this id.")
-        }
+        try await tickets.confirmOwnership(id, session: session)
         return try await operations.submit(session: session, ticketId: id, kind: kind, payload: payload)
     }
 
@@ -307,6 +305,7 @@ public struct CustomerRoutes: Sendable {
         if !body.has("comment") { body.fail("comment", "is required (a string, or null)") }
         let comment = body.string("comment", maxLength: 1000, allowBlank: true)
         try body.finish()
+        try await tickets.confirmOwnership(id, session: session)
         let snapshot = try await tickets.store.snapshot(ticketId: id)
         if let snapshot, snapshot.customerId != session.customerId { throw APIError.notFound("No ticket has this id.") }
         let now = Date().timeIntervalSince1970

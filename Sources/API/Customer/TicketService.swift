@@ -1,6 +1,7 @@
 import DeskClient
 import Domain
 import Foundation
+import Logging
 import Store
 import Synchronization
 
@@ -57,11 +58,13 @@ final class TicketService: Sendable {
     let memory: TicketMemoryCache
     let teams: TeamDirectory
     let settings: CustomerAPISettings
+    let logger: Logger
 
-    init(desk: DeskClient, store: TicketStore, settings: CustomerAPISettings) {
+    init(desk: DeskClient, store: TicketStore, settings: CustomerAPISettings, logger: Logger) {
         self.desk = desk
         self.store = store
         self.settings = settings
+        self.logger = logger
         memory = TicketMemoryCache()
         teams = TeamDirectory(store: store)
     }
@@ -78,7 +81,7 @@ final class TicketService: Sendable {
     @discardableResult
     func save(_ ticket: DeskTicket, customerId: Int) async throws -> ServedTicket {
         let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current(needing: ticket.groupId))
-        try await store.upsert([row])
+        report(try await store.upsert([row]))
         let pending = try await store.pendingOperations(ticketId: ticket.id)
         memory.put(ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
                    fetchedAt: Self.now(), pending: pending)
@@ -90,8 +93,9 @@ final class TicketService: Sendable {
         if let entry = fastGet(id, customerId: session.customerId) {
             return ServedTicket(body: entry.body, etag: entry.etag, cache: "HIT")
         }
-        let cached = try await store.find(id: id)
-        if let cached, cached.customerId != session.customerId { throw APIError.notFound("No ticket has this id.") }
+        // A row cached for another customer is not proof that this one may not see the ticket (Desk owns ownership:
+        // the cache may hold another Desk's ticket of the same id); Desk is asked, and never the cached row served.
+        let cached = try await store.find(id: id).flatMap { $0.customerId == session.customerId ? $0 : nil }
         if let cached, Self.now() - cached.fetchedAt < settings.cacheTTLSeconds {
             memory.put(id, customerId: cached.customerId, channelUrl: cached.channelUrl, status: cached.status,
                        document: cached.document, fetchedAt: cached.fetchedAt, pending: cached.pendingOperations)
@@ -110,8 +114,7 @@ final class TicketService: Sendable {
     }
 
     func get(channelUrl: String, session: SessionRecord) async throws -> ServedTicket {
-        let cached = try await store.find(channelUrl: channelUrl)
-        if let cached, cached.customerId != session.customerId { throw APIError.notFound("No ticket has this channel URL.") }
+        let cached = try await store.find(channelUrl: channelUrl).flatMap { $0.customerId == session.customerId ? $0 : nil }
         if let cached, Self.now() - cached.fetchedAt < settings.cacheTTLSeconds {
             return ServedTicket(body: TicketDocument.serve(cached.document, stale: false, pending: cached.pendingOperations), etag: nil, cache: "HIT")
         }
@@ -123,6 +126,28 @@ final class TicketService: Sendable {
             return ServedTicket(body: TicketDocument.serve(cached.document, stale: true, pending: cached.pendingOperations), etag: nil, cache: "STALE")
         } catch let error as DomainError where error.code == .notFound {
             throw APIError.notFound("No ticket has this channel URL.")
+        }
+    }
+
+    /// Before a write: a ticket cached for another customer is re-read from Desk with this customer's session, which
+    /// moves it to them if Desk says it is theirs and answers 404 otherwise.
+    func confirmOwnership(_ id: Int, session: SessionRecord) async throws {
+        guard let cached = try await store.find(id: id), cached.customerId != session.customerId else { return }
+        do {
+            let ticket = try await desk.ticket(DeskSession(token: session.deskToken), id: id)
+            try await save(ticket, customerId: session.customerId)
+        } catch let error as DomainError where error.code == .notFound {
+            throw APIError.notFound("No ticket has this id.")
+        }
+        guard try await store.find(id: id)?.customerId == session.customerId else { throw APIError.notFound("No ticket has this id.") }
+    }
+
+    /// Desk gave cached tickets to another customer or channel: worth a warning each time it happens (then the row agrees).
+    func report(_ changes: [OwnershipChange]) {
+        for change in changes {
+            memory.remove(change.ticketId)
+            logger.warning("Desk reports a cached ticket with another customer or channel; the cache now follows Desk",
+                           metadata: change.metadata.mapValues { .string($0) })
         }
     }
 
@@ -142,7 +167,7 @@ final class TicketService: Sendable {
         }
         let directory = await teams.current()
         let rows = tickets.map { TicketDocument.row($0, customerId: session.customerId, teams: directory) }
-        try await store.upsert(rows)
+        report(try await store.upsert(rows))
         for row in rows { memory.remove(row.id) }
         try await store.markSynced(customerId: session.customerId)
         return false

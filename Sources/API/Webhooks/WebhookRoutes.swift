@@ -94,7 +94,7 @@ public struct WebhookRoutes: Sendable {
         let touched = TouchedTickets()
         do {
             let (applied, failed) = try await inbox.process(limit: 50) { event, tx in
-                if let id = try Self.apply(event, teams: teams, on: tx) { touched.add(id) }
+                if let id = try Self.apply(event, teams: teams, logger: logger, on: tx) { touched.add(id) }
             }
             for id in touched.all { customer.forget(ticketId: id) }
             if applied > 0 { metrics.increment("webhook_events_total", [("outcome", "applied")], by: Double(applied)) }
@@ -110,13 +110,16 @@ public struct WebhookRoutes: Sendable {
     }
 
     /// Ticket events refresh the cache; CSAT events record requests and ratings (once, whatever path saw them first).
-    static func apply(_ event: InboxEvent, teams: [Int: (key: String?, name: String)], on tx: PostgresConnection) throws -> Int? {
+    static func apply(_ event: InboxEvent, teams: [Int: (key: String?, name: String)], logger: Logger, on tx: PostgresConnection) throws -> Int? {
         let json = try JSONParser.parse(event.body)
         guard let data = json["data"], data["id"]?.intValue != nil else { return nil }
         let ticket = try DeskTicket(json: data)
         guard let sendbirdId = ticket.customerSendbirdId else { return nil }
         let customerId = try TicketStore.customerId(sendbirdId: sendbirdId, on: tx)
-        try TicketStore.upsert(TicketDocument.row(ticket, customerId: customerId, teams: teams), on: tx)
+        if let moved = try TicketStore.upsert(TicketDocument.row(ticket, customerId: customerId, teams: teams), on: tx) {
+            logger.warning("Desk reports a cached ticket with another customer or channel; the cache now follows Desk",
+                           metadata: moved.metadata.mapValues { .string($0) })
+        }
         if let raw = json["message"], let message = try? DeskMessage(json: raw), message.isCSATRequest {
             let channel = ticket.channelType ?? "UNKNOWN"
             _ = try CSATStore.recordRequest(ticketId: ticket.id, messageId: message.messageId, agentId: ticket.agent?.id,

@@ -1,0 +1,194 @@
+"""State that survives restarts, with real processes: the gateway on its own private PostgreSQL (no DATABASE_URL) and
+the embedded Desk emulator (no DESK_BASE_URL), stopped and started again on the same data folder; then the same data
+folder against another Desk (refused with exit code 2 until `desk-gateway cache reset`).
+Usage: restart_test.py. Prints one line per check and 'restart: N passed, N failed'."""
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from testlib import call, check, summary, wait_ready
+
+root = pathlib.Path(__file__).resolve().parent.parent
+binary = str(root / ".build/debug/desk-gateway")
+data = root / ".build" / "restart-test"
+port = int(os.environ.get("RESTART_PORT", "18291"))
+emulator_port = int(os.environ.get("RESTART_EMULATOR_PORT", "19291"))
+other_desk_port = emulator_port + 1
+gateway = f"http://127.0.0.1:{port}"
+desk = f"http://127.0.0.1:{emulator_port}"
+processes = []
+
+
+
+
+
+
+def environment(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DESK_BASE_URL", "DESK_API_TOKEN", "DESK_WEBHOOK_SECRET")}
+    env.update({
+        "PORT": str(port), "HOST": "127.0.0.1", "EMBEDDED_PG_DIR": str(data / "postgres"),
+        "EMBEDDED_PG_PORT": os.environ.get("RESTART_PG_PORT", "55436"), "DESK_EMULATOR_PORT": str(emulator_port),
+        "LOG_LEVEL": "info", "CACHE_TTL_S": "1", "REPORT_CACHE_S": "0", "SYNC_INTERVAL_S": "0", "SHUTDOWN_DRAIN_S": "5",
+        "RATE_LIMIT_PER_MINUTE": "1000000", "RATE_LIMIT_BURST": "1000000", "ASSETS_DIR": str(root),
+    })
+    env.update(extra)
+    return env
+
+
+def start(run, **extra):
+    log = open(data / f"gateway-{run}.log", "w")
+    process = subprocess.Popen([binary, "serve"], env=environment(**extra), stdout=log, stderr=subprocess.PIPE, text=True)
+    processes.append(process)
+    return process
+
+
+def stop(process):
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return None
+
+
+def sign_in(user, token):
+    status, body = call("POST", f"{gateway}/v1/sessions", {"userId": user, "accessToken": token})
+    assert status == 201 or status == 200, (status, body)
+    return {"Authorization": f"Bearer {body['token']}"}
+
+
+def control(path, body=None):
+    return call("POST", f"{desk}/emulator{path}", body or {})
+
+
+def new_ticket(auth, title):
+    status, ticket = call("POST", f"{gateway}/v1/tickets", {"title": title, "userName": "Restart"}, auth)
+    assert status == 201, (status, ticket)
+    control(f"/tickets/{ticket['id']}/customer-message")
+    control(f"/tickets/{ticket['id']}/assign", {"agentId": 501})
+    return ticket["id"]
+
+
+def rate(auth, ticket, score):
+    """The agent closes and asks for CSAT; the customer answers through the gateway."""
+    control(f"/tickets/{ticket}/close")
+    _, sent = control(f"/tickets/{ticket}/csat-request")
+    return call("POST", f"{gateway}/v1/tickets/{ticket}/feedback", {"messageId": sent["messageId"], "score": score, "comment": "restart"}, auth)
+
+
+def responses(key, expected, seconds=20):
+    deadline = time.time() + seconds
+    count = None
+    while time.time() < deadline:
+        status, report = call("GET", f"{gateway}/v1/reports/csat", headers={"Authorization": f"Bearer {key}"})
+        count = report["totals"]["responses"] if status == 200 else None
+        if count == expected:
+            break
+        time.sleep(0.2)
+    return count
+
+
+def api_key():
+    output = subprocess.run([binary, "api-key", "create", "--scope", "reports", "--name", "restart"], env=environment(),
+                            capture_output=True, text=True, timeout=120).stdout
+    return next(line.split()[1] for line in output.splitlines() if line.startswith("key "))
+
+
+shutil.rmtree(data, ignore_errors=True)
+data.mkdir(parents=True)
+other_desk = None
+try:
+    # Run 1: two customers, each with a rated ticket and an open one.
+    first = start(1)
+    check("first run becomes ready", wait_ready(gateway, 120, first))
+    key = api_key()
+    alice, bob = sign_in("demo-customer", "demo-token"), sign_in("demo-customer-2", "demo-token-2")
+    alice_rated, alice_open = new_ticket(alice, "alice rated"), new_ticket(alice, "alice open")
+    bob_rated, bob_later = new_ticket(bob, "bob rated"), new_ticket(bob, "bob rated later")
+    check("first-run ratings answered 200", [rate(alice, alice_rated, 5)[0], rate(bob, bob_rated, 2)[0]] == [200, 200])
+    check("first-run report counts 2 responses", responses(key, 2) == 2)
+    first_ids = {alice_rated, alice_open, bob_rated, bob_later}
+    check("first run stops cleanly", stop(first) == 0)
+
+    # Run 2: same data folder.
+    second = start(2)
+    check("second run becomes ready", wait_ready(gateway, 120, second))
+    log = (data / "gateway-2.log").read_text()
+    check("embedded emulator state restored", "restored from the database" in log)
+    for ticket, auth in [(alice_rated, alice), (alice_open, alice), (bob_rated, bob), (bob_later, bob)]:
+        status, body = call("GET", f"{gateway}/v1/tickets/{ticket}", headers=auth)
+        check(f"ticket {ticket} reads after the restart with the first run's session", status == 200 and body["id"] == ticket, f"{status} {body}")
+    status, body = call("POST", f"{gateway}/v1/tickets/{alice_open}/close", {}, alice)
+    check("an earlier ticket closes", status == 200 and body["status"] == "CLOSED", f"{status} {body}")
+    status, body = call("POST", f"{gateway}/v1/tickets/{alice_open}/reopen", {}, alice)
+    check("and reopens", status == 200 and body["status"] != "CLOSED", f"{status} {body}")
+    status, _ = rate(bob, bob_later, 4)
+    check("an earlier ticket is rated", status == 200, status)
+
+    control("/customers", {"sendbirdId": "restart-new", "accessToken": "restart-token", "displayName": "New"})
+    carol = sign_in("restart-new", "restart-token")
+    carol_ticket = new_ticket(carol, "carol after restart")
+    check("a new customer's ticket gets a new id", carol_ticket not in first_ids and carol_ticket > max(first_ids), carol_ticket)
+    status, body = call("GET", f"{gateway}/v1/tickets/{carol_ticket}", headers=carol)
+    check("the new ticket reads", status == 200 and body["id"] == carol_ticket, f"{status} {body}")
+    status, body = call("GET", f"{gateway}/v1/tickets?status=all", headers=carol)
+    check("the new customer's list holds it", status == 200 and [t["id"] for t in body["items"]] == [carol_ticket], f"{status} {body}")
+    status, body = call("GET", f"{gateway}/v1/tickets/open-count", headers=carol)
+    check("the new customer's open count is 1", status == 200 and body.get("count") == 1, f"{status} {body}")
+    status, body = call("PATCH", f"{gateway}/v1/tickets/{carol_ticket}/custom-fields", {"customFields": {"product": "restart"}}, carol)
+    check("the new ticket takes custom fields", status == 200, f"{status} {body}")
+    status, _ = rate(carol, carol_ticket, 3)
+    check("the new ticket is rated", status == 200, status)
+    check("the report counts every rating once (4)", responses(key, 4) == 4)
+    check("second run stops cleanly", stop(second) == 0)
+
+    # The same data folder against another Desk: refused until the cache is reset.
+    other_log = open(data / "other-desk.log", "w")
+    other_desk = subprocess.Popen([str(root / ".build/debug/desk-emulator"), "--port", str(other_desk_port), "--demo"],
+                                  stdout=other_log, stderr=other_log)
+    processes.append(other_desk)
+    time.sleep(0.5)
+    other = {"DESK_BASE_URL": f"http://127.0.0.1:{other_desk_port}", "DESK_APP_ID": "emulated-app",
+             "DESK_API_TOKEN": "emulator-api-token", "DESK_WEBHOOK_SECRET": "emulator-webhook-secret"}
+    refused = start(3, **other)
+    try:
+        code = refused.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        refused.kill()
+        code = None
+    message = refused.stderr.read()
+    check("another Desk on the same database exits with code 2", code == 2, code)
+    check("the message names both Desks and the way out",
+          "embedded emulator" in message and f"http://127.0.0.1:{other_desk_port} (app emulated-app)" in message
+          and "desk-gateway cache reset" in message, message)
+    reset = subprocess.run([binary, "cache", "reset"], env=environment(**other), capture_output=True, text=True, timeout=120)
+    check("desk-gateway cache reset succeeds", reset.returncode == 0 and "cache reset: removed" in reset.stdout, reset.stdout + reset.stderr)
+    after = start(4, **other)
+    check("after the reset the gateway starts against the other Desk", wait_ready(gateway, 120, after))
+    desk = f"http://127.0.0.1:{other_desk_port}"
+    alice = sign_in("demo-customer", "demo-token")
+    fresh = new_ticket(alice, "other desk")
+    status, body = call("GET", f"{gateway}/v1/tickets/{fresh}", headers=alice)
+    check("the other Desk's ticket reads", status == 200 and body["title"] == "other desk", f"{status} {body}")
+    check("ratings survive the reset (report still counts 4)", responses(key, 4) == 4)
+    check("the last run stops cleanly", stop(after) == 0)
+finally:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    # A gateway killed above may have left its private cluster running.
+    pg_bin = sorted(pathlib.Path("/usr/lib/postgresql").glob("*/bin"))
+    cluster = data / "postgres" / "data"
+    if pg_bin and cluster.exists():
+        command = [str(pg_bin[-1] / "pg_ctl"), "-D", str(cluster), "-m", "immediate", "stop"]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "postgres", "--"] + command
+        subprocess.run(command, capture_output=True)
+
+sys.exit(summary("restart"))

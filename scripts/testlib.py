@@ -1,0 +1,48 @@
+"""Helpers shared by the process-level test scripts (scale_out.py, restart_test.py): JSON over HTTP and check lines."""
+import json
+import time
+import urllib.error
+import urllib.request
+
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(bool(ok))
+    print(("ok    " if ok else "FAIL  ") + name + ("" if ok or not detail else f": {detail}"), flush=True)
+
+
+def call(method, url, body=None, headers=None, timeout=15):
+    """(status, parsed JSON or None) of one request; HTTP errors are answers too."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            text = response.read()
+            return response.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as error:
+        text = error.read()
+        try:
+            return error.code, json.loads(text)
+        except ValueError:
+            return error.code, None
+
+
+def wait_ready(base_url, seconds=90, process=None):
+    """True once GET /readyz answers 200; False after `seconds` or as soon as `process` has exited."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and (process is None or process.poll() is None):
+        try:
+            if call("GET", f"{base_url}/readyz", timeout=2)[0] == 200:
+                return True
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def summary(name):
+    """Prints 'NAME: N passed, N failed' and gives the exit code."""
+    passed, failed = results.count(True), results.count(False)
+    print(f"{name}: {passed} passed, {failed} failed")
+    return 1 if failed or not results else 0
