@@ -16,9 +16,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
-        // C is fenced into these two system-library targets; only HTTPServer and Postgres import them.
+        // C is fenced into these system-library targets; only HTTPServer, Postgres and API's PageFetch import them.
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // libcurl's easy API for link previews: a write callback that can stop a transfer, and pinned addresses.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
@@ -34,7 +36,7 @@ let package = Package(
         .target(name: "Telemetry", dependencies: ["JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "Store", dependencies: ["Postgres", "JSON", "Domain", "Reports", .product(name: "Crypto", package: "swift-crypto")],
                 swiftSettings: strict),
-        .target(name: "API", dependencies: ["Store", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Postgres", "Telemetry", "JSON", "Domain", "DeskClient",
+        .target(name: "API", dependencies: ["CCurl", "Store", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Postgres", "Telemetry", "JSON", "Domain", "DeskClient",
                                             .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "GatewayApp", dependencies: ["API", "Store", "HTTPServer", "Postgres", "Telemetry", "DeskClient", "DeskEmulator", "Domain",
                                                    .product(name: "Logging", package: "swift-log")], swiftSettings: strict),

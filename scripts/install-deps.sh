@@ -2,7 +2,7 @@
 # Installs what the gateway needs on Debian, only when something is missing (idempotent, quiet when all is there).
 set -euo pipefail
 
-packages=(libmicrohttpd-dev libpq-dev postgresql postgresql-contrib postgresql-client pkg-config wrk curl python3-pip)
+packages=(libmicrohttpd-dev libpq-dev libcurl4-openssl-dev postgresql postgresql-contrib postgresql-client pkg-config wrk curl python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -9,10 +9,12 @@ public struct OpsRoutes: Sendable {
     let metrics: MetricsRegistry
     let openAPIDocument: String?
     let version: String
+    let watchdog: Watchdog?
 
     public init(checks: [any ReadinessCheck], metrics: MetricsRegistry, pool: PostgresPool?, openAPIDocument: String?,
-                version: String) {
+                version: String, watchdog: Watchdog? = nil) {
         self.checks = checks
+        self.watchdog = watchdog
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
         self.version = version
@@ -30,7 +32,12 @@ public struct OpsRoutes: Sendable {
     public func register(in routes: inout RouteTable) {
         let live = HTTPResponse(status: 200, headers: [("Content-Type", "application/health+json"), ("Cache-Control", "no-store")],
                                 body: Array(#"{"status":"pass"}"#.utf8))
-        routes.add("GET", "/livez", .sync { _, _ in live })
+        routes.add("GET", "/livez", .sync { [watchdog] _, _ in
+            guard let watchdog, watchdog.isStalled else { return live }
+            let seconds = Int(watchdog.silence.components.seconds)
+            return HTTPResponse(status: 503, headers: [("Content-Type", "application/health+json"), ("Cache-Control", "no-store")],
+                                body: Array(#"{"status":"fail","output":"async work has made no progress for \#(seconds) s"}"#.utf8))
+        })
         routes.add("GET", "/readyz", .async { _, _ in await readiness() })
         routes.add("GET", "/metrics", .sync { [metrics] _, _ in
             .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")

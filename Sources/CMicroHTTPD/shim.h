@@ -8,6 +8,24 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
+/* A new connection gets `request_timeout` (cls) seconds of silence, not the idle timeout, until its first request's
+   headers are in (dg_mhd_set_timeout then restores the idle timeout): connections that never send a request, or send it
+   a byte at a time, are dropped sooner than idle keep-alive ones. 0 keeps the daemon's timeout. */
+static inline void dg_mhd_connection_started(void *cls, struct MHD_Connection *connection, void **socket_context,
+                                             enum MHD_ConnectionNotificationCode code)
+{
+    (void) socket_context;
+    unsigned int timeout = (unsigned int) (uintptr_t) cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED && timeout > 0)
+        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, timeout);
+}
+
+/* MHD_set_connection_option is C-variadic too. */
+static inline void dg_mhd_set_timeout(struct MHD_Connection *connection, unsigned int seconds)
+{
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
+}
+
 /* MHD_start_daemon is C-variadic, which Swift cannot call; this fixed-arity wrapper passes each option with the
    exact type MHD reads through va_arg. Returns NULL when the host is not an IPv4 literal or MHD refuses to start. */
 static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *host, uint16_t port,
@@ -15,7 +33,8 @@ static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *ho
                                               MHD_RequestCompletedCallback completed, void *completed_cls,
                                               unsigned int threads, unsigned int connection_timeout,
                                               unsigned int connection_limit, size_t memory_limit,
-                                              unsigned int listen_backlog)
+                                              unsigned int listen_backlog, unsigned int per_ip_limit,
+                                              unsigned int request_timeout)
 {
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof(addr));
@@ -27,6 +46,8 @@ static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *ho
                             MHD_OPTION_THREAD_POOL_SIZE, threads,
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
+                            MHD_OPTION_NOTIFY_CONNECTION, dg_mhd_connection_started, (void *) (uintptr_t) request_timeout,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
                             MHD_OPTION_SOCK_ADDR, (const struct sockaddr *) &addr,

@@ -119,10 +119,11 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         }
         let openAPI = try? String(contentsOfFile: assets + "/openapi.yaml", encoding: .utf8)
         var routes = RouteTable()
+        let watchdog = Watchdog(stallLimit: .seconds(config.livenessStallSeconds))
         OpsRoutes(checks: [DatabaseReadinessCheck(pool: pool), DeskReadinessCheck(client: desk),
                            OutboxReadinessCheck(outbox: OutboxStore(pool: pool), warnAgeSeconds: Double(config.outboxWarnAgeSeconds))],
                   metrics: metrics, pool: pool,
-                  openAPIDocument: openAPI, version: gatewayVersion).register(in: &routes)
+                  openAPIDocument: openAPI, version: gatewayVersion, watchdog: watchdog).register(in: &routes)
         let (sessionKey, generated) = try await SessionStore.sessionKey(configured: config.sessionKey, pool: pool)
         if generated {
             logger.warning("SESSION_KEY is not set: Desk session tokens are sealed with a key kept in the database; set SESSION_KEY in production")
@@ -136,6 +137,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         previewSettings.allowPrivateAddresses = config.linkPreviewAllowPrivate
         previewSettings.timeout = .milliseconds(config.linkPreviewTimeoutMilliseconds)
         previewSettings.maxBytes = config.linkPreviewMaxBytes
+        previewSettings.concurrency = config.linkPreviewConcurrency
         let ticketStore = TicketStore(pool: pool)
         // Team names for ticket documents (the sync job keeps them current later); Desk gets two seconds at start-up.
         _ = await withDeadline(.seconds(2)) {
@@ -175,7 +177,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)),
                      settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool)).register(in: &routes)
         let sync = DeskSync(desk: desk, pool: pool, logger: logger)
-        var background: [Task<Void, Never>] = [zoneBackfill]
+        var background: [Task<Void, Never>] = [zoneBackfill, Task { await watchdog.run() }]
         background.append(Task { await webhooks.runProcessor() })
         if config.outboxRelay { background.append(Task { await customer.runRelay() }) }
         if config.syncIntervalSeconds > 0 {
@@ -197,10 +199,13 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         policy.rateLimitBurst = config.rateLimitBurst
         let responder = APIResponder(routes: routes, metrics: metrics, logger: logger, policy: policy,
                                      idempotency: IdempotencyStore(pool: pool))
-        let server = HTTPServer(configuration: HTTPServerConfiguration(
+        var serverConfig = HTTPServerConfiguration(
             host: config.host, port: config.port, threads: config.httpThreads,
             connectionTimeoutSeconds: config.httpConnectionTimeoutSeconds, connectionLimit: config.httpConnectionLimit,
-            bodyLimitBytes: config.httpBodyLimitBytes), responder: responder)
+            bodyLimitBytes: config.httpBodyLimitBytes)
+        serverConfig.perAddressConnectionLimit = config.httpPerAddressConnectionLimit
+        serverConfig.requestTimeoutSeconds = config.httpRequestTimeoutSeconds
+        let server = HTTPServer(configuration: serverConfig, responder: responder)
         try server.start()
         // The embedded emulator sends its webhooks here, so agent-side changes reach the cache as with real Desk.
         emulator?.setWebhooks(urls: ["http://127.0.0.1:\(server.port)/v1/webhooks/desk"], secret: webhookSecret ?? "")

@@ -15,6 +15,8 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var httpThreads = 2
     public var httpConnectionTimeoutSeconds = 30
     public var httpConnectionLimit = 1024
+    public var httpPerAddressConnectionLimit = 64
+    public var httpRequestTimeoutSeconds = 10
     public var httpBodyLimitBytes = 1 << 20
     public var shutdownDrainSeconds = 10
 
@@ -56,6 +58,9 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var linkPreviewAllowPrivate = false
     public var linkPreviewTimeoutMilliseconds = 5000
     public var linkPreviewMaxBytes = 512 * 1024
+    public var linkPreviewConcurrency = 4
+    /// `/livez` fails when async work has made no progress for this long.
+    public var livenessStallSeconds = 15
 
     /// Zones whose daily CSAT rollups are kept (reports in other zones are computed from raw ratings).
     public var reportTimeZones = ["UTC"]
@@ -82,6 +87,11 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         config.httpThreads = try reader.int("HTTP_THREADS", default: config.httpThreads, range: 1...256)
         config.httpConnectionTimeoutSeconds = try reader.int("HTTP_CONNECTION_TIMEOUT_S", default: config.httpConnectionTimeoutSeconds, range: 1...3600)
         config.httpConnectionLimit = try reader.int("HTTP_CONNECTION_LIMIT", default: config.httpConnectionLimit, range: 1...65536)
+        config.httpPerAddressConnectionLimit = try reader.int("HTTP_PER_ADDRESS_CONNECTION_LIMIT", default: config.httpPerAddressConnectionLimit, range: 0...65536)
+        config.httpRequestTimeoutSeconds = try reader.int("HTTP_REQUEST_TIMEOUT_S", default: config.httpRequestTimeoutSeconds, range: 1...3600)
+        guard config.httpRequestTimeoutSeconds <= config.httpConnectionTimeoutSeconds else {
+            throw ConfigError(variable: "HTTP_REQUEST_TIMEOUT_S", message: "must not exceed HTTP_CONNECTION_TIMEOUT_S (\(config.httpConnectionTimeoutSeconds))")
+        }
         config.httpBodyLimitBytes = try reader.int("HTTP_BODY_LIMIT_BYTES", default: config.httpBodyLimitBytes, range: 1024...(64 << 20))
         config.shutdownDrainSeconds = try reader.int("SHUTDOWN_DRAIN_S", default: config.shutdownDrainSeconds, range: 0...600)
         config.databaseURL = try reader.optionalString("DATABASE_URL")
@@ -137,6 +147,8 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         config.linkPreviewAllowPrivate = try reader.bool("LINK_PREVIEW_ALLOW_PRIVATE", default: false)
         config.linkPreviewTimeoutMilliseconds = try reader.int("LINK_PREVIEW_TIMEOUT_MS", default: config.linkPreviewTimeoutMilliseconds, range: 100...60_000)
         config.linkPreviewMaxBytes = try reader.int("LINK_PREVIEW_MAX_BYTES", default: config.linkPreviewMaxBytes, range: 1024...(16 << 20))
+        config.linkPreviewConcurrency = try reader.int("LINK_PREVIEW_CONCURRENCY", default: config.linkPreviewConcurrency, range: 1...256)
+        config.livenessStallSeconds = try reader.int("LIVENESS_STALL_S", default: config.livenessStallSeconds, range: 2...3600)
         if let zones = try reader.optionalString("REPORT_TIME_ZONES") {
             config.reportTimeZones = zones.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             guard !config.reportTimeZones.isEmpty else {

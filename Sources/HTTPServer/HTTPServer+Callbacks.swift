@@ -46,6 +46,9 @@ extension HTTPServer {
                                       remoteAddress: clientAddress(of: connection))
             let context = RequestContext(request: request)
             context.connection = connection
+            if configuration.requestTimeoutSeconds > 0 {
+                dg_mhd_set_timeout(connection, UInt32(max(0, configuration.connectionTimeoutSeconds)))
+            }
             conCls.pointee = Unmanaged.passRetained(context).toOpaque()
             liveContexts.add(1, ordering: .relaxed)
             if let length = request.header("content-length").flatMap(Int.init), length > configuration.bodyLimitBytes {

@@ -48,7 +48,8 @@ public final class HTTPServer: @unchecked Sendable {
             httpAccessHandler, context, httpRequestCompleted, context,
             UInt32(max(1, configuration.threads)), UInt32(max(0, configuration.connectionTimeoutSeconds)),
             UInt32(max(1, configuration.connectionLimit)), max(4096, configuration.connectionMemoryLimitBytes),
-            UInt32(max(1, configuration.listenBacklog)))
+            UInt32(max(1, configuration.listenBacklog)), UInt32(max(0, configuration.perAddressConnectionLimit)),
+            UInt32(max(0, configuration.requestTimeoutSeconds)))
         guard let started else {
             throw HTTPServerError(code: .startFailed,
                                   description: "libmicrohttpd could not listen on \(configuration.host):\(configuration.port) (address in use or invalid host)")

@@ -10,6 +10,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// Per-connection memory; bounds header size and upload chunk size.
     public var connectionMemoryLimitBytes: Int
     public var listenBacklog: Int
+    /// Connections one client address may hold at once (0: no limit); more are closed as they are accepted.
+    public var perAddressConnectionLimit = 0
+    /// Silence allowed on a new connection before its first request's headers are complete (0: the idle timeout).
+    public var requestTimeoutSeconds = 0
 
     public init(host: String = "0.0.0.0", port: Int = 8080, threads: Int = 2, connectionTimeoutSeconds: Int = 30,
                 connectionLimit: Int = 1024, bodyLimitBytes: Int = 1 << 20,

@@ -54,20 +54,28 @@ struct Serve: AsyncParsableCommand {
             LogSink.standardOutput.flush()
             throw ExitCode(1)
         }
-        let received = await waitForStopSignal()
+        let received = await waitForStopSignal(forceAfter: .seconds(config.shutdownDrainSeconds + 10))
         logger.notice("signal received", metadata: ["signal": "\(received == SIGINT ? "SIGINT" : "SIGTERM")"])
         await app.stop()
         LogSink.standardOutput.flush()
     }
 
     /// SIGINT or SIGTERM, whichever comes first. The default actions are turned off so no thread dies of them.
-    private func waitForStopSignal() async -> Int32 {
+    /// If the graceful stop has not ended the process `forceAfter` the signal (Swift's task pool stuck), it exits
+    /// from the signal queue, which needs no task to run.
+    private func waitForStopSignal(forceAfter: Duration) async -> Int32 {
         let waiter = SignalWaiter()
         let queue = DispatchQueue(label: "signals")
         let sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { waiter.deliver(number) }
+            source.setEventHandler {
+                waiter.deliver(number)
+                queue.asyncAfter(deadline: .now() + .seconds(Int(forceAfter.components.seconds))) {
+                    FileHandle.standardError.write(Data("desk-gateway: graceful stop did not finish in time; exiting\n".utf8))
+                    _exit(1)
+                }
+            }
             source.resume()
             return source
         }

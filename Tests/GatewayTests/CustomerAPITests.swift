@@ -133,7 +133,9 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             #expect(rows.first?[1] == "Quick")
             #expect(rows.first?[2] == "501")
             #expect(rows.first?[3] == "11")
-            #expect(rows.first?[4] == "gateway")
+            // Whichever path saw the rating first records it (the gateway after Desk's answer, or Desk's webhook
+            // arriving in between on a loaded machine); it is recorded once either way.
+            #expect(["gateway", "webhook"].contains(rows.first?[4] ?? ""))
 
             let reopened = try await customer.send("POST", "/v1/tickets/\(id)/reopen")
             #expect(reopened.status == 200)

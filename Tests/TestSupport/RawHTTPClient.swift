@@ -137,10 +137,11 @@ public func httpRequest(port: Int, _ method: String, _ path: String, headers: [(
     try await httpRequest(port: port, method, path, headers: headers, body: Array(json.utf8))
 }
 
-/// Runs blocking work on a GCD thread so it never occupies one of the cooperative pool's threads.
+/// Runs blocking work on a thread of its own so it never occupies one of the cooperative pool's threads (GCD's
+/// global queue runs only about one blocking job per core here, which would serialise concurrent test requests).
 public func onBlockingThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
 

@@ -40,7 +40,8 @@ public enum TestPostgres {
     public static func withDatabase<T: Sendable>(_ body: (String) async throws -> T) async throws -> T {
         let admin = try await adminConnectionString()
         let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20)
-        let pool = PostgresPool(configuration: PostgresConfiguration(connectionString: admin, poolSize: 1))
+        // Creating a database waits for a checkpoint, which takes seconds while many suites write at once.
+        let pool = PostgresPool(configuration: PostgresConfiguration(connectionString: admin, poolSize: 1, statementTimeoutMilliseconds: 120_000))
         defer { pool.shutdown() }
         try await pool.query("CREATE DATABASE \(name)")
         let connectionString = replacingDatabase(in: admin, with: String(name))

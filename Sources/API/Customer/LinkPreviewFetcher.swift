@@ -1,9 +1,6 @@
 import Dispatch
 import Domain
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import JSON
 import Synchronization
 #if canImport(Glibc)
@@ -16,6 +13,8 @@ public struct LinkPreviewSettings: Sendable {
     public var maxBytes = 512 * 1024
     public var timeout: Duration = .seconds(5)
     public var maxRedirects = 3
+    /// Previews fetched at once by this instance; more are answered 503 with `Retry-After`.
+    public var concurrency = 4
 
     public init() {}
 }
@@ -48,15 +47,10 @@ struct LinkPreview: Sendable {
 /// redirects followed by hand, the body capped in size and the whole fetch in time.
 public final class LinkPreviewFetcher: Sendable {
     let settings: LinkPreviewSettings
-    private let session: URLSession
-    private let delegate: NoRedirects
+    private let running = Mutex(0)
 
     public init(settings: LinkPreviewSettings) {
         self.settings = settings
-        delegate = NoRedirects()
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = Double(settings.timeout.components.seconds) + 1
-        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
     static func refused(_ detail: String) -> APIError {
@@ -65,14 +59,27 @@ public final class LinkPreviewFetcher: Sendable {
 
     func preview(_ text: String) async throws -> LinkPreview {
         var current = try check(text)
+        let admitted = running.withLock { count in
+            guard count < settings.concurrency else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else {
+            throw APIError(status: 503, code: "previews_busy", title: "Too many previews",
+                           detail: "This instance is fetching as many previews as it allows (LINK_PREVIEW_CONCURRENCY); retry shortly.",
+                           headers: [("Retry-After", "1")])
+        }
+        defer { running.withLock { $0 -= 1 } }
         let deadline = ContinuousClock.now + settings.timeout
         for _ in 0...settings.maxRedirects {
-            try await checkAddresses(current)
+            let addresses = try await checkAddresses(current)
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else { throw Self.unreachable("The page did not answer in time.") }
-            let (status, location, body) = try await fetch(current, timeout: remaining)
-            if (300..<400).contains(status), let location {
-                guard let next = URL(string: location, relativeTo: current)?.absoluteURL else { throw Self.unreachable("The page redirects to an invalid URL.") }
+            let (status, location, body) = try await fetch(current, pinned: addresses, timeout: remaining)
+            if (300..<400).contains(status) {
+                guard let location, let next = URL(string: location, relativeTo: current)?.absoluteURL else {
+                    throw Self.unreachable("The page redirects to an invalid URL.")
+                }
                 current = try check(next.absoluteString)
                 continue
             }
@@ -86,6 +93,11 @@ public final class LinkPreviewFetcher: Sendable {
         APIError(status: 422, code: "preview_unavailable", title: "No preview", detail: detail)
     }
 
+    /// The page could not be fetched at all (refused connection, TLS failure, empty or broken reply).
+    static func fetchFailed(_ detail: String) -> APIError {
+        APIError(status: 502, code: "preview_fetch_failed", title: "Page could not be fetched", detail: detail)
+    }
+
     func check(_ text: String) throws -> URL {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = url.host, !host.isEmpty else {
@@ -95,9 +107,11 @@ public final class LinkPreviewFetcher: Sendable {
         return url
     }
 
-    /// Resolves the host and refuses it when any address is not a public one (unless configured otherwise).
-    func checkAddresses(_ url: URL) async throws {
-        guard !settings.allowPrivateAddresses else { return }
+    /// Resolves the host and refuses it when any address is not a public one (unless configured otherwise). The fetch
+    /// then connects to exactly these addresses, so a DNS answer that changes in between is not followed. With private
+    /// targets allowed nothing is checked or pinned (empty result).
+    func checkAddresses(_ url: URL) async throws -> [[UInt8]] {
+        guard !settings.allowPrivateAddresses else { return [] }
         let host = url.host ?? ""
         let port = url.port ?? (url.scheme == "https" ? 443 : 80)
         let addresses = try await Self.resolve(host, port: port)
@@ -105,6 +119,7 @@ public final class LinkPreviewFetcher: Sendable {
         for address in addresses where !Self.isPublic(address) {
             throw Self.refused("The host \(host) resolves to a private or reserved address.")
         }
+        return addresses
     }
 
     static func resolve(_ host: String, port: Int) async throws -> [[UInt8]] {
@@ -139,64 +154,56 @@ public final class LinkPreviewFetcher: Sendable {
         }
     }
 
-    /// Public unicast only: 4 bytes IPv4 or 16 bytes IPv6 in network order.
-    static func isPublic(_ address: [UInt8]) -> Bool {
+    /// Public unicast only: 4 bytes IPv4 or 16 bytes IPv6 in network order. IPv6 forms that carry an IPv4 address
+    /// (compatible, mapped, NAT64, 6to4) are judged by that address; documentation and benchmark ranges are refused.
+    public static func isPublic(_ address: [UInt8]) -> Bool {
         if address.count == 4 {
-            let (a, b) = (address[0], address[1])
+            let (a, b, c) = (address[0], address[1], address[2])
             switch a {
             case 0, 10, 127: return false
-            case 100 where (64...127).contains(b): return false
+            case 100 where (64...127).contains(b): return false                             // shared (CGN)
             case 169 where b == 254: return false
             case 172 where (16...31).contains(b): return false
             case 192 where b == 168: return false
-            case 192 where b == 0 && address[2] == 0: return false
-            case 198 where b == 18 || b == 19: return false
-            case 224...255: return false
+            case 192 where b == 0 && (c == 0 || c == 2): return false                        // IETF, TEST-NET-1
+            case 192 where b == 88 && c == 99: return false                                   // 6to4 relay anycast
+            case 198 where b == 18 || b == 19: return false                                   // benchmarking
+            case 198 where b == 51 && c == 100: return false                                  // TEST-NET-2
+            case 203 where b == 0 && c == 113: return false                                   // TEST-NET-3
+            case 224...255: return false                                                      // multicast, reserved
             default: return true
             }
         }
         guard address.count == 16 else { return false }
-        if address.allSatisfy({ $0 == 0 }) { return false }                                   // ::
-        if address[0..<15].allSatisfy({ $0 == 0 }) && address[15] == 1 { return false }       // ::1
-        if address[0..<10].allSatisfy({ $0 == 0 }) && address[10] == 0xFF && address[11] == 0xFF {
-            return isPublic(Array(address[12..<16]))                                            // IPv4-mapped
+        let zeroPrefix = address[0..<10].allSatisfy { $0 == 0 }
+        if zeroPrefix && address[10] == 0 && address[11] == 0 { return false }                // ::/96 (::, ::1, ::a.b.c.d)
+        if zeroPrefix && address[10] == 0xFF && address[11] == 0xFF {
+            return isPublic(Array(address[12..<16]))                                            // ::ffff:a.b.c.d
         }
+        if address[0..<4] == [0x00, 0x64, 0xFF, 0x9B] {                                       // 64:ff9b::/96 and 64:ff9b:1::/48
+            return address[4..<12].allSatisfy { $0 == 0 } && isPublic(Array(address[12..<16]))
+        }
+        if address[0] == 0x20 && address[1] == 0x02 { return isPublic(Array(address[2..<6])) } // 2002::/16 (6to4)
+        if address[0..<4] == [0x20, 0x01, 0x00, 0x00] { return false }                        // 2001::/32 (Teredo)
+        if address[0..<4] == [0x20, 0x01, 0x0D, 0xB8] { return false }                        // 2001:db8::/32 (documentation)
+        if address[0..<6] == [0x20, 0x01, 0x00, 0x02, 0x00, 0x00] { return false }           // 2001:2::/48 (benchmarking)
+        if address[0..<8] == [0x01, 0x00, 0, 0, 0, 0, 0, 0] { return false }                  // 100::/64 (discard)
         if address[0] & 0xFE == 0xFC { return false }                                         // fc00::/7
-        if address[0] == 0xFE && address[1] & 0xC0 == 0x80 { return false }                  // fe80::/10
+        if address[0] == 0xFE && address[1] & 0x80 == 0x80 { return false }                  // fe80::/10, fec0::/10
         if address[0] == 0xFF { return false }                                                // multicast
         return true
     }
 
-    private func fetch(_ url: URL, timeout: Duration) async throws -> (Int, String?, [UInt8]) {
-        var request = URLRequest(url: url, timeoutInterval: Double(timeout.components.seconds) + 1)
-        request.setValue("desk-gateway link preview", forHTTPHeaderField: "User-Agent")
-        request.setValue("text/html, application/xhtml+xml;q=0.9", forHTTPHeaderField: "Accept")
-        request.setValue("bytes=0-\(settings.maxBytes - 1)", forHTTPHeaderField: "Range")
-        let maxBytes = settings.maxBytes
-        let prepared = request
-        let result: (Data, URLResponse)? = try await withThrowingTaskGroup(of: (Data, URLResponse)?.self) { group in
-            group.addTask { [session] in try await session.data(for: prepared) }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first
+    private func fetch(_ url: URL, pinned addresses: [[UInt8]], timeout: Duration) async throws -> (Int, String?, [UInt8]) {
+        let request = PageFetch.Request(url: url.absoluteString, host: url.host ?? "", port: url.port ?? (url.scheme == "https" ? 443 : 80),
+                                        addresses: addresses, maxBytes: settings.maxBytes, timeout: timeout,
+                                        headers: ["User-Agent: desk-gateway link preview", "Accept: text/html, application/xhtml+xml;q=0.9",
+                                                  "Range: bytes=0-\(settings.maxBytes - 1)"])
+        switch await PageFetch.run(request) {
+        case .page(let status, let location, let body): return (status, location, body)
+        case .timedOut: throw Self.unreachable("The page did not answer in time.")
+        case .failed(let reason): throw Self.fetchFailed("The page could not be fetched: \(reason).")
         }
-        guard let (data, response) = result, let http = response as? HTTPURLResponse else {
-            throw Self.unreachable("The page did not answer in time.")
-        }
-        let location = http.value(forHTTPHeaderField: "Location")
-        return (http.statusCode, location, Array(data.prefix(maxBytes)))
-    }
-}
-
-/// Keeps URLSession from following redirects: each hop is checked by the fetcher first.
-final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
-                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
-        completionHandler(nil)
     }
 }
 

@@ -1,0 +1,130 @@
+import API
+import Foundation
+import GatewayApp
+import Testing
+import TestSupport
+
+/// Link previews of pages that never end, are huge, stall or fail: bounded memory and time, clear problems, and the
+/// rest of the gateway answering meanwhile.
+@Suite struct HostilePreviewTests {
+    func preview(_ customer: Customer, _ url: String) async throws -> TestResponse {
+        try await customer.send("POST", "/v1/link-previews", #"{"url":"\#(url)"}"#)
+    }
+
+    @Test func hugeEndlessAndStalledPagesNeitherHangNorBloat() async throws {
+        let pages = try HostilePageServer()
+        defer { pages.stop() }
+        try await withGateway(configure: {
+            $0.linkPreviewAllowPrivate = true
+            $0.linkPreviewTimeoutMilliseconds = 3000
+            $0.linkPreviewConcurrency = 8
+        }) { app in
+            let customer = try await Customer.signIn(app)
+            let base = "http://127.0.0.1:\(pages.port)"
+            let before = residentBytes()
+            let clock = ContinuousClock()
+            let started = clock.now
+            // Four 2 GB pages at once, one that never ends, one that stalls; /readyz must keep answering meanwhile.
+            async let huge = withThrowingTaskGroup(of: TestResponse.self) { group in
+                for _ in 0..<4 { group.addTask { try await preview(customer, base + "/huge") } }
+                return try await group.reduce(into: [TestResponse]()) { $0.append($1) }
+            }
+            async let endless = preview(customer, base + "/endless")
+            async let stalled = preview(customer, base + "/stall")
+            var readyLatencies: [Duration] = []
+            for _ in 0..<10 {
+                let start = clock.now
+                let ready = try await httpRequest(port: app.port, "GET", "/readyz")
+                readyLatencies.append(clock.now - start)
+                #expect(ready.status == 200)
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            for response in try await huge {
+                #expect(response.status == 200, "\(response.text)")
+                #expect(response.json?["title"] as? String == "huge")
+            }
+            let endlessResponse = try await endless
+            #expect(endlessResponse.status == 200, "\(endlessResponse.text)")
+            #expect(endlessResponse.json?["title"] as? String == "endless")
+            let stalledResponse = try await stalled
+            #expect(stalledResponse.status == 422, "\(stalledResponse.text)")
+            #expect(stalledResponse.json?["code"] as? String == "preview_unavailable")
+            #expect(clock.now - started < .seconds(15))
+            #expect(readyLatencies.max()! < .seconds(2), "\(readyLatencies)")
+            // Each fetch keeps at most LINK_PREVIEW_MAX_BYTES (512 KiB here) of a page; the bound in the README is 64 MB.
+            let grown = residentBytes() - before
+            #expect(grown < 64 << 20, "RSS grew by \(grown) bytes")
+            #expect(pages.bytesSent > 4 * 512 * 1024)
+            #expect(try await httpRequest(port: app.port, "GET", "/livez").status == 200)
+        }
+    }
+
+    @Test func failedFetchesAreProblemsNotServerErrors() async throws {
+        let pages = try HostilePageServer()
+        defer { pages.stop() }
+        try await withGateway(configure: { $0.linkPreviewAllowPrivate = true; $0.linkPreviewTimeoutMilliseconds = 5000 }) { app in
+            let customer = try await Customer.signIn(app)
+            let empty = try await preview(customer, "http://127.0.0.1:\(pages.port)/empty")
+            #expect(empty.status == 502, "\(empty.text)")
+            #expect(empty.json?["code"] as? String == "preview_fetch_failed")
+            // Nothing listens on port 1.
+            let refused = try await preview(customer, "http://127.0.0.1:1/")
+            #expect(refused.status == 502, "\(refused.text)")
+            #expect(refused.json?["code"] as? String == "preview_fetch_failed")
+            let tls = try await preview(customer, "https://127.0.0.1:\(pages.port)/huge")
+            #expect(tls.status == 502, "\(tls.text)")
+            let literal = try await preview(customer, "http://[::1]:\(pages.port)/huge")
+            #expect(literal.status == 502 || literal.status == 422, "\(literal.text)")
+        }
+    }
+
+    @Test func previewsBeyondTheConcurrencyLimitAreTurnedAway() async throws {
+        let pages = try HostilePageServer()
+        defer { pages.stop() }
+        try await withGateway(configure: {
+            $0.linkPreviewAllowPrivate = true
+            $0.linkPreviewTimeoutMilliseconds = 3000
+            $0.linkPreviewConcurrency = 1
+        }) { app in
+            let customer = try await Customer.signIn(app)
+            async let first = preview(customer, "http://127.0.0.1:\(pages.port)/stall")
+            try await Task.sleep(for: .milliseconds(500))
+            let second = try await preview(customer, "http://127.0.0.1:\(pages.port)/stall")
+            #expect(second.status == 503, "\(second.text)")
+            #expect(second.json?["code"] as? String == "previews_busy")
+            #expect(second.header("Retry-After") == "1")
+            #expect(try await first.status == 422)
+        }
+    }
+
+    @Test func addressesCarryingPrivateIPv4InIPv6AreRefused() {
+        func v6(_ text: String) -> [UInt8] {
+            var address = in6_addr()
+            #expect(inet_pton(AF_INET6, text, &address) == 1, "\(text)")
+            return withUnsafeBytes(of: address) { Array($0) }
+        }
+        for refused in ["::127.0.0.1", "::10.0.0.1", "::ffff:127.0.0.1", "::ffff:192.168.1.1", "64:ff9b::10.0.0.1", "64:ff9b::7f00:1",
+                        "64:ff9b:1::1", "2002:7f00:1::", "2002:a00:1::1", "2001:db8::1", "2001::1", "fec0::1", "fe80::1", "fc00::1",
+                        "::", "::1", "100::1", "2001:2::1"] {
+            #expect(!LinkPreviewFetcher.isPublic(v6(refused)), "\(refused)")
+        }
+        for refused in [[192, 0, 2, 1], [198, 51, 100, 7], [203, 0, 113, 9], [198, 18, 0, 1], [192, 88, 99, 1], [100, 64, 0, 1], [240, 0, 0, 1]] as [[UInt8]] {
+            #expect(!LinkPreviewFetcher.isPublic(refused), "\(refused)")
+        }
+        for allowed in ["2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"] {
+            #expect(LinkPreviewFetcher.isPublic(v6(allowed)), "\(allowed)")
+        }
+        #expect(LinkPreviewFetcher.isPublic([93, 184, 216, 34]))
+    }
+
+    @Test func theWatchdogStallsWhenItsTaskStopsTicking() async throws {
+        let watchdog = Watchdog(stallLimit: .milliseconds(300))
+        let ticking = Task { await watchdog.run(interval: .milliseconds(50)) }
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(!watchdog.isStalled)
+        ticking.cancel()
+        _ = await ticking.value
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(watchdog.isStalled)
+    }
+}

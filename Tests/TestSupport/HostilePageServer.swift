@@ -1,0 +1,114 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A page server on loopback that misbehaves the way real sites can, on raw sockets (one thread per connection):
+/// - `/huge`: announces 2 GB and streams it as fast as the reader takes it, ignoring `Range`;
+/// - `/endless`: no length, never ends;
+/// - `/stall`: headers and the page's head, then silence for a minute;
+/// - `/empty`: closes the connection without a byte (as it does at once for a TLS handshake).
+/// Every page starts with `<title>NAME</title>` so a preview of its head can succeed.
+public final class HostilePageServer: @unchecked Sendable {
+    public let port: Int
+    private let listener: Int32
+    /// Bytes written to all clients so far (to show the server really streamed). Guarded by `lock`.
+    private var sent = 0
+    private let lock = NSLock()
+
+    public init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var yes: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 128) == 0 else { port = 0; throw TestHTTPError(description: "hostile server: bind/listen failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(listener, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    public var bytesSent: Int { lock.withLock { sent } }
+
+    public func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { return }
+            Thread { [self] in serve(client) }.start()
+        }
+    }
+
+    private func serve(_ client: Int32) {
+        defer { close(client) }
+        var request: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !request.containsHeaderEnd {
+            let count = recv(client, &buffer, buffer.count, 0)
+            guard count > 0 else { return }
+            request += buffer[0..<count]
+            if request.first == 0x16 { return }   // a TLS ClientHello: this server speaks plain HTTP only, so hang up
+            if request.count > 65_536 { return }
+        }
+        let line = String(decoding: request.prefix { $0 != 13 }, as: UTF8.self)
+        let path = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        let head = Array("<html><head><title>\(path.dropFirst())</title></head><body>".utf8)
+        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 65_536)
+        switch path {
+        case "/huge":
+            guard write(client, Array("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2147483648\r\n\r\n".utf8) + head) else { return }
+            var remaining = 2_147_483_648 - head.count
+            while remaining > 0, write(client, Array(chunk.prefix(remaining))) { remaining -= chunk.count }
+        case "/endless":
+            guard write(client, Array("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n".utf8) + head) else { return }
+            while write(client, chunk) {}
+        case "/stall":
+            _ = write(client, Array("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n".utf8) + head)
+            Thread.sleep(forTimeInterval: 60)
+        default:
+            return
+        }
+    }
+
+    private func write(_ client: Int32, _ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard written > 0 else { return false }
+            offset += written
+            lock.withLock { sent += written }
+        }
+        return true
+    }
+}
+
+private extension Array where Element == UInt8 {
+    var containsHeaderEnd: Bool {
+        guard count >= 4 else { return false }
+        for index in 0...(count - 4) where self[index] == 13 && self[index + 1] == 10 && self[index + 2] == 13 && self[index + 3] == 10 {
+            return true
+        }
+        return false
+    }
+}
+
+/// Resident memory of this process in bytes (Linux).
+public func residentBytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+    return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+}
