@@ -118,6 +118,16 @@ public final class APIResponder: HTTPResponder {
         return finish(response, request: request, route: "(body too large)", requestID: requestID, started: .now)
     }
 
+    public func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
+        // The request's own id is not trusted here: its headers are what is wrong.
+        var clean = request
+        clean.headers = []
+        let requestID = requestID(for: clean)
+        let response = APIError(status: 400, code: "malformed_request", title: "Malformed request", detail: reason)
+            .response(instance: "/", requestID: requestID)
+        return finish(response, request: clean, route: "(malformed request)", requestID: requestID, started: .now)
+    }
+
     public func shuttingDown(_ request: HTTPRequest) -> HTTPResponse {
         let requestID = requestID(for: request)
         return APIError.shuttingDown().response(instance: request.path, requestID: requestID)

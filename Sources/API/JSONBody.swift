@@ -142,16 +142,22 @@ public struct JSONBody {
         return result
     }
 
-    /// Throws 422 with every collected problem, including members the endpoint does not know.
+    /// At most this many problems are listed (`errorCount` gives them all), so no answer outgrows its request.
+    public static let listedProblems = 20
+
+    /// Throws 422 with the collected problems, including members the endpoint does not know.
     public func finish() throws(APIError) {
         var problems = errors
         for (name, _) in members where !seen.contains(name) {
             problems.append((name, "is not a known field"))
         }
         guard !problems.isEmpty else { return }
+        let listed = problems.prefix(Self.listedProblems).map { (field: String($0.field.prefix(100)), message: $0.message) }
+        let more = problems.count - listed.count
         throw APIError(status: 422, code: "validation_failed", title: "Invalid request",
-                       detail: problems.map { "\($0.field) \($0.message)" }.joined(separator: "; ") + ".",
-                       extensions: ["errors": .array(problems.map { .object([("field", .string($0.field)), ("message", .string($0.message))]) })])
+                       detail: listed.map { "\($0.field) \($0.message)" }.joined(separator: "; ") + (more > 0 ? "; and \(more) more." : "."),
+                       extensions: ["errors": .array(listed.map { .object([("field", .string($0.field)), ("message", .string($0.message))]) }),
+                                    "errorCount": .integer(problems.count)])
     }
 }
 

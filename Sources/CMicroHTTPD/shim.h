@@ -20,6 +20,33 @@ static inline void dg_mhd_connection_started(void *cls, struct MHD_Connection *c
         MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, timeout);
 }
 
+/* Unescapes like libmicrohttpd, but a NUL byte that %00 would put in a path or query value turns the whole value into
+   the single byte 0x7F, which the server refuses with 400: C strings would otherwise silently cut the value there. */
+static inline size_t dg_mhd_unescape(void *cls, struct MHD_Connection *connection, char *value)
+{
+    (void) cls; (void) connection;
+    size_t length = MHD_http_unescape(value);
+    if (strlen(value) != length) { value[0] = 0x7F; value[1] = 0; return 1; }
+    return length;
+}
+
+static inline enum MHD_Result dg_mhd_find_nul(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                              const char *value, size_t value_size)
+{
+    (void) kind;
+    if ((key && strlen(key) != key_size) || (value && strlen(value) != value_size)) { *(int *) cls = 1; return MHD_NO; }
+    return MHD_YES;
+}
+
+/* Whether any header, cookie or query argument holds a NUL byte (such a request is refused, not cut short). */
+static inline int dg_mhd_has_nul(struct MHD_Connection *connection)
+{
+    int found = 0;
+    MHD_get_connection_values_n(connection, (enum MHD_ValueKind) (MHD_HEADER_KIND | MHD_COOKIE_KIND | MHD_GET_ARGUMENT_KIND),
+                                dg_mhd_find_nul, &found);
+    return found;
+}
+
 /* MHD_set_connection_option is C-variadic too. */
 static inline void dg_mhd_set_timeout(struct MHD_Connection *connection, unsigned int seconds)
 {
@@ -47,6 +74,7 @@ static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *ho
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
+                            MHD_OPTION_UNESCAPE_CALLBACK, dg_mhd_unescape, NULL,
                             MHD_OPTION_NOTIFY_CONNECTION, dg_mhd_connection_started, (void *) (uintptr_t) request_timeout,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,

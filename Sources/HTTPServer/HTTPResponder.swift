@@ -12,4 +12,12 @@ public protocol HTTPResponder: Sendable {
     func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse
     /// The answer for a request still suspended when the drain deadline passes during shutdown.
     func shuttingDown(_ request: HTTPRequest) -> HTTPResponse
+    /// The answer for a request refused before routing (NUL bytes, ambiguous framing); the connection is closed.
+    func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse
+}
+
+extension HTTPResponder {
+    public func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
+        HTTPResponse(status: 400, headers: [("Content-Type", "text/plain")], body: Array(reason.utf8))
+    }
 }

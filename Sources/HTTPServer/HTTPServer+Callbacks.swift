@@ -34,6 +34,29 @@ private let collectPair: MHD_KeyValueIterator = { cls, _, key, value in
 }
 
 extension HTTPServer {
+    /// Requests refused before routing, with the connection closed: NUL bytes (a C string would cut the value short
+    /// into another valid one) and message framing that two parties could read two ways (request smuggling).
+    private static func trimmed(_ text: Substring) -> String {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        return String(text.drop(while: blank).reversed().drop(while: blank).reversed())
+    }
+
+    static func framingProblem(_ request: HTTPRequest, hasNul: Bool) -> String? {
+        if hasNul || request.path.unicodeScalars.contains("\u{7F}") || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
+            return "The request holds a NUL byte."
+        }
+        let lengths = request.headers.filter { $0.name.lowercased() == "content-length" }.map(\.value)
+        let codings = request.headers.filter { $0.name.lowercased() == "transfer-encoding" }.map(\.value)
+        if Set(lengths.flatMap { $0.split(separator: ",").map { trimmed($0) } }).count > 1 {
+            return "Content-Length is given more than once with different values."
+        }
+        if !lengths.isEmpty && !codings.isEmpty { return "Content-Length and Transfer-Encoding must not both be sent." }
+        if let coding = codings.last, trimmed(coding.lowercased()[...]) != "chunked" || codings.count > 1 {
+            return "The only transfer coding accepted is chunked."
+        }
+        return nil
+    }
+
     func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
                 uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
                 conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
@@ -51,6 +74,10 @@ extension HTTPServer {
             }
             conCls.pointee = Unmanaged.passRetained(context).toOpaque()
             liveContexts.add(1, ordering: .relaxed)
+            if let problem = Self.framingProblem(request, hasNul: dg_mhd_has_nul(connection) != 0) {
+                context.tooLarge = true
+                return queue(responder.badRequest(request, reason: problem), on: connection, close: true)
+            }
             if let length = request.header("content-length").flatMap(Int.init), length > configuration.bodyLimitBytes {
                 context.tooLarge = true
                 return queue(responder.bodyTooLarge(request, limit: configuration.bodyLimitBytes), on: connection, close: true)

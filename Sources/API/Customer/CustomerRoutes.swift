@@ -251,16 +251,10 @@ public struct CustomerRoutes: Sendable {
                             body: Array(body.utf8))
     }
 
-    /// Opaque keyset cursor: base64url of "createdAt-microseconds:id".
-    static func encodeCursor(createdAt: Double, id: Int) -> String {
-        TokenVault.base64URL(Array("\(Int64((createdAt * 1_000_000).rounded())):\(id)".utf8))
-    }
+    static func encodeCursor(createdAt: Double, id: Int) -> String { KeysetCursor.encode(time: createdAt, id: id) }
 
     static func decodeCursor(_ text: String) -> (createdAt: Double, id: Int)? {
-        guard text.count <= 64, let bytes = SessionStore.decodeBase64URL(text) else { return nil }
-        let parts = String(decoding: bytes, as: UTF8.self).split(separator: ":")
-        guard parts.count == 2, let micros = Int64(parts[0]), let id = Int(parts[1]) else { return nil }
-        return (Double(micros) / 1_000_000, id)
+        KeysetCursor.decode(text).map { ($0.time, $0.id) }
     }
 
     /// A customer change to one of their tickets: validated here, ownership checked against the cache, then queued

@@ -150,16 +150,15 @@ public struct ReportRoutes: Sendable {
         let p = try parameters(request, listing: true)
         var cursor: (Double, Int)?
         if let text = p.cursor {
-            guard let bytes = SessionStore.decodeBase64URL(text), case let parts = String(decoding: bytes, as: UTF8.self).split(separator: ":"),
-                  parts.count == 2, let micros = Int64(parts[0]), let id = Int(parts[1]) else {
+            guard let decoded = KeysetCursor.decode(text) else {
                 throw APIError(status: 400, code: "invalid_query", title: "Invalid query", detail: "cursor is not a cursor this API issued.")
             }
-            cursor = (Double(micros) / 1_000_000, id)
+            cursor = (decoded.time, decoded.id)
         }
         let rows = try await reports.responses(p, after: cursor, limit: p.limit + 1)
         let page = Array(rows.prefix(p.limit))
         let next = rows.count > p.limit ? page.last.map {
-            TokenVault.base64URL(Array("\(Int64(($0.ratedAt * 1_000_000).rounded())):\($0.id)".utf8))
+            KeysetCursor.encode(time: $0.ratedAt, id: $0.id)
         } : nil
         if p.format == .csv {
             var lines = ["ratedAt,ticketId,messageId,score,comment,agentId,agentName,teamId,teamName,channelType,priority,source"]

@@ -1,0 +1,74 @@
+import Foundation
+import GatewayApp
+import Store
+import Testing
+import TestSupport
+
+/// Small, precise answers to hostile input: no 5xx, nothing larger than the request, nothing cut short.
+@Suite struct BadInputTests {
+    func raw(_ port: Int, _ request: String) async throws -> TestResponse? {
+        try await onBlockingThread {
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send(Array(request.utf8))
+            return try connection.readResponse()
+        }
+    }
+
+    @Test func aHugeBodyOfUnknownKeysGetsASmallAnswer() async throws {
+        try await withGateway { app in
+            var members: [String] = []
+            var size = 2
+            var index = 0
+            while size < 979_000 {
+                let member = "\"unknown_key_\(index)\":\(index)"
+                members.append(member)
+                size += member.utf8.count + 1
+                index += 1
+            }
+            let body = "{" + members.joined(separator: ",") + "}"
+            let response = try await httpRequest(port: app.port, "POST", "/v1/sessions", json: body)
+            #expect(response.status == 422)
+            let json = try #require(response.json)
+            #expect((json["errors"] as? [Any])?.count == 20)
+            #expect(json["errorCount"] as? Int == members.count + 2)   // + the two missing required fields
+            #expect(response.body.count < 8_192, "\(response.body.count) bytes")
+        }
+    }
+
+    @Test func forgedCursorsAreInvalidQueriesNotServerErrors() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let key = try await ApiKeyStore(pool: app.pool).create(name: "t", scopes: ["reports"]).key
+            for payload in ["99999999999999999999:1", "-5:1", "9223372036854775807:1", "1000:0", "1000:-3", "1000", "a:b", "1000:1:2"] {
+                let cursor = TokenVault.base64URL(Array(payload.utf8))
+                let tickets = try await customer.send("GET", "/v1/tickets?cursor=\(cursor)")
+                #expect(tickets.status == 400, "\(payload): \(tickets.text)")
+                #expect(tickets.json?["code"] as? String == "invalid_query")
+                let responses = try await httpRequest(port: app.port, "GET", "/v1/reports/csat/responses?cursor=\(cursor)",
+                                                      headers: [("Authorization", "Bearer \(key)")])
+                #expect(responses.status == 400, "\(payload): \(responses.text)")
+                #expect(responses.json?["code"] as? String == "invalid_query")
+            }
+        }
+    }
+
+    @Test func nulBytesAndAmbiguousFramingAreRefused() async throws {
+        try await withGateway { app in
+            let cases = [
+                "GET /livez%00x HTTP/1.1\r\nHost: a\r\n\r\n",
+                "GET /livez?a=b%00c HTTP/1.1\r\nHost: a\r\n\r\n",
+                "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\n{}",
+                "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n{}",
+            ]
+            for request in cases {
+                let response = try await raw(app.port, request)
+                #expect(response?.status == 400, "\(request.debugDescription): \(response?.text ?? "no answer")")
+                #expect(response?.json?["code"] as? String == "malformed_request", "\(request.debugDescription)")
+                #expect(response?.header("Connection")?.lowercased() == "close", "\(request.debugDescription)")
+            }
+            // The same requests without the trouble are fine.
+            #expect(try await raw(app.port, "GET /livez HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")?.status == 200)
+        }
+    }
+}
