@@ -15,6 +15,15 @@ public struct APIPolicy: Sendable {
     public var corsOrigins: [String] = []
     public var rateLimitPerMinute = 600
     public var rateLimitBurst = 120
+    /// Sign-ins per client address (their own bucket; per user id see `CustomerAPISettings`).
+    public var signInPerMinute = 30
+    public var signInBurst = 10
+    /// Failed authentications (401) per client address; past them, requests with unverified credentials are refused
+    /// before any database lookup.
+    public var authFailuresPerMinute = 30
+    public var authFailureBurst = 30
+    /// Peers whose `X-Forwarded-For` / `Forwarded` name the client.
+    public var trustedProxies: [CIDR] = []
 
     public init() {}
 }
@@ -27,19 +36,27 @@ public final class APIResponder: HTTPResponder {
     private let logger: Logger
     private let policy: APIPolicy
     private let limiter: RateLimiter
+    private let signIns: RateLimiter
+    private let failures: RateLimiter
+    private let verified: VerifiedCallers
+    private let clients: ClientAddressResolver
     private let idempotency: IdempotencyStore?
     private let inFlight = Atomic<Int>(0)
     private let requestCounter = Atomic<UInt64>(0)
     private let idPrefix: String
 
     public init(routes: RouteTable, metrics: MetricsRegistry, logger: Logger, policy: APIPolicy = APIPolicy(),
-                idempotency: IdempotencyStore? = nil) {
+                idempotency: IdempotencyStore? = nil, verified: VerifiedCallers = VerifiedCallers()) {
         self.router = routes.router
         self.metrics = metrics
         self.logger = logger
         self.policy = policy
         self.idempotency = idempotency
         limiter = RateLimiter(perMinute: policy.rateLimitPerMinute, burst: policy.rateLimitBurst)
+        signIns = RateLimiter(perMinute: policy.signInPerMinute, burst: policy.signInBurst)
+        failures = RateLimiter(perMinute: policy.authFailuresPerMinute, burst: policy.authFailureBurst)
+        self.verified = verified
+        clients = ClientAddressResolver(trustedProxies: policy.trustedProxies)
         var generator = SystemRandomNumberGenerator()
         let prefix = String(generator.next() as UInt32, radix: 16)
         idPrefix = String(repeating: "0", count: 8 - prefix.count) + prefix
@@ -60,15 +77,9 @@ public final class APIResponder: HTTPResponder {
         }
         var limitHeaders: [(name: String, value: String)] = []
         if isPublicAPI {
-            let key = Authenticator.bearer(request).map { "t:" + $0 } ?? "a:" + (request.remoteAddress ?? "unknown")
-            let decision = limiter.take(key)
-            limitHeaders = [("RateLimit-Limit", String(Int(limiter.burst))), ("RateLimit-Remaining", String(decision.remaining)),
-                            ("RateLimit-Reset", String(decision.reset)),
-                            ("RateLimit", "limit=\(Int(limiter.burst)), remaining=\(decision.remaining), reset=\(decision.reset)")]
-            if !decision.allowed {
-                var error = APIError(status: 429, code: "rate_limited", title: "Too many requests",
-                                     detail: "This client sent more than \(policy.rateLimitPerMinute) requests a minute; retry after \(decision.retryAfter) s.")
-                error.headers = [("Retry-After", String(decision.retryAfter))] + limitHeaders
+            switch admit(request) {
+            case .admitted(let headers): limitHeaders = headers
+            case .refused(let error):
                 return .now(finish(error.response(instance: request.path, requestID: requestID), request: request,
                                    route: "(rate limited)", requestID: requestID, started: started))
             }
@@ -268,8 +279,49 @@ public final class APIResponder: HTTPResponder {
         !id.isEmpty && id.utf8.count <= 128 && id.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
+    private enum Admission {
+        case admitted([(name: String, value: String)])
+        case refused(APIError)
+    }
+
+    /// Which bucket a request counts against: a verified credential's own, or else its client address (sign-ins have
+    /// their own per address). Signed Desk webhooks are not limited; an address with too many failed
+    /// authentications is refused before anything looks its credentials up.
+    private func admit(_ request: HTTPRequest) -> Admission {
+        let client = clients.client(request)
+        let credential = request.header("x-api-key") ?? Authenticator.bearer(request)
+        let isVerified = credential.map(verified.contains) ?? false
+        let isSignIn = request.method == "POST" && request.path == "/v1/sessions"
+        let isWebhook = request.path == "/v1/webhooks/desk"
+        if !isVerified, credential != nil || isSignIn || isWebhook, failures.isExhausted("f:" + client) {
+            var error = APIError(status: 429, code: "rate_limited", title: "Too many requests",
+                                 detail: "Too many failed authentications from this address; retry later.")
+            error.headers = [("Retry-After", String(max(1, Int((60 / Double(max(1, policy.authFailuresPerMinute))).rounded(.up)))))]
+            return .refused(error)
+        }
+        if isWebhook { return .admitted([]) }
+        let (bucket, key, perMinute) = isSignIn ? (signIns, "s:" + client, policy.signInPerMinute)
+            : (limiter, isVerified ? "t:" + credential! : "a:" + client, policy.rateLimitPerMinute)
+        let decision = bucket.take(key)
+        let headers: [(name: String, value: String)] = [
+            ("RateLimit-Limit", String(Int(bucket.burst))), ("RateLimit-Remaining", String(decision.remaining)),
+            ("RateLimit-Reset", String(decision.reset)),
+            ("RateLimit", "limit=\(Int(bucket.burst)), remaining=\(decision.remaining), reset=\(decision.reset)")]
+        guard decision.allowed else {
+            var error = APIError(status: 429, code: "rate_limited", title: "Too many requests",
+                                 detail: "This client sent more than \(perMinute) \(isSignIn ? "sign-ins" : "requests") a minute; retry after \(decision.retryAfter) s.")
+            error.headers = [("Retry-After", String(decision.retryAfter))] + headers
+            return .refused(error)
+        }
+        return .admitted(headers)
+    }
+
     private func finish(_ response: HTTPResponse, request: HTTPRequest, route: String, requestID: String,
                         started: ContinuousClock.Instant, extra: [(name: String, value: String)] = []) -> HTTPResponse {
+        if response.status == 401, request.path.hasPrefix("/v1/") {
+            _ = failures.take("f:" + clients.client(request))
+            if let credential = request.header("x-api-key") ?? Authenticator.bearer(request) { verified.remove(credential) }
+        }
         var response = ETag.apply(to: response, request: request)
         response.headers.append(("X-Request-ID", requestID))
         response.headers.append(contentsOf: extra)

@@ -22,6 +22,14 @@ final class RateLimiter: Sendable {
         self.perSecond = Double(max(1, perMinute)) / 60
     }
 
+    /// Whether `key`'s bucket is empty now, without taking from it.
+    func isExhausted(_ key: String, now: Double = Date().timeIntervalSince1970) -> Bool {
+        buckets.withLock { buckets in
+            guard let bucket = buckets[key] else { return false }
+            return min(burst, bucket.tokens + max(0, now - bucket.at) * perSecond) < 1
+        }
+    }
+
     func take(_ key: String, now: Double = Date().timeIntervalSince1970) -> Decision {
         buckets.withLock { buckets in
             if buckets.count > 200_000 {

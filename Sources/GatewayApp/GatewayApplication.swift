@@ -133,6 +133,9 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         settings.listTTLSeconds = Double(config.cacheTTLSeconds)
         settings.sessionLifetimeSeconds = config.sessionTTLSeconds
         settings.sessionCacheSeconds = Double(config.sessionCacheSeconds)
+        settings.signInPerUserPerMinute = config.signInPerUserPerMinute
+        settings.signInPerUserBurst = config.signInPerUserBurst
+        let verified = VerifiedCallers()
         var previewSettings = LinkPreviewSettings()
         previewSettings.allowPrivateAddresses = config.linkPreviewAllowPrivate
         previewSettings.timeout = .milliseconds(config.linkPreviewTimeoutMilliseconds)
@@ -151,7 +154,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         let customer = CustomerRoutes(desk: desk, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)), ticketStore: ticketStore,
                                       ratings: CSATStore(pool: pool), previews: LinkPreviewFetcher(settings: previewSettings),
                                       settings: settings, outbox: OutboxStore(pool: pool), outboxSettings: outboxSettings,
-                                      metrics: metrics, logger: logger)
+                                      metrics: metrics, logger: logger, verified: verified)
         customer.register(in: &routes)
         let webhookSecret = config.deskWebhookSecret ?? (emulator != nil ? emulator!.configuration.webhookSecret : nil)
         let webhooks = WebhookRoutes(secret: webhookSecret, inbox: WebhookInbox(pool: pool), customer: customer, metrics: metrics, logger: logger)
@@ -175,7 +178,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         reportSettings.maxDays = config.reportMaxDays
         reportSettings.cacheSeconds = config.reportCacheSeconds
         ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)),
-                     settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool)).register(in: &routes)
+                     settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: verified).register(in: &routes)
         let sync = DeskSync(desk: desk, pool: pool, logger: logger)
         var background: [Task<Void, Never>] = [zoneBackfill, Task { await watchdog.run() }]
         background.append(Task { await webhooks.runProcessor() })
@@ -197,8 +200,13 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         policy.corsOrigins = config.corsOrigins
         policy.rateLimitPerMinute = config.rateLimitPerMinute
         policy.rateLimitBurst = config.rateLimitBurst
+        policy.signInPerMinute = config.signInPerMinute
+        policy.signInBurst = config.signInBurst
+        policy.authFailuresPerMinute = config.authFailuresPerMinute
+        policy.authFailureBurst = config.authFailuresPerMinute
+        policy.trustedProxies = config.trustedProxies.compactMap(CIDR.init)
         let responder = APIResponder(routes: routes, metrics: metrics, logger: logger, policy: policy,
-                                     idempotency: IdempotencyStore(pool: pool))
+                                     idempotency: IdempotencyStore(pool: pool), verified: verified)
         var serverConfig = HTTPServerConfiguration(
             host: config.host, port: config.port, threads: config.httpThreads,
             connectionTimeoutSeconds: config.httpConnectionTimeoutSeconds, connectionLimit: config.httpConnectionLimit,

@@ -1,3 +1,4 @@
+import API
 import Foundation
 public import Logging
 
@@ -55,6 +56,13 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var corsOrigins: [String] = []
     public var rateLimitPerMinute = 600
     public var rateLimitBurst = 120
+    public var signInPerMinute = 30
+    public var signInBurst = 10
+    public var signInPerUserPerMinute = 10
+    public var signInPerUserBurst = 5
+    public var authFailuresPerMinute = 30
+    /// CIDRs of reverse proxies whose X-Forwarded-For / Forwarded headers name the client.
+    public var trustedProxies: [String] = []
     public var linkPreviewAllowPrivate = false
     public var linkPreviewTimeoutMilliseconds = 5000
     public var linkPreviewMaxBytes = 512 * 1024
@@ -144,6 +152,17 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         }
         config.rateLimitPerMinute = try reader.int("RATE_LIMIT_PER_MINUTE", default: config.rateLimitPerMinute, range: 1...10_000_000)
         config.rateLimitBurst = try reader.int("RATE_LIMIT_BURST", default: config.rateLimitBurst, range: 1...10_000_000)
+        config.signInPerMinute = try reader.int("SIGNIN_RATE_LIMIT_PER_MINUTE", default: config.signInPerMinute, range: 1...10_000_000)
+        config.signInBurst = try reader.int("SIGNIN_RATE_LIMIT_BURST", default: config.signInBurst, range: 1...10_000_000)
+        config.signInPerUserPerMinute = try reader.int("SIGNIN_PER_USER_PER_MINUTE", default: config.signInPerUserPerMinute, range: 1...10_000_000)
+        config.signInPerUserBurst = try reader.int("SIGNIN_PER_USER_BURST", default: config.signInPerUserBurst, range: 1...10_000_000)
+        config.authFailuresPerMinute = try reader.int("AUTH_FAILURES_PER_MINUTE", default: config.authFailuresPerMinute, range: 1...10_000_000)
+        if let proxies = try reader.optionalString("TRUSTED_PROXIES") {
+            config.trustedProxies = proxies.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            for proxy in config.trustedProxies where CIDR(proxy) == nil {
+                throw ConfigError(variable: "TRUSTED_PROXIES", message: "expected comma-separated addresses or CIDRs such as 10.0.0.0/8, got '\(proxy)'")
+            }
+        }
         config.linkPreviewAllowPrivate = try reader.bool("LINK_PREVIEW_ALLOW_PRIVATE", default: false)
         config.linkPreviewTimeoutMilliseconds = try reader.int("LINK_PREVIEW_TIMEOUT_MS", default: config.linkPreviewTimeoutMilliseconds, range: 100...60_000)
         config.linkPreviewMaxBytes = try reader.int("LINK_PREVIEW_MAX_BYTES", default: config.linkPreviewMaxBytes, range: 1024...(16 << 20))

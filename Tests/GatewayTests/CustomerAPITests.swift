@@ -382,8 +382,11 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             #expect(last?.header("RateLimit-Remaining") == "0")
             #expect(last?.json?["code"] as? String == "rate_limited")
             #expect(last?.header("Access-Control-Allow-Origin") == "https://app.example.com")
-            // Another caller has its own budget.
-            #expect(try await httpRequest(port: app.port, "GET", "/v1/tickets", headers: [("Authorization", "Bearer other")]).status == 401)
+            // An unverified token is counted against the address, so another made-up token gets no fresh budget...
+            #expect(try await httpRequest(port: app.port, "GET", "/v1/tickets", headers: [("Authorization", "Bearer other")]).status == 429)
+            // ...while a signed-in customer (sign-ins have their own bucket) has a budget of their own.
+            let customer = try await Customer.signIn(app)
+            #expect(try await customer.send("GET", "/v1/tickets/open-count").status == 200)
         }
     }
 

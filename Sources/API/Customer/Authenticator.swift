@@ -10,10 +10,12 @@ final class Authenticator: Sendable {
     private let store: SessionStore
     private let cacheSeconds: Double
     private let cache = Mutex<[String: (record: SessionRecord, cachedAt: Double)]>([:])
+    private let verified: VerifiedCallers
 
-    init(store: SessionStore, cacheSeconds: Double) {
+    init(store: SessionStore, cacheSeconds: Double, verified: VerifiedCallers) {
         self.store = store
         self.cacheSeconds = cacheSeconds
+        self.verified = verified
     }
 
     /// The token of `Authorization: Bearer <token>` (scheme case-insensitive), without allocating on the hot path.
@@ -58,16 +60,19 @@ final class Authenticator: Sendable {
             if cache.count > 100_000 { cache.removeAll(keepingCapacity: true) }
             cache[token] = (record, now)
         }
+        verified.add(token)
         return record
     }
 
     func remember(token: String, _ record: SessionRecord) {
         let now = Date().timeIntervalSince1970
         cache.withLock { $0[token] = (record, now) }
+        verified.add(token)
     }
 
     func forget(_ request: HTTPRequest) {
         guard let token = Self.bearer(request) else { return }
         _ = cache.withLock { $0.removeValue(forKey: token) }
+        verified.remove(token)
     }
 }

@@ -18,17 +18,19 @@ public struct CustomerRoutes: Sendable {
     let settings: CustomerAPISettings
     let operations: Operations
     let outbox: OutboxStore
+    let signInsPerUser: RateLimiter
 
     public init(desk: DeskClient, sessions: SessionStore, ticketStore: TicketStore, ratings: CSATStore,
                 previews: LinkPreviewFetcher, settings: CustomerAPISettings, outbox: OutboxStore, outboxSettings: OutboxSettings,
-                metrics: MetricsRegistry, logger: Logger) {
+                metrics: MetricsRegistry, logger: Logger, verified: VerifiedCallers = VerifiedCallers()) {
         self.desk = desk
         self.sessions = sessions
         self.ratings = ratings
         self.previews = previews
         self.settings = settings
         self.outbox = outbox
-        authenticator = Authenticator(store: sessions, cacheSeconds: settings.sessionCacheSeconds)
+        authenticator = Authenticator(store: sessions, cacheSeconds: settings.sessionCacheSeconds, verified: verified)
+        signInsPerUser = RateLimiter(perMinute: settings.signInPerUserPerMinute, burst: settings.signInPerUserBurst)
         tickets = TicketService(desk: desk, store: ticketStore, settings: settings, logger: logger)
         operations = Operations(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, metrics: metrics,
                                 logger: logger, settings: outboxSettings)
@@ -162,6 +164,12 @@ public struct CustomerRoutes: Sendable {
         let userId = body.string("userId", required: true, maxLength: 100)
         let accessToken = body.string("accessToken", required: true, maxLength: 1024, allowBlank: true)
         try body.finish()
+        let decision = signInsPerUser.take("u:" + userId!)
+        guard decision.allowed else {
+            throw APIError(status: 429, code: "rate_limited", title: "Too many requests",
+                           detail: "Too many sign-ins for this user; retry after \(decision.retryAfter) s.",
+                           headers: [("Retry-After", String(decision.retryAfter))])
+        }
         let deskSession: DeskSession
         do throws(DomainError) {
             deskSession = try await desk.authenticate(userId: userId!, accessToken: accessToken!)

@@ -15,6 +15,9 @@ public struct CustomerAPISettings: Sendable {
     public var maxSyncTickets = 1000
     public var sessionLifetimeSeconds = 86_400
     public var sessionCacheSeconds: Double = 5
+    /// Sign-ins per Sendbird user id (a second limit beside the one per client address).
+    public var signInPerUserPerMinute = 10
+    public var signInPerUserBurst = 5
 
     public init() {}
 }

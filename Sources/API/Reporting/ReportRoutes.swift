@@ -25,10 +25,12 @@ public struct ReportRoutes: Sendable {
     let rollupZones: RollupZones
     let sessions: SessionStore
     private let cache = KeyCache()
+    private let verified: VerifiedCallers
     private let results = ResultCache()
 
     public init(keys: ApiKeyStore, reports: ReportStore, sessions: SessionStore, settings: ReportSettings, knownZones: Set<String>,
-                zones: CSATStore) {
+                zones: CSATStore, verified: VerifiedCallers = VerifiedCallers()) {
+        self.verified = verified
         self.keys = keys
         self.reports = reports
         self.sessions = sessions
@@ -66,6 +68,7 @@ public struct ReportRoutes: Sendable {
                 throw APIError(status: 401, code: "unauthorized", title: "Unauthorized", detail: "The API key is unknown or revoked.",
                                headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway-reports""#)])
             }
+            verified.add(key)
             guard scopes.contains("reports") else {
                 throw APIError(status: 403, code: "forbidden", title: "Forbidden", detail: "This API key has no reports scope.")
             }

@@ -1,0 +1,111 @@
+import Foundation
+public import HTTPServer
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Credentials (session tokens, API keys) this instance has verified recently. The rate limiter counts a request
+/// against its token only when the token is in here; any other request counts against its client address, so
+/// made-up tokens cannot each get a fresh bucket.
+public final class VerifiedCallers: Sendable {
+    private let seconds: Double
+    private let entries = Mutex<[String: Double]>([:])
+
+    public init(seconds: Double = 300) {
+        self.seconds = seconds
+    }
+
+    func add(_ credential: String) {
+        let now = Date().timeIntervalSince1970
+        entries.withLock { entries in
+            if entries.count > 200_000 { entries = entries.filter { now - $0.value < seconds } }
+            entries[credential] = now
+        }
+    }
+
+    func remove(_ credential: String) { _ = entries.withLock { $0.removeValue(forKey: credential) } }
+
+    func contains(_ credential: String) -> Bool {
+        let now = Date().timeIntervalSince1970
+        return entries.withLock { entries in entries[credential].map { now - $0 < seconds } ?? false }
+    }
+}
+
+/// An IPv4 or IPv6 network (`10.0.0.0/8`, `fd00::/8`, or a single address).
+public struct CIDR: Sendable, Equatable {
+    let address: [UInt8]
+    let prefix: Int
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+        guard let address = CIDR.parse(parts[0]) else { return nil }
+        let bits = address.count * 8
+        if parts.count == 2 {
+            guard let prefix = Int(parts[1]), (0...bits).contains(prefix) else { return nil }
+            self.prefix = prefix
+        } else {
+            prefix = bits
+        }
+        self.address = address
+    }
+
+    static func parse(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
+        return nil
+    }
+
+    func contains(_ other: [UInt8]) -> Bool {
+        guard other.count == address.count else { return false }
+        var remaining = prefix
+        for (a, b) in zip(address, other) where remaining > 0 {
+            let mask: UInt8 = remaining >= 8 ? 0xFF : ~(0xFF >> UInt8(remaining))
+            if a & mask != b & mask { return false }
+            remaining -= 8
+        }
+        return true
+    }
+}
+
+/// Who a request comes from: the direct peer, or behind a trusted proxy the client it names. `X-Forwarded-For` is
+/// read from the right, skipping trusted proxies, so a client cannot choose its own address by sending the header;
+/// `Forwarded: for=` is read the same way when there is no `X-Forwarded-For`.
+public struct ClientAddressResolver: Sendable {
+    public let trustedProxies: [CIDR]
+
+    public init(trustedProxies: [CIDR] = []) {
+        self.trustedProxies = trustedProxies
+    }
+
+    func isTrusted(_ text: String) -> Bool {
+        guard let bytes = CIDR.parse(text) else { return false }
+        return trustedProxies.contains { $0.contains(bytes) }
+    }
+
+    public func client(_ request: HTTPRequest) -> String {
+        let peer = request.remoteAddress ?? "unknown"
+        guard !trustedProxies.isEmpty, isTrusted(peer) else { return peer }
+        var hops: [String] = []
+        if let forwarded = request.header("x-forwarded-for") {
+            hops = forwarded.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        } else if let forwarded = request.header("forwarded") {
+            for element in forwarded.split(separator: ",") {
+                for pair in element.split(separator: ";") {
+                    let kv = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                    guard kv.count == 2, kv[0].lowercased() == "for" else { continue }
+                    var value = kv[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                    if value.hasPrefix("["), let close = value.firstIndex(of: "]") { value = String(value[value.index(after: value.startIndex)..<close]) }
+                    else if value.filter({ $0 == ":" }).count == 1, let colon = value.firstIndex(of: ":") { value = String(value[..<colon]) }
+                    hops.append(value)
+                }
+            }
+        }
+        for hop in hops.reversed() where !isTrusted(hop) {
+            return CIDR.parse(hop) != nil ? hop : peer
+        }
+        return hops.first.flatMap { CIDR.parse($0) != nil ? $0 : nil } ?? peer
+    }
+}
