@@ -31,3 +31,6 @@ python3 scripts/scale_out.py "$TEST_DATABASE_URL"
 
 echo "== restarts: the gateway and its embedded Desk emulator stopped and started on the same data, then another Desk"
 python3 scripts/restart_test.py
+
+echo "== abuse: one address flooding connections, another still served; SIGTERM with stalled previews in flight"
+python3 scripts/abuse_test.py "$TEST_DATABASE_URL"
