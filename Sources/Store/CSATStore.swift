@@ -39,12 +39,22 @@ public struct CSATStore: Sendable {
         self.pool = pool
     }
 
+    /// Whether Desk was seen sending this CSAT request on this ticket (webhook or sync).
+    public func isRequest(ticketId: Int, messageId: Int) async throws -> Bool {
+        !(try await pool.query("SELECT 1 FROM csat_requests WHERE ticket_id = $1 AND message_id = $2", [ticketId, messageId]).isEmpty)
+    }
+
     /// Returns whether the rating was new.
     @discardableResult
     public func record(_ rating: RatingRecord) async throws -> Bool {
         try await pool.transaction { tx in try Self.record(rating, on: tx) }
     }
 
+    /// The one place a rating is recorded, whichever path saw it (feedback, webhook, sync, outbox delivery): the first
+    /// answer to a CSAT request is inserted; a later, different answer to the same request replaces it, in the row and
+    /// in every rollup (its counts move from the old score to the new one), as Desk keeps the last answer. An answer
+    /// older than the recorded one, or the same answer seen again, changes nothing. The agent, team, channel and
+    /// priority stay those of the first answer. Returns whether anything changed.
     public static func record(_ rating: RatingRecord, on tx: PostgresConnection) throws -> Bool {
         // Serialises with a zone backfill (which holds SHARE on this table) so no rating is counted twice or missed.
         let inserted = try tx.query("""
@@ -55,19 +65,42 @@ public struct CSATStore: Sendable {
             RETURNING id
             """, [rating.ticketId, rating.messageId, rating.score, rating.comment, rating.agentId, rating.teamId,
                   rating.channelType, rating.priority, rating.customerSendbirdId, rating.ratedAt, rating.source])
-        guard !inserted.isEmpty else { return false }
-        try addToRollups(on: tx, at: rating.ratedAt, agentId: rating.agentId, teamId: rating.teamId, channelType: rating.channelType,
-                         priority: rating.priority, requests: 0, score: rating.score)
+        if !inserted.isEmpty {
+            try addToRollups(on: tx, at: rating.ratedAt, agentId: rating.agentId, teamId: rating.teamId, channelType: rating.channelType,
+                             priority: rating.priority, requests: 0, score: rating.score)
+            return true
+        }
+        guard let existing = try tx.query("""
+            SELECT id, score, comment, agent_id, team_id, channel_type, priority, extract(epoch FROM rated_at)::float8
+              FROM csat_ratings WHERE ticket_id = $1 AND message_id = $2 FOR UPDATE
+            """, [rating.ticketId, rating.messageId]).first else { return false }
+        let oldScore: Int? = try existing.decodeIfPresent(1)
+        let oldComment: String? = try existing.decodeIfPresent(2)
+        let oldRatedAt: Double = try existing.decode(7)
+        guard oldScore != rating.score || oldComment != rating.comment, rating.ratedAt >= oldRatedAt else { return false }
+        // A zone being backfilled reads rows as they are: wait for it instead of adjusting under its feet.
+        try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [zoneLock])
+        try tx.query("UPDATE csat_ratings SET score = $2, comment = $3, rated_at = to_timestamp($4), source = $5, recorded_at = now() WHERE id = $1",
+                     [try existing.decode(0, as: Int.self), rating.score, rating.comment, rating.ratedAt, rating.source])
+        let agentId: Int? = try existing.decodeIfPresent(3)
+        let teamId: Int? = try existing.decodeIfPresent(4)
+        let channelType: String = try existing.decode(5)
+        let priority: String = try existing.decode(6)
+        try addToRollups(on: tx, at: oldRatedAt, agentId: agentId, teamId: teamId, channelType: channelType, priority: priority,
+                         requests: 0, score: oldScore, sign: -1)
+        try addToRollups(on: tx, at: rating.ratedAt, agentId: agentId, teamId: teamId, channelType: channelType, priority: priority,
+                         requests: 0, score: rating.score)
         return true
     }
 
     /// Adds one request (requests = 1) or one response (score nil = declined) to the rollups of every zone: the
     /// block of every level, with and without channel type and priority, in one statement. Rows are upserted in
     /// (zone, level) order, so concurrent ratings of one agent queue on the same rows instead of deadlocking.
+    /// `sign` -1 takes a response back out (when a later answer replaces it).
     static func addToRollups(on tx: PostgresConnection, at time: Double, agentId: Int?, teamId: Int?, channelType: String,
-                             priority: String, requests: Int, score: Int?) throws {
-        let counts = (1...5).map { score == $0 ? 1 : 0 }
-        let binds: [any PostgresEncodable] = [time, agentId ?? 0, teamId ?? 0, channelType, priority, requests, requests == 0 ? 1 : 0,
+                             priority: String, requests: Int, score: Int?, sign: Int = 1) throws {
+        let counts = (1...5).map { score == $0 ? sign : 0 }
+        let binds: [any PostgresEncodable] = [time, agentId ?? 0, teamId ?? 0, channelType, priority, requests * sign, requests == 0 ? sign : 0,
                                               counts[0], counts[1], counts[2], counts[3], counts[4]]
         try tx.query("""
             WITH blocks AS (

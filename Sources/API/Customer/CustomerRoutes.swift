@@ -294,9 +294,10 @@ public struct CustomerRoutes: Sendable {
     }
 
 
-    /// CSAT feedback: queued for Desk like the other writes and recorded with the agent and team the ticket has at this
-    /// moment once Desk has it. A null score is a declined rating: recorded at once (it counts as a response) and not
-    /// sent, as Desk's CSAT message cannot hold an empty score.
+    /// CSAT feedback on the caller's own ticket: queued for Desk like the other writes and recorded, with the agent and
+    /// team the ticket has at this moment, once Desk has accepted it (Desk checks the message is the ticket's CSAT
+    /// request). A null score is a declined rating: recorded at once (it counts as a response) for a CSAT request the
+    /// gateway knows, and not sent, as Desk's CSAT message cannot hold an empty score.
     func feedback(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try await authenticator.authenticate(request)
         let id = try request.idParameter()
@@ -307,22 +308,32 @@ public struct CustomerRoutes: Sendable {
         if !body.has("comment") { body.fail("comment", "is required (a string, or null)") }
         let comment = body.string("comment", maxLength: 1000, allowBlank: true)
         try body.finish()
-        try await tickets.confirmOwnership(id, session: session)
+        // The ticket must be the caller's by Desk's word (a ticket the cache does not hold is read from Desk first).
+        try await tickets.confirmOwnership(id, session: session, requireCached: true)
         let snapshot = try await tickets.store.snapshot(ticketId: id)
-        if let snapshot, snapshot.customerId != session.customerId { throw APIError.notFound("No ticket has this id.") }
+        guard let snapshot, snapshot.customerId == session.customerId else { throw APIError.notFound("No ticket has this id.") }
         let now = Date().timeIntervalSince1970
         guard let score else {
+            // A decline never reaches Desk (its CSAT message cannot hold an empty score), so it is recorded only for a
+            // CSAT request the gateway has seen Desk send on this very ticket.
+            guard try await ratings.isRequest(ticketId: id, messageId: messageId!) else {
+                throw APIError(status: 422, code: "validation_failed", title: "Invalid request",
+                               detail: "messageId is not a CSAT request of this ticket.",
+                               extensions: ["errors": .array([.object([("field", .string("messageId")),
+                                                                       ("message", .string("is not a CSAT request of this ticket"))])]),
+                                            "errorCount": .integer(1)])
+            }
             try await ratings.record(RatingRecord(
-                ticketId: id, messageId: messageId!, score: nil, comment: comment, agentId: snapshot?.agentId, teamId: snapshot?.teamId,
-                channelType: snapshot?.channelType ?? "UNKNOWN", priority: snapshot?.priority ?? "MEDIUM", customerSendbirdId: session.sendbirdId,
+                ticketId: id, messageId: messageId!, score: nil, comment: comment, agentId: snapshot.agentId, teamId: snapshot.teamId,
+                channelType: snapshot.channelType, priority: snapshot.priority, customerSendbirdId: session.sendbirdId,
                 ratedAt: now, source: "gateway"))
             return Self.respond(try await tickets.get(id, session: session))
         }
         let payload: JSONValue = .object([
             ("messageId", .integer(messageId!)), ("score", .integer(score)), ("comment", comment.map(JSONValue.string) ?? .null),
-            ("ratedAt", .number(now)), ("agentId", snapshot?.agentId.map(JSONValue.integer) ?? .null),
-            ("teamId", snapshot?.teamId.map(JSONValue.integer) ?? .null), ("channelType", .string(snapshot?.channelType ?? "UNKNOWN")),
-            ("priority", .string(snapshot?.priority ?? "MEDIUM")), ("customerSendbirdId", .string(session.sendbirdId)),
+            ("ratedAt", .number(now)), ("agentId", snapshot.agentId.map(JSONValue.integer) ?? .null),
+            ("teamId", snapshot.teamId.map(JSONValue.integer) ?? .null), ("channelType", .string(snapshot.channelType)),
+            ("priority", .string(snapshot.priority)), ("customerSendbirdId", .string(session.sendbirdId)),
         ])
         return try await operations.submit(session: session, ticketId: id, kind: "feedback", payload: payload)
     }

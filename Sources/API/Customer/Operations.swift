@@ -171,8 +171,10 @@ final class Operations: Sendable {
         let agentId = inline ? ticket.agent?.id : payload["agentId"]?.intValue
         let teamId = inline ? ticket.groupId : payload["teamId"]?.intValue
         let rating = RatingRecord(
-            ticketId: operation.ticketId, messageId: payload["messageId"]?.intValue ?? 0, score: payload["score"]?.intValue,
-            comment: payload["comment"]?.stringValue, agentId: agentId, teamId: teamId,
+            // What Desk holds after accepting the answer, when it says (the payload otherwise).
+            ticketId: operation.ticketId, messageId: payload["messageId"]?.intValue ?? 0,
+            score: ticket.satisfactionScore ?? payload["score"]?.intValue,
+            comment: ticket.satisfactionScore != nil ? ticket.satisfactionComment : payload["comment"]?.stringValue, agentId: agentId, teamId: teamId,
             channelType: payload["channelType"]?.stringValue ?? ticket.channelType ?? "UNKNOWN",
             priority: payload["priority"]?.stringValue ?? ticket.priority.rawValue,
             customerSendbirdId: payload["customerSendbirdId"]?.stringValue,

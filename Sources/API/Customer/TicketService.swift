@@ -134,8 +134,11 @@ final class TicketService: Sendable {
 
     /// Before a write: a ticket cached for another customer is re-read from Desk with this customer's session, which
     /// moves it to them if Desk says it is theirs and answers 404 otherwise.
-    func confirmOwnership(_ id: Int, session: SessionRecord) async throws {
-        guard let cached = try await store.find(id: id), cached.customerId != session.customerId else { return }
+    /// With `requireCached`, a ticket the cache does not hold at all is read from Desk too (and must be the caller's).
+    func confirmOwnership(_ id: Int, session: SessionRecord, requireCached: Bool = false) async throws {
+        let cached = try await store.find(id: id)
+        if let cached, cached.customerId == session.customerId { return }
+        if cached == nil, !requireCached { return }
         do {
             let ticket = try await desk.ticket(DeskSession(token: session.deskToken), id: id)
             try await save(ticket, customerId: session.customerId)
