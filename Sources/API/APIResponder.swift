@@ -139,6 +139,14 @@ public final class APIResponder: HTTPResponder {
         return finish(response, request: clean, route: "(malformed request)", requestID: requestID, started: .now)
     }
 
+    public func overloaded(_ request: HTTPRequest) -> HTTPResponse {
+        let requestID = requestID(for: request)
+        let response = APIError(status: 503, code: "service_unavailable", title: "Service unavailable",
+                                detail: "The server is at its connection limit; retry shortly.", headers: [("Retry-After", "1")])
+            .response(instance: request.path, requestID: requestID)
+        return finish(response, request: request, route: "(connection limit)", requestID: requestID, started: .now)
+    }
+
     public func shuttingDown(_ request: HTTPRequest) -> HTTPResponse {
         let requestID = requestID(for: request)
         return APIError.shuttingDown().response(instance: request.path, requestID: requestID)

@@ -8,16 +8,39 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-/* A new connection gets `request_timeout` (cls) seconds of silence, not the idle timeout, until its first request's
-   headers are in (dg_mhd_set_timeout then restores the idle timeout): connections that never send a request, or send it
-   a byte at a time, are dropped sooner than idle keep-alive ones. 0 keeps the daemon's timeout. */
-static inline void dg_mhd_connection_started(void *cls, struct MHD_Connection *connection, void **socket_context,
-                                             enum MHD_ConnectionNotificationCode code)
+/* Per-daemon bookkeeping shared with the connection callbacks: the live connection count (read by the server to
+   answer 503 past its own limit, which sits below libmicrohttpd's) and the header timeout of new connections. */
+struct dg_mhd_state {
+    unsigned int request_timeout;
+    unsigned int live;
+};
+
+static inline unsigned int dg_mhd_live(struct dg_mhd_state *state)
+{
+    return __atomic_load_n(&state->live, __ATOMIC_RELAXED);
+}
+
+/* A new connection gets `request_timeout` seconds of silence, not the idle timeout, until its first request's headers
+   are in (dg_mhd_set_timeout then restores the idle timeout): connections that never send a request, or send it a
+   byte at a time, are dropped sooner than idle keep-alive ones. 0 keeps the daemon's timeout. */
+static inline void dg_mhd_connection_event(void *cls, struct MHD_Connection *connection, void **socket_context,
+                                           enum MHD_ConnectionNotificationCode code)
 {
     (void) socket_context;
-    unsigned int timeout = (unsigned int) (uintptr_t) cls;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED && timeout > 0)
-        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, timeout);
+    struct dg_mhd_state *state = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        __atomic_fetch_add(&state->live, 1, __ATOMIC_RELAXED);
+        if (state->request_timeout > 0)
+            MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, state->request_timeout);
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        __atomic_fetch_sub(&state->live, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* MHD_set_connection_option is C-variadic too. */
+static inline void dg_mhd_set_timeout(struct MHD_Connection *connection, unsigned int seconds)
+{
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
 }
 
 /* Unescapes like libmicrohttpd, but a NUL byte that %00 would put in a path or query value turns the whole value into
@@ -47,12 +70,6 @@ static inline int dg_mhd_has_nul(struct MHD_Connection *connection)
     return found;
 }
 
-/* MHD_set_connection_option is C-variadic too. */
-static inline void dg_mhd_set_timeout(struct MHD_Connection *connection, unsigned int seconds)
-{
-    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
-}
-
 /* MHD_start_daemon is C-variadic, which Swift cannot call; this fixed-arity wrapper passes each option with the
    exact type MHD reads through va_arg. Returns NULL when the host is not an IPv4 literal or MHD refuses to start. */
 static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *host, uint16_t port,
@@ -61,7 +78,7 @@ static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *ho
                                               unsigned int threads, unsigned int connection_timeout,
                                               unsigned int connection_limit, size_t memory_limit,
                                               unsigned int listen_backlog, unsigned int per_ip_limit,
-                                              unsigned int request_timeout)
+                                              struct dg_mhd_state *state)
 {
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof(addr));
@@ -75,7 +92,7 @@ static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *ho
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
                             MHD_OPTION_UNESCAPE_CALLBACK, dg_mhd_unescape, NULL,
-                            MHD_OPTION_NOTIFY_CONNECTION, dg_mhd_connection_started, (void *) (uintptr_t) request_timeout,
+                            MHD_OPTION_NOTIFY_CONNECTION, dg_mhd_connection_event, (void *) state,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,
                             MHD_OPTION_SOCK_ADDR, (const struct sockaddr *) &addr,

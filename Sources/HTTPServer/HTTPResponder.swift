@@ -14,9 +14,15 @@ public protocol HTTPResponder: Sendable {
     func shuttingDown(_ request: HTTPRequest) -> HTTPResponse
     /// The answer for a request refused before routing (NUL bytes, ambiguous framing); the connection is closed.
     func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse
+    /// The answer when the server holds more connections than its limit (the connection is closed after it).
+    func overloaded(_ request: HTTPRequest) -> HTTPResponse
 }
 
 extension HTTPResponder {
+    public func overloaded(_ request: HTTPRequest) -> HTTPResponse {
+        HTTPResponse(status: 503, headers: [("Content-Type", "text/plain"), ("Retry-After", "1")], body: Array("Too many connections.".utf8))
+    }
+
     public func badRequest(_ request: HTTPRequest, reason: String) -> HTTPResponse {
         HTTPResponse(status: 400, headers: [("Content-Type", "text/plain")], body: Array(reason.utf8))
     }

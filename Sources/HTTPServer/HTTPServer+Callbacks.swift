@@ -74,6 +74,10 @@ extension HTTPServer {
             }
             conCls.pointee = Unmanaged.passRetained(context).toOpaque()
             liveContexts.add(1, ordering: .relaxed)
+            if openConnections > configuration.connectionLimit {
+                context.tooLarge = true
+                return queue(responder.overloaded(request), on: connection, close: true)
+            }
             if let problem = Self.framingProblem(request, hasNul: dg_mhd_has_nul(connection) != 0) {
                 context.tooLarge = true
                 return queue(responder.badRequest(request, reason: problem), on: connection, close: true)

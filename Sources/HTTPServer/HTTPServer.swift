@@ -20,11 +20,27 @@ public final class HTTPServer: @unchecked Sendable {
     let suspended = Mutex<[ObjectIdentifier: RequestContext]>([:])
     /// Contexts created and not yet completed (counts requests being received, worked on or sent).
     let liveContexts = Atomic<Int>(0)
+    /// Shared with libmicrohttpd's connection callbacks (live connections, header timeout); freed with the server.
+    let connectionState: UnsafeMutablePointer<dg_mhd_state>
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
         self.configuration = configuration
         self.responder = responder
+        connectionState = .allocate(capacity: 1)
+        connectionState.initialize(to: dg_mhd_state(request_timeout: UInt32(max(0, configuration.requestTimeoutSeconds)), live: 0))
     }
+
+    deinit {
+        if let daemon { MHD_stop_daemon(daemon) }
+        connectionState.deallocate()
+    }
+
+    /// Open connections right now.
+    public var openConnections: Int { Int(dg_mhd_live(connectionState)) }
+
+    /// libmicrohttpd accepts a few connections past `connectionLimit`, so the server can answer those 503 (and close
+    /// them) instead of leaving new clients waiting in the listen backlog.
+    var acceptLimit: Int { max(1, configuration.connectionLimit) + max(16, configuration.connectionLimit / 16) }
 
     /// The bound port; with `port: 0` the kernel's choice.
     public var port: Int { boundPort }
@@ -47,9 +63,9 @@ public final class HTTPServer: @unchecked Sendable {
             UInt32(flags), configuration.host, UInt16(configuration.port),
             httpAccessHandler, context, httpRequestCompleted, context,
             UInt32(max(1, configuration.threads)), UInt32(max(0, configuration.connectionTimeoutSeconds)),
-            UInt32(max(1, configuration.connectionLimit)), max(4096, configuration.connectionMemoryLimitBytes),
+            UInt32(acceptLimit), max(4096, configuration.connectionMemoryLimitBytes),
             UInt32(max(1, configuration.listenBacklog)), UInt32(max(0, configuration.perAddressConnectionLimit)),
-            UInt32(max(0, configuration.requestTimeoutSeconds)))
+            connectionState)
         guard let started else {
             throw HTTPServerError(code: .startFailed,
                                   description: "libmicrohttpd could not listen on \(configuration.host):\(configuration.port) (address in use or invalid host)")
