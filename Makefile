@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Both install what is missing first, so they work on a fresh
 # Debian machine with the Swift toolchain as well as on one where everything is already there.
-.PHONY: deps build run test bench clean
+.PHONY: deps build run test bench fuzz sanitize clean
 
 PORT ?= 8080
 
@@ -18,8 +18,18 @@ test:
 	@scripts/install-deps.sh --test
 	@scripts/test.sh
 
+# libFuzzer over the JSON parser, the ticket body validator, the cursor decoder and the report parameters
+# (FUZZ_SECONDS each; make test runs them for 60 s).
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The whole suite under AddressSanitizer and ThreadSanitizer (not part of make test: about N minutes each).
+sanitize: deps
+	@scripts/sanitize.sh
+
 bench: build
 	@bench/run.sh
 
 clean:
-	rm -rf .build .data
+	rm -rf .build .build-fuzz .build-address .build-thread .data

@@ -46,6 +46,9 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
 
+        // libFuzzer drivers for the parsers of untrusted input (`make fuzz`); a plain build replays files instead.
+        .executableTarget(name: "dg-fuzz", dependencies: ["API", "JSON", "Reports", "HTTPServer"], swiftSettings: strict),
+
         .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "JSON"]),

@@ -34,3 +34,11 @@ python3 scripts/restart_test.py
 
 echo "== abuse: one address flooding connections, another still served; SIGTERM with stalled previews in flight"
 python3 scripts/abuse_test.py "$TEST_DATABASE_URL"
+
+echo "== fuzz regressions: every input that once broke a parser, replayed"
+for target in json body cursor report; do
+  .build/debug/dg-fuzz "$target" $(find "Tests/Fuzz/regressions/$target" -type f ! -name README)
+done
+
+echo "== fuzz: 60 s per parser"
+scripts/fuzz.sh "${FUZZ_SECONDS:-60}"

@@ -1,7 +1,7 @@
 public import DeskClient
-import Domain
+public import Domain
 import Foundation
-import HTTPServer
+public import HTTPServer
 import JSON
 public import Store
 public import Telemetry
@@ -187,8 +187,10 @@ public struct CustomerRoutes: Sendable {
         ]), status: 201, headers: [("Cache-Control", "no-store")])
     }
 
-    func createTicket(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try await authenticator.authenticate(request)
+    /// The body of `POST /v1/tickets`, validated (pure: also driven by the fuzzer).
+    public static func newTicket(_ request: HTTPRequest) throws(APIError)
+        -> (title: String, userName: String, groupKey: String?, customFields: [(key: String, value: String)]?,
+            priority: TicketPriority?, related: [String]?) {
         var body = try JSONBody(request)
         let title = body.string("title", required: true, maxLength: 255)
         let userName = body.string("userName", required: true, maxLength: 100)
@@ -201,9 +203,15 @@ public struct CustomerRoutes: Sendable {
         let priority = body.enumeration("priority", TicketPriority.self)
         let related = body.stringArray("relatedChannelUrls", maxCount: DeskLimits.maxRelatedChannels)
         try body.finish()
+        return (title!, userName!, groupKey, fields, priority, related)
+    }
+
+    func createTicket(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await authenticator.authenticate(request)
+        let new = try Self.newTicket(request)
         let ticket = try await desk.createTicket(DeskSession(token: session.deskToken), .init(
-            title: title!, userName: userName!, userId: session.sendbirdId, groupKey: groupKey, customFields: fields,
-            priority: priority, relatedChannelUrls: related))
+            title: new.title, userName: new.userName, userId: session.sendbirdId, groupKey: new.groupKey, customFields: new.customFields,
+            priority: new.priority, relatedChannelUrls: new.related))
         let served = try await tickets.save(ticket, customerId: session.customerId)
         return Self.respond(served, status: 201, extraHeaders: [("Location", "/v1/tickets/\(ticket.id)")])
     }

@@ -1,0 +1,100 @@
+import API
+import Foundation
+import HTTPServer
+import JSON
+import Reports
+
+/// The parsers that take untrusted input, each with the property it must keep on any input: never crash, and
+/// whatever it accepts survives a round trip. `make fuzz` drives them with libFuzzer; without the fuzzer this
+/// executable replays files (`dg-fuzz TARGET FILE...`), which is how a crash becomes a regression test.
+enum FuzzTargets {
+    static let names = ["json", "body", "cursor", "report"]
+
+    static func run(_ target: String, _ bytes: [UInt8]) {
+        switch target {
+        case "json": json(bytes)
+        case "body": body(bytes)
+        case "cursor": cursor(bytes)
+        case "report": report(bytes)
+        default: fatalError("unknown fuzz target \(target); known: \(names.joined(separator: ", "))")
+        }
+    }
+
+    /// Accepted JSON serializes to JSON that parses back to the same value.
+    static func json(_ bytes: [UInt8]) {
+        guard let value = try? JSONParser.parse(bytes) else { return }
+        guard let again = try? JSONParser.parse(value.bytes()) else { fatalError("serialized JSON does not parse back") }
+        guard again.bytes() == value.bytes() else { fatalError("JSON round trip changed the value") }
+    }
+
+    /// The ticket body validator: a refusal lists at most 20 problems and is never larger than it needs to be.
+    static func body(_ bytes: [UInt8]) {
+        let request = HTTPRequest(method: "POST", path: "/v1/tickets", headers: [("content-type", "application/json")], body: bytes)
+        do {
+            let ticket = try CustomerRoutes.newTicket(request)
+            guard !ticket.title.isEmpty, ticket.title.count <= 255 else { fatalError("accepted an invalid title") }
+        } catch {
+            if case .array(let problems)? = error.extensions["errors"], problems.count > 20 { fatalError("more than 20 problems listed") }
+        }
+    }
+
+    /// A cursor the decoder accepts encodes back to itself.
+    static func cursor(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let decoded = KeysetCursor.decode(text) else { return }
+        guard let again = KeysetCursor.decode(KeysetCursor.encode(time: decoded.time, id: decoded.id)),
+              again.id == decoded.id, again.time == decoded.time else { fatalError("cursor round trip changed it") }
+    }
+
+    /// Report query parameters: `name=value` pairs separated by `&`, any bytes.
+    static func report(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let query = text.split(separator: "&", omittingEmptySubsequences: false).map { pair -> (name: String, value: String) in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+        }
+        for listing in [false, true] {
+            guard let parameters = try? ReportParameters.parse(query, accept: nil, today: { _ in LocalDate(year: 2026, month: 6, day: 15) },
+                                                               isKnownZone: { TimeZone(identifier: $0) != nil }, maxDays: 366,
+                                                               listing: listing) else { continue }
+            guard parameters.from <= parameters.to else { fatalError("accepted a range that ends before it starts") }
+        }
+    }
+}
+
+#if FUZZING
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    FuzzTargets.run(selectedTarget, data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
+    return 0
+}
+
+let selectedTarget = ProcessInfo.processInfo.environment["DG_FUZZ_TARGET"] ?? "json"
+
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+/// SwiftPM links an executable's entry point under this name; here it hands control to libFuzzer's driver.
+@_cdecl("dg_fuzz_main")
+func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc
+    var arguments = argv
+    return runFuzzerDriver(&count, &arguments) { data, size in fuzzOneInput(data, size) }
+}
+#else
+@main
+struct Replay {
+    static func main() throws {
+        let arguments = CommandLine.arguments.dropFirst()
+        guard let target = arguments.first, FuzzTargets.names.contains(target) else {
+            print("usage: dg-fuzz TARGET FILE...  (targets: \(FuzzTargets.names.joined(separator: ", ")))")
+            return
+        }
+        for path in arguments.dropFirst() {
+            FuzzTargets.run(target, [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
+        }
+        print("dg-fuzz: \(arguments.count - 1) inputs replayed through \(target)")
+    }
+}
+#endif

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole Swift test suite once under AddressSanitizer and once under ThreadSanitizer, each in its own scratch
+# folder, against one private PostgreSQL (as make test). Usage: scripts/sanitize.sh [address|thread]...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sanitizers=("$@")
+[ ${#sanitizers[@]} -gt 0 ] || sanitizers=(address thread)
+pg_dir=.build/test-pg-sanitize
+pg_port=${TEST_PG_PORT:-55437}
+trap 'scripts/test-postgres.sh stop "$pg_dir"' EXIT
+TEST_DATABASE_URL=$(scripts/test-postgres.sh start "$pg_dir" "$pg_port")
+export TEST_DATABASE_URL
+for sanitizer in "${sanitizers[@]}"; do
+  echo "== sanitize=$sanitizer: building"
+  start=$(date +%s)
+  swift build --build-tests --sanitize="$sanitizer" --scratch-path ".build-$sanitizer" 2>&1 | tail -n 1
+  echo "== sanitize=$sanitizer: running the suite"
+  # TSan reports go to stderr and fail the run (halt_on_error); ASan stops at the first error anyway.
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ASAN_OPTIONS="detect_leaks=0" \
+    swift test --skip-build --sanitize="$sanitizer" --scratch-path ".build-$sanitizer"
+  echo "== sanitize=$sanitizer: passed in $(( $(date +%s) - start ))s"
+done
