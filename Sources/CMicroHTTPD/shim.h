@@ -3,44 +3,118 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
+#include <stdlib.h>
+#include <pthread.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
 
+/* One connection as the header deadline sweeper sees it. */
+struct dg_mhd_conn {
+    struct dg_mhd_conn *prev, *next;
+    int fd;
+    long long started_ms;
+    int headers_done;
+};
+
 /* Per-daemon bookkeeping shared with the connection callbacks: the live connection count (read by the server to
-   answer 503 past its own limit, which sits below libmicrohttpd's) and the header timeout of new connections. */
+   answer 503 past its own limit, which sits below libmicrohttpd's), the header timeout of new connections, and the
+   connections still waiting for their first request's headers (for the deadline sweeper). */
 struct dg_mhd_state {
     unsigned int request_timeout;
     unsigned int live;
+    pthread_mutex_t lock;
+    struct dg_mhd_conn *head;
 };
+
+static inline void dg_mhd_state_init(struct dg_mhd_state *state, unsigned int request_timeout)
+{
+    memset(state, 0, sizeof(*state));
+    state->request_timeout = request_timeout;
+    pthread_mutex_init(&state->lock, NULL);
+}
+
+static inline void dg_mhd_state_destroy(struct dg_mhd_state *state)
+{
+    pthread_mutex_destroy(&state->lock);
+}
 
 static inline unsigned int dg_mhd_live(struct dg_mhd_state *state)
 {
     return __atomic_load_n(&state->live, __ATOMIC_RELAXED);
 }
 
-/* A new connection gets `request_timeout` seconds of silence, not the idle timeout, until its first request's headers
-   are in (dg_mhd_set_timeout then restores the idle timeout): connections that never send a request, or send it a
-   byte at a time, are dropped sooner than idle keep-alive ones. 0 keeps the daemon's timeout. */
+static inline long long dg_mhd_now_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* A new connection gets `request_timeout` seconds of silence, not the idle timeout, until its first request (headers
+   and body) is in (dg_mhd_headers_done then restores the idle timeout): connections that never send a request, or
+   send it a byte at a time, are dropped sooner than idle keep-alive ones. It is also registered for the sweeper,
+   which ends it when that request is not complete `request_timeout` seconds after the connection was accepted,
+   however the bytes trickle in. libmicrohttpd reports a connection closed before it closes the socket, so the sweeper never
+   touches a descriptor that was reused. */
 static inline void dg_mhd_connection_event(void *cls, struct MHD_Connection *connection, void **socket_context,
                                            enum MHD_ConnectionNotificationCode code)
 {
-    (void) socket_context;
     struct dg_mhd_state *state = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         __atomic_fetch_add(&state->live, 1, __ATOMIC_RELAXED);
-        if (state->request_timeout > 0)
-            MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, state->request_timeout);
+        if (state->request_timeout == 0) return;
+        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, state->request_timeout);
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct dg_mhd_conn *entry = calloc(1, sizeof(*entry));
+        if (!info || !entry) { free(entry); return; }
+        entry->fd = info->connect_fd;
+        entry->started_ms = dg_mhd_now_ms();
+        pthread_mutex_lock(&state->lock);
+        entry->next = state->head;
+        if (state->head) state->head->prev = entry;
+        state->head = entry;
+        pthread_mutex_unlock(&state->lock);
+        *socket_context = entry;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         __atomic_fetch_sub(&state->live, 1, __ATOMIC_RELAXED);
+        struct dg_mhd_conn *entry = *socket_context;
+        if (!entry) return;
+        pthread_mutex_lock(&state->lock);
+        if (entry->prev) entry->prev->next = entry->next; else state->head = entry->next;
+        if (entry->next) entry->next->prev = entry->prev;
+        pthread_mutex_unlock(&state->lock);
+        *socket_context = NULL;
+        free(entry);
     }
 }
 
-/* MHD_set_connection_option is C-variadic too. */
-static inline void dg_mhd_set_timeout(struct MHD_Connection *connection, unsigned int seconds)
+/* The first request is in, headers and body: the idle timeout applies from now on and the sweeper leaves it alone. */
+static inline void dg_mhd_headers_done(struct MHD_Connection *connection, unsigned int idle_timeout)
 {
-    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, seconds);
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct dg_mhd_conn *entry = info ? info->socket_context : NULL;
+    if (!entry || __atomic_load_n(&entry->headers_done, __ATOMIC_RELAXED)) return;
+    __atomic_store_n(&entry->headers_done, 1, __ATOMIC_RELAXED);
+    MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, idle_timeout);
+}
+
+/* Shuts down (libmicrohttpd then closes) every connection whose first request is overdue; returns how many. */
+static inline int dg_mhd_sweep(struct dg_mhd_state *state)
+{
+    int ended = 0;
+    long long deadline = dg_mhd_now_ms() - (long long) state->request_timeout * 1000;
+    pthread_mutex_lock(&state->lock);
+    for (struct dg_mhd_conn *entry = state->head; entry; entry = entry->next) {
+        if (__atomic_load_n(&entry->headers_done, __ATOMIC_RELAXED) || entry->started_ms > deadline) continue;
+        __atomic_store_n(&entry->headers_done, 2, __ATOMIC_RELAXED);
+        shutdown(entry->fd, SHUT_RDWR);
+        ended++;
+    }
+    pthread_mutex_unlock(&state->lock);
+    return ended;
 }
 
 /* Unescapes like libmicrohttpd, but a NUL byte that %00 would put in a path or query value turns the whole value into

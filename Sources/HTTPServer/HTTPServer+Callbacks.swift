@@ -69,9 +69,6 @@ extension HTTPServer {
                                       remoteAddress: clientAddress(of: connection))
             let context = RequestContext(request: request)
             context.connection = connection
-            if configuration.requestTimeoutSeconds > 0 {
-                dg_mhd_set_timeout(connection, UInt32(max(0, configuration.connectionTimeoutSeconds)))
-            }
             conCls.pointee = Unmanaged.passRetained(context).toOpaque()
             liveContexts.add(1, ordering: .relaxed)
             if openConnections > configuration.connectionLimit {
@@ -112,6 +109,10 @@ extension HTTPServer {
             return queue(response, on: connection)
         }
         if context.dispatched { return .YES }
+        // The request is complete (headers and body): from here the idle timeout applies, not the request deadline.
+        if configuration.requestTimeoutSeconds > 0 {
+            dg_mhd_headers_done(connection, UInt32(max(0, configuration.connectionTimeoutSeconds)))
+        }
         if context.tooLarge {
             return queue(responder.bodyTooLarge(context.request, limit: configuration.bodyLimitBytes), on: connection)
         }

@@ -1,4 +1,5 @@
 internal import CMicroHTTPD
+import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -27,13 +28,17 @@ public final class HTTPServer: @unchecked Sendable {
         self.configuration = configuration
         self.responder = responder
         connectionState = .allocate(capacity: 1)
-        connectionState.initialize(to: dg_mhd_state(request_timeout: UInt32(max(0, configuration.requestTimeoutSeconds)), live: 0))
+        dg_mhd_state_init(connectionState, UInt32(max(0, configuration.requestTimeoutSeconds)))
     }
 
     deinit {
         if let daemon { MHD_stop_daemon(daemon) }
+        sweeper?.stop()
+        dg_mhd_state_destroy(connectionState)
         connectionState.deallocate()
     }
+
+    private var sweeper: HeaderDeadlineSweeper?
 
     /// Open connections right now.
     public var openConnections: Int { Int(dg_mhd_live(connectionState)) }
@@ -72,6 +77,7 @@ public final class HTTPServer: @unchecked Sendable {
         }
         daemon = started
         boundPort = Int(dg_mhd_bound_port(started))
+        if configuration.requestTimeoutSeconds > 0 { sweeper = HeaderDeadlineSweeper(state: connectionState) }
     }
 
     /// Stops accepting connections, lets in-flight requests finish until `drainDeadline`, answers whatever is still
@@ -98,6 +104,8 @@ public final class HTTPServer: @unchecked Sendable {
         }
         MHD_stop_daemon(daemon)
         self.daemon = nil
+        sweeper?.stop()
+        sweeper = nil
     }
 
     /// Hands the async result back to libmicrohttpd; only the first caller for a context wins.
@@ -107,5 +115,33 @@ public final class HTTPServer: @unchecked Sendable {
         context.response = response
         _ = suspended.withLock { $0.removeValue(forKey: ObjectIdentifier(context)) }
         MHD_resume_connection(connection)
+    }
+}
+
+/// A thread that, four times a second, ends connections whose first request headers are overdue
+/// (`HTTPServerConfiguration.requestTimeoutSeconds`), however slowly their bytes trickle in.
+/// Thread safety: the state pointer is only passed to `dg_mhd_sweep`, which locks it; it outlives the sweeper.
+final class HeaderDeadlineSweeper: @unchecked Sendable {
+    private let state: UnsafeMutablePointer<dg_mhd_state>
+    private let running = Atomic<Bool>(true)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(state: UnsafeMutablePointer<dg_mhd_state>) {
+        self.state = state
+        let thread = Thread { [self] in
+            while running.load(ordering: .acquiring) {
+                _ = dg_mhd_sweep(self.state)
+                Thread.sleep(forTimeInterval: 0.25)
+            }
+            finished.signal()
+        }
+        thread.name = "http-header-deadline"
+        thread.start()
+    }
+
+    /// Returns once the thread has stopped touching the state.
+    func stop() {
+        guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        finished.wait()
     }
 }

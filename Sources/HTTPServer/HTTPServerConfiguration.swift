@@ -12,7 +12,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var listenBacklog: Int
     /// Connections one client address may hold at once (0: no limit); more are closed as they are accepted.
     public var perAddressConnectionLimit = 0
-    /// Silence allowed on a new connection before its first request's headers are complete (0: the idle timeout).
+    /// A new connection's first request (headers and body) must be complete this many seconds after it was accepted,
+    /// and silence is allowed only this long until then (0: only the idle timeout applies).
     public var requestTimeoutSeconds = 0
 
     public init(host: String = "0.0.0.0", port: Int = 8080, threads: Int = 2, connectionTimeoutSeconds: Int = 30,

@@ -47,4 +47,37 @@ import TestSupport
         withExtendedLifetime(held) {}
         await server.stop(drainDeadline: .seconds(1))
     }
+
+    @Test func headersTrickledInPastTheRequestDeadlineEndTheConnection() async throws {
+        var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2)
+        configuration.requestTimeoutSeconds = 1
+        let server = HTTPServer(configuration: configuration, responder: TestResponder())
+        try server.start()
+        let started = ContinuousClock.now
+        // A header line every 200 ms: never silent long enough for an inactivity timeout, yet cut at the deadline.
+        let outcome = try await onBlockingThread { () -> String in
+            let connection = try RawHTTPConnection(port: server.port)
+            try connection.send(Array("GET /hello HTTP/1.1\r\nHost: x\r\n".utf8))
+            for index in 0..<40 {
+                Thread.sleep(forTimeInterval: 0.2)
+                do { try connection.send(Array("X-Drip-\(index): 1\r\n".utf8)) } catch { return "closed" }
+            }
+            return "still open"
+        }
+        #expect(outcome == "closed")
+        #expect(ContinuousClock.now - started < .seconds(4))
+        // A prompt client is served as usual, on the same server, and keeps its connection for a second request.
+        let answers = try await onBlockingThread { () -> [Int] in
+            let connection = try RawHTTPConnection(port: server.port)
+            var statuses: [Int] = []
+            for _ in 0..<2 {
+                try connection.send(Array("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+                statuses.append(try connection.readResponse()?.status ?? 0)
+                Thread.sleep(forTimeInterval: 1.5)
+            }
+            return statuses
+        }
+        #expect(answers == [200, 200])
+        await server.stop(drainDeadline: .seconds(1))
+    }
 }
