@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from testlib import call, check, summary, wait_ready
+from testlib import call, check, free_port, summary, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 binary = str(root / ".build/debug/desk-gateway")
@@ -19,6 +19,8 @@ data = root / ".build" / "restart-test"
 port = int(os.environ.get("RESTART_PORT", "18291"))
 emulator_port = int(os.environ.get("RESTART_EMULATOR_PORT", "19291"))
 other_desk_port = emulator_port + 1
+# Below the ephemeral range: the cluster is started four times, and a client socket must not hold its port.
+pg_port = os.environ.get("RESTART_PG_PORT") or str(free_port())
 gateway = f"http://127.0.0.1:{port}"
 desk = f"http://127.0.0.1:{emulator_port}"
 processes = []
@@ -32,7 +34,7 @@ def environment(**extra):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DESK_BASE_URL", "DESK_API_TOKEN", "DESK_WEBHOOK_SECRET")}
     env.update({
         "PORT": str(port), "HOST": "127.0.0.1", "EMBEDDED_PG_DIR": str(data / "postgres"),
-        "EMBEDDED_PG_PORT": os.environ.get("RESTART_PG_PORT", "55436"), "DESK_EMULATOR_PORT": str(emulator_port),
+        "EMBEDDED_PG_PORT": pg_port, "DESK_EMULATOR_PORT": str(emulator_port),
         "LOG_LEVEL": "info", "CACHE_TTL_S": "1", "REPORT_CACHE_S": "0", "SYNC_INTERVAL_S": "0", "SHUTDOWN_DRAIN_S": "5",
         "RATE_LIMIT_PER_MINUTE": "1000000", "RATE_LIMIT_BURST": "1000000", "ASSETS_DIR": str(root),
     })

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 sanitizers=("$@")
 [ ${#sanitizers[@]} -gt 0 ] || sanitizers=(address thread)
 pg_dir=.build/test-pg-sanitize
-pg_port=${TEST_PG_PORT:-55437}
+pg_port=${TEST_PG_PORT:-25437}
 trap 'scripts/test-postgres.sh stop "$pg_dir"' EXIT
 TEST_DATABASE_URL=$(scripts/test-postgres.sh start "$pg_dir" "$pg_port")
 export TEST_DATABASE_URL

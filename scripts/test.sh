@@ -8,7 +8,7 @@ echo "== building (debug, with tests)"
 swift build --build-tests
 
 pg_dir=.build/test-pg-run
-pg_port=${TEST_PG_PORT:-55434}
+pg_port=${TEST_PG_PORT:-25434}
 trap 'scripts/test-postgres.sh stop "$pg_dir"' EXIT
 echo "== starting the test PostgreSQL on port $pg_port"
 TEST_DATABASE_URL=$(scripts/test-postgres.sh start "$pg_dir" "$pg_port")

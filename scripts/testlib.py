@@ -1,5 +1,7 @@
 """Helpers shared by the process-level test scripts (scale_out.py, restart_test.py): JSON over HTTP and check lines."""
 import json
+import random
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -39,6 +41,18 @@ def wait_ready(base_url, seconds=90, process=None):
             pass
         time.sleep(0.2)
     return False
+
+
+def free_port():
+    """A free loopback port below the kernel's ephemeral range (32768 up), so no client socket can take it meanwhile."""
+    while True:
+        port = random.randint(20000, 29999)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
 
 
 def summary(name):
