@@ -59,9 +59,16 @@ extension DeskEmulator {
         }
         add("POST", "/settings") { emulator, request throws(EmulatorFailure) in
             let body = try request.jsonBody()
+            if let text = body["webhookShape"]?.stringValue {
+                guard let shape = WebhookShape(rawValue: text) else {
+                    throw EmulatorFailure.invalid("webhookShape must be one of \(WebhookShape.allCases.map(\.rawValue).joined(separator: ", ")).")
+                }
+                emulator.webhooks.shape = shape
+            }
             return try emulator.world.withLock { world in
                 if let value = body["autoCloseOnConfirm"]?.boolValue { world.autoCloseOnConfirm = value }
-                return EmulatorResponse.json(.object([("autoCloseOnConfirm", .bool(world.autoCloseOnConfirm))]))
+                return EmulatorResponse.json(.object([("autoCloseOnConfirm", .bool(world.autoCloseOnConfirm)),
+                                                      ("webhookShape", .string(emulator.webhooks.shape.rawValue))]))
             }
         }
         add("POST", "/faults") { emulator, request throws(EmulatorFailure) in

@@ -102,6 +102,12 @@ public final class DeskEmulator: Sendable {
 
     public func setWebhooks(urls: [String], secret: String) { webhooks.configure(urls: urls, secret: secret) }
 
+    /// The envelope of the webhooks this emulator sends (`POST /emulator/settings {webhookShape}` too).
+    public var webhookShape: WebhookShape {
+        get { webhooks.shape }
+        set { webhooks.shape = newValue }
+    }
+
     /// Runs a change to the world and sends the webhook events it produced, in order.
     func mutate<T: Sendable>(_ body: (inout EmulatorWorld, inout [WebhookEvent]) throws(EmulatorFailure) -> T) throws(EmulatorFailure) -> T {
         var events: [WebhookEvent] = []

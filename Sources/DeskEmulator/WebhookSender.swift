@@ -6,8 +6,25 @@ import FoundationNetworking
 import JSON
 import Synchronization
 
-/// One Desk webhook: `{eventType, eventId, occurredAt, data: <ticket>[, message]}`. `eventId` stays the same across
-/// redeliveries of one event, so receivers can deduplicate.
+/// How the emulator wraps a webhook event. `primary` is the shape Sendbird documents (`{eventType, data: <ticket>}`),
+/// plus the CSAT `message` on CSAT events (an assumption the gateway does not depend on); the others are the variants
+/// the gateway also accepts, so tests can cover each.
+public enum WebhookShape: String, Sendable, CaseIterable {
+    /// `{eventType, data: <ticket>[, message]}`
+    case primary
+    /// `{eventType, eventId, occurredAt, data: <ticket>[, message]}` (the emulator's first shape)
+    case legacy
+    /// `primary` with every key in snake_case (`event_type`, `channel_url`, …)
+    case snake
+    /// `{eventType, data: {ticket, message}}`
+    case nested
+    /// `{eventType, ticket[, message]}`
+    case ticket
+    /// the ticket's own fields at the top level with `eventType`; no message (CSAT only from the ticket's fields)
+    case flat
+}
+
+/// One Desk webhook event; `id` stays the same across redeliveries, as the body does.
 struct WebhookEvent: Sendable {
     let id: String
     let type: String
@@ -23,11 +40,42 @@ struct WebhookEvent: Sendable {
         self.occurredAt = Date().timeIntervalSince1970
     }
 
-    var body: [UInt8] {
-        var fields: [(String, JSONValue)] = [("eventType", .string(type)), ("eventId", .string(id)),
-                                             ("occurredAt", .string(ISOTimestamp.format(occurredAt))), ("data", ticket)]
-        if let message { fields.append(("message", message)) }
-        return JSONValue.object(fields).bytes()
+    func body(_ shape: WebhookShape) -> [UInt8] {
+        let type: (String, JSONValue) = ("eventType", .string(self.type))
+        let message = self.message.map { [("message", $0)] } ?? []
+        let value: JSONValue
+        switch shape {
+        case .primary:
+            value = .object([type, ("data", ticket)] + message)
+        case .legacy:
+            value = .object([type, ("eventId", .string(id)), ("occurredAt", .string(ISOTimestamp.format(occurredAt))), ("data", ticket)] + message)
+        case .snake:
+            value = Self.snakeCased(.object([type, ("data", ticket)] + message))
+        case .nested:
+            value = .object([type, ("data", .object([("ticket", ticket)] + message))])
+        case .ticket:
+            value = .object([type, ("ticket", ticket)] + message)
+        case .flat:
+            value = .object([type] + (ticket.objectValue ?? []))
+        }
+        return value.bytes()
+    }
+
+    static func snakeCased(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(let members):
+            return .object(members.map { key, member in
+                var snake = ""
+                for character in key {
+                    if character.isUppercase { snake += "_" + character.lowercased() } else { snake.append(character) }
+                }
+                return (snake, snakeCased(member))
+            })
+        case .array(let items):
+            return .array(items.map(snakeCased))
+        default:
+            return value
+        }
     }
 }
 
@@ -36,6 +84,7 @@ struct WebhookEvent: Sendable {
 final class WebhookSender: Sendable {
     private final class Settings: Sendable {
         let value: Mutex<(urls: [String], secret: String)>
+        let shape = Mutex(WebhookShape.primary)
         init(urls: [String], secret: String) { value = Mutex((urls, secret)) }
     }
 
@@ -56,12 +105,18 @@ final class WebhookSender: Sendable {
             let session = URLSession(configuration: configuration)
             for await event in stream {
                 let (urls, secret) = settings.value.withLock { ($0.urls, $0.secret) }
-                for url in urls { await Self.deliver(event, to: url, secret: secret, session: session) }
+                let body = event.body(settings.shape.withLock { $0 })
+                for url in urls { await Self.deliver(body, to: url, secret: secret, session: session) }
             }
         }
     }
 
     func configure(urls: [String], secret: String) { settings.value.withLock { $0 = (urls, secret) } }
+
+    var shape: WebhookShape {
+        get { settings.shape.withLock { $0 } }
+        set { settings.shape.withLock { $0 = newValue } }
+    }
 
     func send(_ event: WebhookEvent) {
         guard !settings.value.withLock({ $0.urls.isEmpty }) else { return }
@@ -78,9 +133,8 @@ final class WebhookSender: Sendable {
         return "sha1=" + mac.map { String(format: "%02x", $0) }.joined()
     }
 
-    private static func deliver(_ event: WebhookEvent, to url: String, secret: String, session: URLSession) async {
+    private static func deliver(_ body: [UInt8], to url: String, secret: String, session: URLSession) async {
         guard let target = URL(string: url) else { return }
-        let body = event.body
         var request = URLRequest(url: target, timeoutInterval: timeout)
         request.httpMethod = "POST"
         request.httpBody = Data(body)

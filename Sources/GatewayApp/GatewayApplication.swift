@@ -157,7 +157,8 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
                                       metrics: metrics, logger: logger, verified: verified)
         customer.register(in: &routes)
         let webhookSecret = config.deskWebhookSecret ?? (emulator != nil ? emulator!.configuration.webhookSecret : nil)
-        let webhooks = WebhookRoutes(secret: webhookSecret, inbox: WebhookInbox(pool: pool), customer: customer, metrics: metrics, logger: logger)
+        let webhooks = WebhookRoutes(secrets: [webhookSecret, config.deskAPIToken].compactMap { $0 }, inbox: WebhookInbox(pool: pool),
+                                     customer: customer, metrics: metrics, logger: logger)
         webhooks.register(in: &routes)
         let reportStore = ReportStore(pool: pool)
         let knownZones = try await reportStore.knownZones()

@@ -56,6 +56,8 @@ public struct CSATStore: Sendable {
     /// older than the recorded one, or the same answer seen again, changes nothing. The agent, team, channel and
     /// priority stay those of the first answer. Returns whether anything changed.
     public static func record(_ rating: RatingRecord, on tx: PostgresConnection) throws -> Bool {
+        try lockTicket(rating.ticketId, on: tx)
+        if rating.messageId != 0 { try absorbTicketLevel(of: rating, on: tx) }
         // Serialises with a zone backfill (which holds SHARE on this table) so no rating is counted twice or missed.
         let inserted = try tx.query("""
             INSERT INTO csat_ratings (ticket_id, message_id, score, comment, agent_id, team_id, channel_type, priority,
@@ -91,6 +93,28 @@ public struct CSATStore: Sendable {
         try addToRollups(on: tx, at: rating.ratedAt, agentId: agentId, teamId: teamId, channelType: channelType, priority: priority,
                          requests: 0, score: rating.score)
         return true
+    }
+
+    /// Ratings of one ticket are recorded one transaction at a time: a ticket-level answer and the same answer by
+    /// message, arriving together on two paths, must see each other to count once.
+    static func lockTicket(_ ticketId: Int, on tx: PostgresConnection) throws {
+        try tx.query("SELECT pg_advisory_xact_lock(1129534804, ($1::bigint % 2147483647)::int)", [ticketId])
+    }
+
+    /// A ticket-level rating (message 0, from the ticket's own fields) recorded since this request was sent is the same
+    /// answer this message-level rating now names: it is taken out, rollups included, so the answer counts once.
+    static func absorbTicketLevel(of rating: RatingRecord, on tx: PostgresConnection) throws {
+        let removed = try tx.query("""
+            DELETE FROM csat_ratings WHERE ticket_id = $1 AND message_id = 0
+               AND rated_at >= coalesce((SELECT requested_at FROM csat_requests WHERE ticket_id = $1 AND message_id = $2), '-infinity')
+            RETURNING score, agent_id, team_id, channel_type, priority, extract(epoch FROM rated_at)::float8
+            """, [rating.ticketId, rating.messageId])
+        guard !removed.isEmpty else { return }
+        try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [zoneLock])
+        for row in removed.rows {
+            try addToRollups(on: tx, at: try row.decode(5), agentId: try row.decodeIfPresent(1), teamId: try row.decodeIfPresent(2),
+                             channelType: try row.decode(3), priority: try row.decode(4), requests: 0, score: try row.decodeIfPresent(0), sign: -1)
+        }
     }
 
     /// Adds one request (requests = 1) or one response (score nil = declined) to the rollups of every zone: the
@@ -129,12 +153,18 @@ public struct CSATStore: Sendable {
     /// recorded at or after it was closed, which is the same rating seen through another path.
     @discardableResult
     public func recordTicketLevel(_ rating: RatingRecord, closedAt: Double) async throws -> Bool {
-        try await pool.transaction { tx in
-            let existing = try tx.query("SELECT 1 FROM csat_ratings WHERE ticket_id = $1 AND rated_at >= to_timestamp($2) LIMIT 1",
-                                        [rating.ticketId, closedAt])
-            guard existing.isEmpty else { return false }
-            return try Self.record(rating, on: tx)
-        }
+        try await pool.transaction { tx in try Self.recordTicketLevel(rating, closedAt: closedAt, on: tx) }
+    }
+
+    /// A rating known only from the ticket's own fields (message id 0): skipped when an answer to a CSAT request of
+    /// the ticket since it was last closed is recorded (that is the same answer, seen more precisely).
+    public static func recordTicketLevel(_ rating: RatingRecord, closedAt: Double, on tx: PostgresConnection) throws -> Bool {
+        try lockTicket(rating.ticketId, on: tx)
+        let existing = try tx.query("""
+            SELECT 1 FROM csat_ratings WHERE ticket_id = $1 AND message_id <> 0 AND rated_at >= to_timestamp($2) LIMIT 1
+            """, [rating.ticketId, closedAt])
+        guard existing.isEmpty else { return false }
+        return try record(rating, on: tx)
     }
 
     /// Makes sure every configured zone has rollups. A new zone is first registered (under a brief SHARE lock, so

@@ -22,35 +22,66 @@ public struct WebhookInbox: Sendable {
             """, [dedupeKey, type, body])).isEmpty
     }
 
-    /// Applies up to `limit` unprocessed events in one transaction (`FOR UPDATE SKIP LOCKED`, so instances share the
-    /// work); `apply` runs on the transaction's connection. An event whose application throws is retried later.
-    public func process(limit: Int, apply: @escaping @Sendable (InboxEvent, PostgresConnection) throws -> Void) async throws -> (applied: Int, failed: Int) {
+    /// What one pass over the inbox did.
+    public struct Pass: Sendable {
+        public var applied = 0
+        public var unrecognized = 0
+        public var failed = 0
+        public var total: Int { applied + unrecognized + failed }
+    }
+
+    /// Applies up to `limit` pending events in one transaction (`FOR UPDATE SKIP LOCKED`, so instances share the work);
+    /// `apply` runs on the transaction's connection and returns false for an event it cannot interpret, which is kept
+    /// as `unrecognized` (never dropped). An event whose application throws is retried later, 10 times at most.
+    public func process(limit: Int, apply: @escaping @Sendable (InboxEvent, PostgresConnection) throws -> Bool) async throws -> Pass {
         try await pool.transaction { tx in
             let rows = try tx.query("""
                 SELECT id, event_type, body::text FROM webhook_events
-                 WHERE processed_at IS NULL AND attempts < 10 ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+                 WHERE status = 'pending' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
                 """, [limit])
-            var applied = 0
-            var failed = 0
+            var pass = Pass()
             for row in rows {
                 let event = InboxEvent(id: try row.decode(0), type: try row.decode(1), body: try row.decode(2))
                 try tx.query("SAVEPOINT event")
                 do {
-                    try apply(event, tx)
+                    let recognized = try apply(event, tx)
                     try tx.query("RELEASE SAVEPOINT event")
-                    try tx.query("UPDATE webhook_events SET processed_at = now(), attempts = attempts + 1 WHERE id = $1", [event.id])
-                    applied += 1
+                    try tx.query("""
+                        UPDATE webhook_events SET status = $2, processed_at = CASE WHEN $2 = 'applied' THEN now() END,
+                               attempts = attempts + 1, last_error = NULL WHERE id = $1
+                        """, [event.id, recognized ? "applied" : "unrecognized"])
+                    if recognized { pass.applied += 1 } else { pass.unrecognized += 1 }
                 } catch {
                     try tx.query("ROLLBACK TO SAVEPOINT event")
-                    try tx.query("UPDATE webhook_events SET attempts = attempts + 1, last_error = $2 WHERE id = $1", [event.id, "\(error)"])
-                    failed += 1
+                    try tx.query("""
+                        UPDATE webhook_events SET attempts = attempts + 1, last_error = $2,
+                               status = CASE WHEN attempts + 1 >= 10 THEN 'failed' ELSE 'pending' END WHERE id = $1
+                        """, [event.id, "\(error)"])
+                    pass.failed += 1
                 }
             }
-            return (applied, failed)
+            return pass
         }
     }
 
     public func pending() async throws -> Int {
-        try await pool.query("SELECT count(*) FROM webhook_events WHERE processed_at IS NULL")[0].decode(0)
+        try await pool.query("SELECT count(*) FROM webhook_events WHERE status = 'pending'")[0].decode(0)
+    }
+
+    /// Marks the events with one of `statuses` pending again (`desk-gateway webhooks replay`); returns how many.
+    public func replay(statuses: [String]) async throws -> Int {
+        try await pool.query("""
+            UPDATE webhook_events SET status = 'pending', processed_at = NULL, attempts = 0, last_error = NULL
+             WHERE status = ANY($1::text[])
+            """, [statuses]).affectedRows
+    }
+
+    /// How many events are in each status.
+    public func counts() async throws -> [String: Int] {
+        var result: [String: Int] = [:]
+        for row in try await pool.query("SELECT status, count(*) FROM webhook_events GROUP BY status") {
+            result[try row.decode(0)] = try row.decode(1)
+        }
+        return result
     }
 }

@@ -16,7 +16,7 @@ struct DeskGateway: AsyncParsableCommand {
         commandName: "desk-gateway",
         abstract: "REST backend-for-frontend in front of Sendbird Desk.",
         version: gatewayVersion,
-        subcommands: [Serve.self, Migrate.self, Sync.self, ApiKey.self, Cache.self],
+        subcommands: [Serve.self, Migrate.self, Sync.self, ApiKey.self, Cache.self, Webhooks.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -224,6 +224,30 @@ struct Cache: AsyncParsableCommand {
             try await oneShot { config, logger in
                 let summary = try await runCacheReset(config, logger: logger)
                 print("cache reset: removed \(summary); the next start records the Desk it is configured for")
+            }
+        }
+    }
+}
+
+struct Webhooks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Manage stored Desk webhook events.", subcommands: [Replay.self])
+
+    struct Replay: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Apply stored events again (after an upgrade taught the gateway a new shape); running gateways pick them up.")
+        @Option(help: "Which events: unrecognized (default), failed, or applied (repeatable).") var status: [String] = []
+
+        func validate() throws {
+            for value in status where !["unrecognized", "failed", "applied"].contains(value) {
+                throw ValidationError("unknown status '\(value)'; known: unrecognized, failed, applied")
+            }
+        }
+
+        func run() async throws {
+            try await oneShot { config, logger in
+                let statuses = status.isEmpty ? ["unrecognized"] : status
+                let count = try await replayWebhooks(config, logger: logger, statuses: statuses)
+                print("webhooks replay: \(count) events (\(statuses.joined(separator: ", "))) queued to be applied again")
             }
         }
     }

@@ -14,19 +14,20 @@ public import Telemetry
 /// one second and retries), then applied in the background — ticket changes to the cache, CSAT requests and ratings
 /// to the report data. The same event delivered several times is applied once.
 public struct WebhookRoutes: Sendable {
-    let secret: String?
+    /// Keys a signature may be made with: the webhook secret and the API token (Sendbird's page names the token).
+    let secrets: [String]
     let inbox: WebhookInbox
     let customer: CustomerRoutes
     let metrics: MetricsRegistry
     let logger: Logger
 
-    public init(secret: String?, inbox: WebhookInbox, customer: CustomerRoutes, metrics: MetricsRegistry, logger: Logger) {
-        self.secret = secret
+    public init(secrets: [String], inbox: WebhookInbox, customer: CustomerRoutes, metrics: MetricsRegistry, logger: Logger) {
+        self.secrets = secrets.filter { !$0.isEmpty }
         self.inbox = inbox
         self.customer = customer
         self.metrics = metrics
         self.logger = logger
-        metrics.describe("webhook_events_total", .counter, help: "Desk webhook events by outcome (accepted, duplicate, rejected, applied, failed).")
+        metrics.describe("webhook_events_total", .counter, help: "Desk webhook events by outcome (accepted, duplicate, rejected, applied, unrecognized, failed).")
     }
 
     public func register(in routes: inout RouteTable) {
@@ -34,7 +35,7 @@ public struct WebhookRoutes: Sendable {
     }
 
     /// `sha1=` + hex HMAC-SHA1 of the raw body with the shared secret, compared in constant time.
-    static func verify(_ signature: String?, body: [UInt8], secret: String) -> Bool {
+    public static func verify(_ signature: String?, body: [UInt8], secret: String) -> Bool {
         guard let signature, signature.hasPrefix("sha1="), signature.utf8.count == 45 else { return false }
         let hex = Array(signature.utf8.dropFirst(5))
         var given: [UInt8] = []
@@ -57,26 +58,27 @@ public struct WebhookRoutes: Sendable {
         }
     }
 
+    /// Every event with a valid signature is stored before the 200, whatever its shape (a body that is not even JSON
+    /// is kept as a JSON string), so nothing Desk delivers is lost to a parser that does not know it yet.
     func receive(_ request: HTTPRequest) async throws -> HTTPResponse {
-        guard let secret else {
+        guard !secrets.isEmpty else {
             throw APIError(status: 503, code: "webhooks_not_configured", title: "Webhooks not configured",
-                           detail: "Set DESK_WEBHOOK_SECRET to accept Desk webhooks.")
+                           detail: "Set DESK_WEBHOOK_SECRET (or DESK_API_TOKEN) to accept Desk webhooks.")
         }
-        guard Self.verify(request.header("x-hub-signature"), body: request.body, secret: secret) else {
+        let signature = request.header("x-hub-signature")
+        guard secrets.contains(where: { Self.verify(signature, body: request.body, secret: $0) }) else {
             metrics.increment("webhook_events_total", [("outcome", "rejected")])
             throw APIError(status: 401, code: "invalid_signature", title: "Invalid signature",
-                           detail: "x-hub-signature must be sha1=<hex HMAC-SHA1 of the raw body with the webhook secret>.")
+                           detail: "x-hub-signature must be sha1=<hex HMAC-SHA1 of the raw body with the webhook secret or API token>.")
         }
-        let event: JSONValue
-        do { event = try JSONParser.parse(request.body) } catch {
-            throw APIError(status: 400, code: "malformed_json", title: "Malformed JSON", detail: "The event is not valid JSON.")
-        }
-        guard let type = event["eventType"]?.stringValue, !type.isEmpty, type.count <= 100 else {
-            throw APIError(status: 422, code: "validation_failed", title: "Invalid event", detail: "The event has no eventType.")
-        }
-        let key = event["eventId"]?.stringValue.map { "id:" + $0 }
+        let parsed = try? JSONParser.parse(request.body)
+        let stored = parsed ?? .string(String(decoding: request.body, as: UTF8.self))
+        let event = parsed.flatMap(DeskWebhookEvent.parse)
+        let camel = parsed.map(DeskWebhookEvent.camelCased)
+        let type = event?.type ?? camel?["eventType"]?.stringValue ?? ""
+        let key = (event?.eventId ?? camel?["eventId"]?.stringValue).map { "id:" + $0 }
             ?? "sha256:" + SHA256.hash(data: request.body).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-        let fresh = try await inbox.receive(dedupeKey: key, type: type, body: event.serialized())
+        let fresh = try await inbox.receive(dedupeKey: key, type: String(type.prefix(100)), body: stored.serialized())
         metrics.increment("webhook_events_total", [("outcome", fresh ? "accepted" : "duplicate")])
         return .json(.object([("status", .string(fresh ? "accepted" : "duplicate"))]))
     }
@@ -93,44 +95,61 @@ public struct WebhookRoutes: Sendable {
         let teams = await customer.teams()
         let touched = TouchedTickets()
         do {
-            let (applied, failed) = try await inbox.process(limit: 50) { event, tx in
-                if let id = try Self.apply(event, teams: teams, logger: logger, on: tx) { touched.add(id) }
+            let pass = try await inbox.process(limit: 50) { event, tx in
+                guard let id = try Self.apply(event, teams: teams, logger: logger, on: tx) else { return false }
+                if id > 0 { touched.add(id) }
+                return true
             }
             for id in touched.all { customer.forget(ticketId: id) }
-            if applied > 0 { metrics.increment("webhook_events_total", [("outcome", "applied")], by: Double(applied)) }
-            if failed > 0 {
-                metrics.increment("webhook_events_total", [("outcome", "failed")], by: Double(failed))
-                logger.warning("webhook events failed to apply; they will be retried", metadata: ["count": "\(failed)"])
+            for (outcome, count) in [("applied", pass.applied), ("unrecognized", pass.unrecognized), ("failed", pass.failed)] where count > 0 {
+                metrics.increment("webhook_events_total", [("outcome", outcome)], by: Double(count))
             }
-            return applied + failed
+            if pass.failed > 0 {
+                logger.warning("webhook events failed to apply; they will be retried", metadata: ["count": "\(pass.failed)"])
+            }
+            return pass.total
         } catch {
             logger.warning("webhook inbox pass failed", metadata: ["error": "\(error)"])
             return 0
         }
     }
 
-    /// Ticket events refresh the cache; CSAT events record requests and ratings (once, whatever path saw them first).
+    /// Applies one stored event: the ticket to the cache, a CSAT request and answer from its message, or else the
+    /// ticket's own CSAT fields as a ticket-level rating. Returns the ticket id (0 when the ticket names no customer),
+    /// or nil when the event holds no ticket the gateway can read: it stays stored as `unrecognized`.
     static func apply(_ event: InboxEvent, teams: [Int: (key: String?, name: String)], logger: Logger, on tx: PostgresConnection) throws -> Int? {
         let json = try JSONParser.parse(event.body)
-        guard let data = json["data"], data["id"]?.intValue != nil else { return nil }
-        let ticket = try DeskTicket(json: data)
-        guard let sendbirdId = ticket.customerSendbirdId else { return nil }
+        guard let parsed = DeskWebhookEvent.parse(json) else {
+            logger.warning("a Desk webhook event could not be interpreted; it is kept as unrecognized (desk-gateway webhooks replay)",
+                           metadata: ["event": "\(event.id)", "type": "\(event.type)",
+                                      "keys": "\(DeskWebhookEvent.topLevelKeys(json).prefix(20).joined(separator: ","))"])
+            return nil
+        }
+        let ticket = parsed.ticket
+        guard let sendbirdId = ticket.customerSendbirdId else { return 0 }
         let customerId = try TicketStore.customerId(sendbirdId: sendbirdId, on: tx)
         if let moved = try TicketStore.upsert(TicketDocument.row(ticket, customerId: customerId, teams: teams), on: tx) {
             logger.warning("Desk reports a cached ticket with another customer or channel; the cache now follows Desk",
                            metadata: moved.metadata.mapValues { .string($0) })
         }
-        if let raw = json["message"], let message = try? DeskMessage(json: raw), message.isCSATRequest {
-            let channel = ticket.channelType ?? "UNKNOWN"
+        let channel = ticket.channelType ?? "UNKNOWN"
+        func rating(messageId: Int, score: Int, comment: String?, at time: Double) -> RatingRecord {
+            RatingRecord(ticketId: ticket.id, messageId: messageId, score: score, comment: comment, agentId: ticket.agent?.id,
+                         teamId: ticket.groupId, channelType: channel, priority: ticket.priority.rawValue, customerSendbirdId: sendbirdId,
+                         ratedAt: time, source: "webhook")
+        }
+        if let message = parsed.message, message.isCSATRequest {
             _ = try CSATStore.recordRequest(ticketId: ticket.id, messageId: message.messageId, agentId: ticket.agent?.id,
                                             teamId: ticket.groupId, channelType: channel, priority: ticket.priority.rawValue,
                                             requestedAt: message.createdAt ?? ticket.updatedAt ?? 0, on: tx)
             if message.state == .confirmed, let score = message.score {
-                _ = try CSATStore.record(RatingRecord(
-                    ticketId: ticket.id, messageId: message.messageId, score: score, comment: message.comment, agentId: ticket.agent?.id,
-                    teamId: ticket.groupId, channelType: channel, priority: ticket.priority.rawValue, customerSendbirdId: sendbirdId,
-                    ratedAt: message.updatedAt ?? ticket.updatedAt ?? 0, source: "webhook"), on: tx)
+                _ = try CSATStore.record(rating(messageId: message.messageId, score: score, comment: message.comment,
+                                                at: message.updatedAt ?? ticket.updatedAt ?? 0), on: tx)
             }
+        } else if let answer = parsed.ticketRating {
+            _ = try CSATStore.recordTicketLevel(rating(messageId: 0, score: answer.score, comment: answer.comment,
+                                                       at: ticket.updatedAt ?? ticket.closedAt ?? 0),
+                                                closedAt: ticket.closedAt ?? 0, on: tx)
         }
         return ticket.id
     }

@@ -1,0 +1,81 @@
+public import JSON
+import Domain
+
+/// A Desk webhook as the gateway understands it, whichever envelope it came in. Documented by Sendbird: the body is
+/// JSON, `eventType` names the event and `data` holds the ticket as the Platform API renders it. Assumed (not
+/// documented), and accepted as well: snake_case keys anywhere (`event_type`, `channel_url`, …), the ticket at
+/// `data.ticket`, at `ticket` or at the top level, an event id (`eventId`/`event_id`/`id` next to the ticket), and
+/// a CSAT `message` next to the ticket. CSAT is read from the message when there is one, and from the ticket's own
+/// `customerSatisfactionScore` / `customerSatisfactionComment` / `customerSatisfactionStatus` otherwise.
+public struct DeskWebhookEvent: Sendable {
+    public let type: String
+    public let eventId: String?
+    public let ticket: DeskTicket
+    public let message: DeskMessage?
+    /// The ticket's own CSAT fields, when it carries a score.
+    public let ticketRating: (score: Int, comment: String?)?
+
+    /// nil when no ticket can be found in the body (the event is kept as `unrecognized`).
+    public static func parse(_ body: JSONValue) -> DeskWebhookEvent? {
+        let json = camelCased(body)
+        guard case .object = json else { return nil }
+        let type = json["eventType"]?.stringValue ?? json["event"]?.stringValue ?? json["type"]?.stringValue ?? ""
+        guard let ticketJSON = locateTicket(json), let ticket = try? DeskTicket(json: ticketJSON) else { return nil }
+        var eventId = json["eventId"]?.stringValue ?? json["eventId"]?.intValue.map(String.init)
+        if eventId == nil, !isTicket(json) { eventId = json["id"]?.stringValue ?? json["id"]?.intValue.map(String.init) }
+        let message = (json["message"] ?? json["data"]?["message"]).flatMap { try? DeskMessage(json: $0) }
+        var rating: (score: Int, comment: String?)?
+        if let score = ticket.satisfactionScore, DeskLimits.csatScores.contains(score) {
+            let status = ticketJSON["customerSatisfactionStatus"]?.stringValue?.uppercased()
+            if status == nil || status == "CONFIRMED" || status == "RATED" || status == "ANSWERED" {
+                rating = (score, ticket.satisfactionComment)
+            }
+        }
+        return DeskWebhookEvent(type: type, eventId: eventId, ticket: ticket, message: message, ticketRating: rating)
+    }
+
+    /// The ticket: `data` (documented), `data.ticket`, `ticket`, or the body itself.
+    static func locateTicket(_ json: JSONValue) -> JSONValue? {
+        for candidate in [json["data"], json["data"]?["ticket"], json["ticket"], json] {
+            if let candidate, isTicket(candidate) { return candidate }
+        }
+        return nil
+    }
+
+    static func isTicket(_ json: JSONValue) -> Bool {
+        guard json["id"]?.intValue != nil else { return false }
+        return json["channelUrl"] != nil || json["status2"] != nil || json["channelName"] != nil
+    }
+
+    /// The top-level keys, for a log line about an event the gateway could not read (never its content).
+    public static func topLevelKeys(_ body: JSONValue) -> [String] {
+        body.objectValue?.map(\.0) ?? []
+    }
+
+    /// `snake_case` keys become `camelCase` at every depth; values are untouched. Keys already in camelCase stay.
+    public static func camelCased(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(let members):
+            return .object(members.map { (camelCase($0.0), camelCased($0.1)) })
+        case .array(let items):
+            return .array(items.map(camelCased))
+        default:
+            return value
+        }
+    }
+
+    static func camelCase(_ key: String) -> String {
+        guard key.contains("_") else { return key }
+        var result = ""
+        var upper = false
+        for character in key {
+            if character == "_" {
+                upper = !result.isEmpty
+                continue
+            }
+            result.append(upper ? Character(character.uppercased()) : character)
+            upper = false
+        }
+        return result
+    }
+}
