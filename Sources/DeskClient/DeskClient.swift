@@ -113,7 +113,8 @@ public final class DeskClient: Sendable {
         case .closed: query.append(("status2", TicketStatus.closed.rawValue))
         case .all: break
         }
-        query.append(("order", "-created_at"))
+        // The SDKs' order: most recently updated first.
+        query.append(("order", "-updated_at"))
         if let channelUrl { query.append(("channelUrl", channelUrl)) }
         if let groupKey { query.append(("group", groupKey)) }
         if !customFields.isEmpty {
@@ -203,7 +204,7 @@ public final class DeskClient: Sendable {
         let data: JSONValue = .object([
             ("type", .string(RichMessageType.customerSatisfaction.rawValue)),
             ("body", .object([("state", .string("CONFIRMED")), ("customerSatisfactionScore", .integer(score)),
-                              ("customerSatisfactionComment", comment.map(JSONValue.string) ?? .null), ("ticketId", .integer(ticketId))])),
+                              ("customerSatisfactionComment", .string(comment ?? "")), ("ticketId", .integer(ticketId))])),
         ])
         return try await editMessage("submitFeedback", session, ticketId: ticketId, messageId: messageId, data: data)
     }
@@ -226,16 +227,15 @@ public final class DeskClient: Sendable {
 
     // MARK: Platform API
 
-    /// Platform ticket list: `limit` ≤ 500; `status2` filter; `updatedAfter` for incremental sync (oldest first then).
+    /// Platform ticket list with the documented parameters only: `limit` (1–500), `offset`, `status2`, and
+    /// `start_date` / `end_date` (YYYY-MM-DD) for incremental sync.
     public func platformTickets(limit: Int, offset: Int, status: [TicketStatus] = [], channelUrl: String? = nil,
-                                updatedAfter: Double? = nil) async throws(DomainError) -> DeskPage<DeskTicket> {
+                                startDate: String? = nil, endDate: String? = nil) async throws(DomainError) -> DeskPage<DeskTicket> {
         var query: [(String, String)] = [("limit", String(min(500, max(1, limit)))), ("offset", String(offset))]
         for value in status { query.append(("status2", value.rawValue)) }
         if let channelUrl { query.append(("channel_url", channelUrl)) }
-        if let updatedAfter {
-            query.append(("updated_after", ISOTimestamp.format(updatedAfter)))
-            query.append(("order", "updated_at"))
-        }
+        if let startDate { query.append(("start_date", startDate)) }
+        if let endDate { query.append(("end_date", endDate)) }
         let answer = try await call("platformTickets", "GET", "/platform/v1/tickets", .platform, query: query, idempotent: true)
         return try Self.page(answer, DeskTicket.init(json:))
     }

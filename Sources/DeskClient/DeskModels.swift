@@ -130,14 +130,14 @@ public struct DeskTeam: Sendable {
 }
 
 public struct DeskCustomer: Sendable {
-    public let id: Int
+    /// The SDKs do not need it: Desk's answer to a custom-field update may leave it out.
+    public let id: Int?
     public let sendbirdId: String
     public let displayName: String
     public let customFields: [(key: String, value: String)]
 
     init(json: JSONValue) throws(DomainError) {
-        guard let id = json["id"]?.intValue else { throw DeskDecoding.failure("customer without id") }
-        self.id = id
+        id = json["id"]?.intValue
         sendbirdId = json["sendbirdId"]?.stringValue ?? ""
         displayName = json["displayName"]?.stringValue ?? ""
         customFields = (json["customFields"]?.arrayValue ?? []).compactMap { field in

@@ -86,6 +86,12 @@ extension DeskEmulator {
                 faults.latencyMs = value
             }
             faults.down = body["down"]?.boolValue ?? false
+            if let next = body["rateLimitNext"] {
+                guard let value = next.intValue, (0...10_000).contains(value) else {
+                    throw EmulatorFailure.invalid("rateLimitNext must be an integer from 0 to 10000.")
+                }
+                faults.rateLimitNext = value
+            }
             emulator.setFaults(faults)
             return EmulatorResponse.json(.object([("failRate", .number(faults.failRate)), ("latencyMs", .integer(faults.latencyMs)),
                                                   ("down", .bool(faults.down))]))
@@ -96,6 +102,15 @@ extension DeskEmulator {
             guard let secret = body["secret"]?.stringValue, !secret.isEmpty else { throw EmulatorFailure.invalid("secret is required.") }
             emulator.setWebhooks(urls: urls, secret: secret)
             return EmulatorResponse.json(.object([("urls", .array(urls.map(JSONValue.string)))]))
+        }
+        add("POST", "/tickets/{id}/chat-messages-fault") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            let mode = try request.jsonBody()["mode"]?.stringValue
+            guard mode == nil || ["500", "html", "no-results", "none"].contains(mode!) else {
+                throw EmulatorFailure.invalid("mode must be 500, html, no-results or none.")
+            }
+            emulator.setMessageFault(ticketId: id, mode == "none" ? nil : mode)
+            return EmulatorResponse.json(.object([("mode", mode.map(JSONValue.string) ?? .null)]))
         }
         add("GET", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")

@@ -21,6 +21,12 @@ extension DeskEmulator {
         }
         add("GET", "/tickets/{id}/chat_messages") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
+            switch emulator.messageFaults.withLock({ $0[id] }) {
+            case "500"?: return EmulatorResponse.error(500, "Internal server error.", code: "desk500000")
+            case "html"?: return HTTPResponse(status: 502, headers: [("Content-Type", "text/html")], body: Array("<html><body>Bad Gateway</body></html>".utf8))
+            case "no-results"?: return EmulatorResponse.json(.object([("count", .integer(0)), ("detail", .string("ok"))]))
+            default: break
+            }
             guard let ticket = emulator.world.read({ $0.tickets[id] }) else { throw EmulatorFailure.notFound() }
             return try emulator.platformList(request) { world in ticket.messages.map { world.messageJSON($0, ticket: ticket) } }
         }
@@ -78,7 +84,9 @@ extension DeskEmulator {
     }
 
     /// Filters: `status2` (repeatable or comma-separated), `agent`, `sendbird_id`, `channel_url`, `group` (team id),
-    /// `updated_after` (ISO 8601, for incremental sync); `order` as in the customer API (default newest first).
+    /// `start_date` / `end_date` (YYYY-MM-DD, inclusive, UTC; Sendbird documents the parameters but not the field they
+    /// apply to: here the last update), `updated_after` (ISO 8601, older gateways); `order` as in the customer API
+    /// (default newest first).
     func platformTickets(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
         let status2 = Set(request.queryValues("status2").flatMap { $0.split(separator: ",").map(String.init) })
         for value in status2 where TicketStatus(rawValue: value) == nil {
@@ -93,6 +101,15 @@ extension DeskEmulator {
             guard let parsed = ISOTimestamp.parse(text) else { throw EmulatorFailure.invalid("updated_after must be an ISO 8601 timestamp.") }
             updatedAfter = parsed
         }
+        func day(_ name: String) throws(EmulatorFailure) -> Double? {
+            guard let text = request.queryValue(name) else { return nil }
+            guard text.count == 10, let start = ISOTimestamp.parse(text + "T00:00:00Z") else {
+                throw EmulatorFailure.invalid("\(name) must be a date as YYYY-MM-DD.")
+            }
+            return start
+        }
+        let startDate = try day("start_date")
+        let endDate = try day("end_date").map { $0 + 86_400 }
         let order = request.queryValue("order") ?? "-created_at"
         return try platformList(request) { world in
             var matches = world.tickets.values.filter { ticket in
@@ -102,6 +119,8 @@ extension DeskEmulator {
                 if let channelUrl, ticket.channelUrl != channelUrl { return false }
                 if let group, ticket.groupId != group { return false }
                 if let updatedAfter, ticket.updatedAt.timeIntervalSince1970 <= updatedAfter { return false }
+                if let startDate, ticket.updatedAt.timeIntervalSince1970 < startDate { return false }
+                if let endDate, ticket.updatedAt.timeIntervalSince1970 >= endDate { return false }
                 return true
             }
             Self.sort(&matches, order: order)

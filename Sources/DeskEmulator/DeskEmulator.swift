@@ -12,11 +12,14 @@ public struct EmulatorFaults: Sendable {
     public var latencyMs: Int = 0
     /// Every request is answered 503 as if Desk were down.
     public var down = false
+    /// The next this many Platform API requests are answered 429 with `Retry-After: 1`.
+    public var rateLimitNext = 0
 
-    public init(failRate: Double = 0, latencyMs: Int = 0, down: Bool = false) {
+    public init(failRate: Double = 0, latencyMs: Int = 0, down: Bool = false, rateLimitNext: Int = 0) {
         self.failRate = failRate
         self.latencyMs = latencyMs
         self.down = down
+        self.rateLimitNext = rateLimitNext
     }
 }
 
@@ -39,6 +42,10 @@ public final class DeskEmulator: Sendable {
     public let configuration: DeskEmulatorConfiguration
     let world: WorldCell
     let faults = Mutex(EmulatorFaults())
+    /// Tickets whose `chat_messages` answer breaks on purpose: "500", "html" or "no-results".
+    let messageFaults = Mutex<[Int: String]>([:])
+    /// Platform API requests answered 429 so far (for tests).
+    let rateLimited = Mutex(0)
     let webhooks: WebhookSender
     private let server = Mutex<HTTPServer?>(nil)
     private let boundPort = Mutex(0)
@@ -99,6 +106,12 @@ public final class DeskEmulator: Sendable {
     public var baseURL: String { "http://\(configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host):\(port)" }
 
     public func setFaults(_ newFaults: EmulatorFaults) { faults.withLock { $0 = newFaults } }
+
+    /// Makes one ticket's `chat_messages` answer break: "500", "html", "no-results", or nil to heal it.
+    public func setMessageFault(ticketId: Int, _ mode: String?) { messageFaults.withLock { $0[ticketId] = mode } }
+
+    /// How many Platform API requests were answered 429.
+    public var rateLimitedCount: Int { rateLimited.withLock { $0 } }
 
     public func setWebhooks(urls: [String], secret: String) { webhooks.configure(urls: urls, secret: secret) }
 
@@ -179,6 +192,16 @@ extension DeskEmulator {
             var routed = request
             routed.pathParameters = parameters
             let currentFaults = handler.surface == .control ? EmulatorFaults() : faults.withLock { $0 }
+            if handler.surface == .platform, faults.withLock({ faults -> Bool in
+                guard faults.rateLimitNext > 0 else { return false }
+                faults.rateLimitNext -= 1
+                return true
+            }) {
+                rateLimited.withLock { $0 += 1 }
+                var limited = EmulatorResponse.error(429, "Request was throttled.", code: "desk429000")
+                limited.headers.append(("Retry-After", "1"))
+                return .now(limited)
+            }
             let work: @Sendable () -> HTTPResponse = { [routed] in
                 if currentFaults.down { return EmulatorResponse.error(503, "Service unavailable.", code: "desk503000") }
                 if currentFaults.failRate > 0, Double.random(in: 0..<1) < currentFaults.failRate {

@@ -4,6 +4,8 @@ import Foundation
 public import Logging
 public import Postgres
 import Store
+import Synchronization
+import JSON
 
 /// What a sync run did.
 public struct SyncSummary: Sendable, CustomStringConvertible {
@@ -17,16 +19,24 @@ public struct SyncSummary: Sendable, CustomStringConvertible {
     public var newRatings = 0
     public var seconds = 0.0
     public var skipped = false
+    /// Tickets whose messages could not be read this run (retried next run).
+    public var failedTickets = 0
+    /// Times Desk answered 429 and the sync waited.
+    public var rateLimited = 0
 
     public var description: String {
         if skipped { return "sync skipped: another instance holds the sync lease" }
         return "agents \(agents), teams \(teams), pages \(pages), closed tickets \(tickets), CSAT requests \(requests) (\(newRequests) new), "
-            + "ratings \(ratings) (\(newRatings) new) in \(String(format: "%.1f", seconds)) s"
+            + "ratings \(ratings) (\(newRatings) new), tickets to retry \(failedTickets), rate limited \(rateLimited) "
+            + "in \(String(format: "%.1f", seconds)) s"
     }
 }
 
-/// Pulls agents, teams and closed tickets with their CSAT from Desk's Platform API, incrementally (a watermark on
-/// `updatedAt`). Several instances may run it: a lease in `sync_state` lets one work at a time.
+/// Pulls agents, teams and closed tickets with their CSAT from Desk's Platform API, incrementally: the documented
+/// `start_date` / `end_date` from the day before the last run to today (tickets seen twice are read once). A ticket
+/// whose messages cannot be read (any status, any shape) never stops the run: it is counted, logged and read again
+/// next run. Requests are paced (`SYNC_REQUESTS_PER_SECOND`) and a 429 waits for `Retry-After` and tries again.
+/// Several instances may run it: a lease in `sync_state` lets one work at a time.
 /// Ratings found here get the agent and team the ticket has at sync time; the gateway's own feedback and webhooks
 /// record them when they happen, and the same rating is stored once whichever path sees it first.
 public struct DeskSync: Sendable {
@@ -34,11 +44,36 @@ public struct DeskSync: Sendable {
     let pool: PostgresPool
     let logger: Logger
     let instance = UUID().uuidString
+    let pacer: Pacer
 
-    public init(desk: DeskClient, pool: PostgresPool, logger: Logger) {
+    public init(desk: DeskClient, pool: PostgresPool, logger: Logger, requestsPerSecond: Double = 5) {
         self.desk = desk
         self.pool = pool
         self.logger = logger
+        pacer = Pacer(perSecond: requestsPerSecond)
+    }
+
+    /// One Desk call at the sync's pace; a 429 (after the client's own short retries) waits for Desk's
+    /// `Retry-After` (at most a minute) and tries again, up to 8 times, so rate limiting slows the sync down and
+    /// loses nothing.
+    func paced<T: Sendable>(_ summary: inout SyncSummary, _ body: () async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            await pacer.wait()
+            do {
+                return try await body()
+            } catch let error as DomainError where error.code == .rateLimited && attempt < 8 {
+                attempt += 1
+                summary.rateLimited += 1
+                let seconds = min(60, max(1, error.retryAfterSeconds ?? (1 << attempt)))
+                logger.notice("Desk rate-limits the sync; waiting", metadata: ["seconds": "\(seconds)"])
+                try await Task.sleep(for: .seconds(seconds))
+            } catch let error as DomainError where error.code == .upstreamUnavailable && desk.breaker.state == .open && attempt < 8 {
+                // Failures on a few tickets can open the circuit breaker; the run waits for its trial call instead of ending.
+                attempt += 1
+                try await Task.sleep(for: .seconds(min(30, max(1, error.retryAfterSeconds ?? 1))))
+            }
+        }
     }
 
     public func run(progress: @Sendable (SyncSummary) -> Void = { _ in }) async throws -> SyncSummary {
@@ -52,7 +87,7 @@ public struct DeskSync: Sendable {
 
         var offset = 0
         while true {
-            let page = try await desk.agents(limit: 100, offset: offset)
+            let page = try await paced(&summary) { try await desk.agents(limit: 100, offset: offset) }
             try await pool.transaction { tx in
                 for agent in page.results {
                     try tx.query("""
@@ -68,7 +103,7 @@ public struct DeskSync: Sendable {
         offset = 0
         let store = TicketStore(pool: pool)
         while true {
-            let page = try await desk.teams(limit: 100, offset: offset)
+            let page = try await paced(&summary) { try await desk.teams(limit: 100, offset: offset) }
             try await store.upsertTeams(page.results.map { (id: $0.id, key: $0.key, name: $0.name) })
             summary.teams += page.results.count
             offset += page.results.count
@@ -76,44 +111,72 @@ public struct DeskSync: Sendable {
         }
         progress(summary)
 
-        let watermark = try await pool.query("SELECT value FROM sync_state WHERE name = 'tickets.updated_after'").first
-            .flatMap { $0[0] }.flatMap(Double.init) ?? 0
-        var newest = watermark
+        let state = try await pool.query("SELECT name, value FROM sync_state WHERE name IN ('tickets.synced_through', 'tickets.retry')")
+        var values: [String: String] = [:]
+        for row in state.rows { values[try row.decode(0)] = try row.decode(1) }
+        let today = Self.day(Date())
+        // A day of overlap: whatever changed late on the last run's day is read again (and deduplicated).
+        let startDate = values["tickets.synced_through"].flatMap(Self.date).map { Self.day($0.addingTimeInterval(-86_400)) }
         let ratings = CSATStore(pool: pool)
+        var seen = Set<Int>()
+        var failed = Set<Int>()
+        for id in (values["tickets.retry"] ?? "").split(separator: ",").compactMap({ Int($0) }) {
+            guard let ticket = try? await paced(&summary, { try await desk.platformTicket(id: id) }) else {
+                failed.insert(id)
+                continue
+            }
+            seen.insert(id)
+            summary.tickets += 1
+            if try await !collect(ticket, into: &summary, ratings: ratings) { failed.insert(id) }
+        }
         offset = 0
         while true {
-            let page = try await desk.platformTickets(limit: 100, offset: offset, status: [.closed], updatedAfter: watermark)
+            let page = try await paced(&summary) {
+                try await desk.platformTickets(limit: 100, offset: offset, status: [.closed], startDate: startDate, endDate: today)
+            }
             summary.pages += 1
-            for ticket in page.results {
+            for ticket in page.results where seen.insert(ticket.id).inserted {
                 summary.tickets += 1
-                newest = max(newest, ticket.updatedAt ?? 0)
-                try await collect(ticket, into: &summary, ratings: ratings)
+                if try await !collect(ticket, into: &summary, ratings: ratings) { failed.insert(ticket.id) }
             }
             progress(summary)
             try await renewLease()
             offset += page.results.count
             if !page.hasNext || page.results.isEmpty { break }
         }
-        if newest > watermark {
-            // A millisecond of overlap: a ticket updated in the same millisecond is read again (and deduplicated).
-            try await pool.query("""
-                INSERT INTO sync_state (name, value) VALUES ('tickets.updated_after', $1)
-                ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
-                """, [String(newest - 0.001)])
-        }
+        summary.failedTickets = failed.count
+        try await pool.query("""
+            INSERT INTO sync_state (name, value) VALUES ('tickets.synced_through', $1), ('tickets.retry', $2)
+            ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+            """, [today, failed.sorted().map(String.init).joined(separator: ",")])
         summary.seconds = Date().timeIntervalSince(started)
         return summary
     }
 
-    private func collect(_ ticket: DeskTicket, into summary: inout SyncSummary, ratings: CSATStore) async throws {
+    static func day(_ date: Date) -> String {
+        String(ISOTimestamp.format(date.timeIntervalSince1970).prefix(10))
+    }
+
+    static func date(_ day: String) -> Date? {
+        ISOTimestamp.parse(day + "T00:00:00Z").map { Date(timeIntervalSince1970: $0) }
+    }
+
+    /// Records one closed ticket's CSAT requests and answers; false when its messages could not be read (the ticket's
+    /// own rating, if it has one, is recorded meanwhile and absorbed once the message is read).
+    private func collect(_ ticket: DeskTicket, into summary: inout SyncSummary, ratings: CSATStore) async throws -> Bool {
         let channel = ticket.channelType ?? "UNKNOWN"
         var messages: [DeskMessage] = []
-        var messagesAvailable = true
-        switch await allMessages(ticket.id) {
-        case .success(let all): messages = all
+        var complete = true
+        switch await allMessages(ticket.id, &summary) {
+        case .success(let all):
+            messages = all
         case .failure(let error):
-            guard error.code == .notFound else { throw error }
-            messagesAvailable = false
+            // A ticket Desk no longer has messages for is final; anything else is tried again next run.
+            if error.code != .notFound {
+                complete = false
+                logger.warning("could not read a ticket's messages; it is read again next sync",
+                               metadata: ["ticket": "\(ticket.id)", "error": "\(error.code)"])
+            }
         }
         for message in messages where message.isCSATRequest {
             summary.requests += 1
@@ -130,7 +193,7 @@ public struct DeskSync: Sendable {
                 ratedAt: message.updatedAt ?? ticket.updatedAt ?? 0, source: "sync"))
             if recorded { summary.newRatings += 1 }
         }
-        if !messagesAvailable, let score = ticket.satisfactionScore {
+        if messages.isEmpty, let score = ticket.satisfactionScore {
             summary.ratings += 1
             let recorded = try await ratings.recordTicketLevel(RatingRecord(
                 ticketId: ticket.id, messageId: 0, score: score, comment: ticket.satisfactionComment, agentId: ticket.agent?.id,
@@ -138,17 +201,22 @@ public struct DeskSync: Sendable {
                 ratedAt: ticket.updatedAt ?? ticket.closedAt ?? 0, source: "sync"), closedAt: ticket.closedAt ?? 0)
             if recorded { summary.newRatings += 1 }
         }
+        return complete
     }
 
-    private func allMessages(_ ticketId: Int) async -> Result<[DeskMessage], DomainError> {
+    private func allMessages(_ ticketId: Int, _ summary: inout SyncSummary) async -> Result<[DeskMessage], DomainError> {
         var messages: [DeskMessage] = []
         var offset = 0
         while true {
             let page: DeskPage<DeskMessage>
             do {
-                page = try await desk.chatMessages(ticketId: ticketId, limit: 100, offset: offset)
-            } catch {
+                page = try await paced(&summary) {
+                    try await desk.chatMessages(ticketId: ticketId, limit: 100, offset: offset)
+                }
+            } catch let error as DomainError {
                 return .failure(error)
+            } catch {
+                return .failure(DomainError(.upstreamUnavailable, "The sync was interrupted."))
             }
             messages += page.results
             offset += page.results.count
@@ -169,5 +237,24 @@ public struct DeskSync: Sendable {
 
     private func renewLease() async throws {
         try await pool.query("UPDATE sync_state SET updated_at = now() WHERE name = 'lease' AND value = $1", [instance])
+    }
+}
+
+/// Spaces calls out to at most `perSecond`, across the tasks that share it.
+final class Pacer: Sendable {
+    private let interval: Duration
+    private let next = Mutex(ContinuousClock.now)
+
+    init(perSecond: Double) {
+        interval = .milliseconds(Int(1000 / max(0.01, perSecond)))
+    }
+
+    func wait() async {
+        let slot = next.withLock { next -> ContinuousClock.Instant in
+            let slot = max(next, .now)
+            next = slot + interval
+            return slot
+        }
+        if slot > .now { try? await Task.sleep(until: slot, clock: .continuous) }
     }
 }

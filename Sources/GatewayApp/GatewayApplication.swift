@@ -180,7 +180,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         reportSettings.cacheSeconds = config.reportCacheSeconds
         ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)),
                      settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: verified).register(in: &routes)
-        let sync = DeskSync(desk: desk, pool: pool, logger: logger)
+        let sync = DeskSync(desk: desk, pool: pool, logger: logger, requestsPerSecond: Double(config.syncRequestsPerSecond))
         var background: [Task<Void, Never>] = [zoneBackfill, Task { await watchdog.run() }]
         background.append(Task { await webhooks.runProcessor() })
         if config.outboxRelay { background.append(Task { await customer.runRelay() }) }
@@ -309,7 +309,7 @@ public func runSync(_ config: GatewayConfig, logger: Logger, progress: @escaping
     return try await withMigratedDatabase(config, logger: logger) { pool in
         let (desk, _) = try startDesk(config, metrics: MetricsRegistry(), logger: logger)
         try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
-        return try await DeskSync(desk: desk, pool: pool, logger: logger).run(progress: progress)
+        return try await DeskSync(desk: desk, pool: pool, logger: logger, requestsPerSecond: Double(config.syncRequestsPerSecond)).run(progress: progress)
     }
 }
 

@@ -76,6 +76,8 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var reportCacheSeconds = 15
     /// Seconds between Platform API syncs while running; 0 turns the periodic sync off.
     public var syncIntervalSeconds = 300
+    /// Platform API requests per second the sync allows itself.
+    public var syncRequestsPerSecond = 5
 
     public var outboxMaxBackoffSeconds = 300
     public var outboxWarnAgeSeconds = 300
@@ -180,6 +182,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         config.reportMaxDays = try reader.int("REPORT_MAX_DAYS", default: config.reportMaxDays, range: 1...3660)
         config.reportCacheSeconds = try reader.int("REPORT_CACHE_S", default: config.reportCacheSeconds, range: 0...3600)
         config.syncIntervalSeconds = try reader.int("SYNC_INTERVAL_S", default: config.syncIntervalSeconds, range: 0...86_400)
+        config.syncRequestsPerSecond = try reader.int("SYNC_REQUESTS_PER_SECOND", default: config.syncRequestsPerSecond, range: 1...100)
         config.outboxMaxBackoffSeconds = try reader.int("OUTBOX_MAX_BACKOFF_S", default: config.outboxMaxBackoffSeconds, range: 1...86_400)
         config.outboxWarnAgeSeconds = try reader.int("OUTBOX_WARN_AGE_S", default: config.outboxWarnAgeSeconds, range: 1...604_800)
         config.outboxRelay = try reader.bool("OUTBOX_RELAY", default: true)

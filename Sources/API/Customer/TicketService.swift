@@ -185,7 +185,7 @@ final class TicketService: Sendable {
         while offset < settings.maxSyncTickets {
             let page: DeskPage<DeskTicket>
             do {
-                page = try await desk.listTickets(deskSession, status: .all, limit: 100, offset: offset)
+                page = try await desk.listTickets(deskSession, status: .all, limit: 50, offset: offset)
             } catch {
                 return .failure(error)
             }
