@@ -49,6 +49,21 @@ func waitingMessage(_ customer: Customer, deskPort: Int, csat: Bool, index: Int)
     return (id, try await post("/tickets/\(id)/closure-inquiry").json?["messageId"] as? Int ?? -1)
 }
 
+/// The customer answers a CSAT request in another app, straight on Desk (the gateway hears of it by webhook or sync).
+func rateOnDesk(deskPort: Int, ticket: Int, message: Int, score: Int, comment: String) async throws {
+    let deskSession = try await httpRequest(port: deskPort, "POST", "/sapi/customers/auth/", headers: [("sendbirdAccessToken", "demo-token")],
+                                            json: #"{"sendbirdAppId":"emulated-app","sendbirdId":"demo-customer"}"#)
+    let token = try #require(deskSession.json?["token"] as? String)
+    let data: JSONValue = .object([("type", .string("SENDBIRD_DESK_CUSTOMER_SATISFACTION")), ("body", .object([
+        ("state", .string("CONFIRMED")), ("customerSatisfactionScore", .integer(score)),
+        ("customerSatisfactionComment", .string(comment)), ("ticketId", .integer(ticket))]))])
+    let body: JSONValue = .object([("sendbirdAppId", .string("emulated-app")), ("messageId", .integer(message)),
+                                   ("messageData", .string(data.serialized()))])
+    let rated = try await httpRequest(port: deskPort, "PATCH", "/sapi/tickets/\(ticket)/edit_message/", headers: [("sendbirdDeskToken", token)],
+                                      json: body.serialized())
+    #expect(rated.status == 200, "\(rated.text)")
+}
+
 func waitForEmptyOutbox(_ pool: PostgresPool, seconds: Double = 90) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
@@ -266,17 +281,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             let deskPort = app.emulator!.port
             let (ticket, message) = try await waitingMessage(customer, deskPort: deskPort, csat: true, index: 7)
             // The customer rates in another app, straight on Desk: Desk's webhook tells the gateway.
-            let deskSession = try await httpRequest(port: deskPort, "POST", "/sapi/customers/auth/", headers: [("sendbirdAccessToken", "demo-token")],
-                                                    json: #"{"sendbirdAppId":"emulated-app","sendbirdId":"demo-customer"}"#)
-            let token = try #require(deskSession.json?["token"] as? String)
-            let data: JSONValue = .object([("type", .string("SENDBIRD_DESK_CUSTOMER_SATISFACTION")), ("body", .object([
-                ("state", .string("CONFIRMED")), ("customerSatisfactionScore", .integer(3)),
-                ("customerSatisfactionComment", .string("ok")), ("ticketId", .integer(ticket))]))])
-            let body: JSONValue = .object([("sendbirdAppId", .string("emulated-app")), ("messageId", .integer(message)),
-                                           ("messageData", .string(data.serialized()))])
-            let rated = try await httpRequest(port: deskPort, "PATCH", "/sapi/tickets/\(ticket)/edit_message/", headers: [("sendbirdDeskToken", token)],
-                                              json: body.serialized())
-            #expect(rated.status == 200, "\(rated.text)")
+            try await rateOnDesk(deskPort: deskPort, ticket: ticket, message: message, score: 3, comment: "ok")
             // Desk sends its events one by one (1 s timeout, retries); on a busy machine this one can take a while.
             let deadline = ContinuousClock.now + .seconds(60)
             var sources: [String] = []

@@ -12,17 +12,7 @@ import TestSupport
     static func ratedTicket(_ app: GatewayApplication, _ customer: Customer, index: Int, score: Int) async throws -> Int {
         let deskPort = app.emulator!.port
         let (ticket, message) = try await waitingMessage(customer, deskPort: deskPort, csat: true, index: index)
-        let auth = try await httpRequest(port: deskPort, "POST", "/sapi/customers/auth/", headers: [("sendbirdAccessToken", "demo-token")],
-                                         json: #"{"sendbirdAppId":"emulated-app","sendbirdId":"demo-customer"}"#)
-        let token = try #require(auth.json?["token"] as? String)
-        let data: JSONValue = .object([("type", .string("SENDBIRD_DESK_CUSTOMER_SATISFACTION")), ("body", .object([
-            ("state", .string("CONFIRMED")), ("customerSatisfactionScore", .integer(score)),
-            ("customerSatisfactionComment", .string("")), ("ticketId", .integer(ticket))]))])
-        let body: JSONValue = .object([("sendbirdAppId", .string("emulated-app")), ("messageId", .integer(message)),
-                                       ("messageData", .string(data.serialized()))])
-        let rated = try await httpRequest(port: deskPort, "PATCH", "/sapi/tickets/\(ticket)/edit_message/", headers: [("sendbirdDeskToken", token)],
-                                          json: body.serialized())
-        #expect(rated.status == 200, "\(rated.text)")
+        try await rateOnDesk(deskPort: deskPort, ticket: ticket, message: message, score: score, comment: "")
         return ticket
     }
 
