@@ -287,6 +287,20 @@ public final class DeskClient: Sendable {
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
     }
 
+    /// A Platform API ticket list answer as bytes (what the sync reads; pure, for tests of recorded answers).
+    public static func ticketPage(_ bytes: [UInt8]) throws(DomainError) -> DeskPage<DeskTicket> {
+        try page(try json(bytes), DeskTicket.init(json:))
+    }
+
+    /// A `chat_messages` answer as bytes.
+    public static func messagePage(_ bytes: [UInt8]) throws(DomainError) -> DeskPage<DeskMessage> {
+        try page(try json(bytes), DeskMessage.init(json:))
+    }
+
+    static func json(_ bytes: [UInt8]) throws(DomainError) -> JSONValue {
+        do { return try JSONParser.parse(bytes) } catch { throw DeskDecoding.failure("answer is not JSON") }
+    }
+
     static func page<Item>(_ answer: JSONValue, _ decode: (JSONValue) throws(DomainError) -> Item) throws(DomainError) -> DeskPage<Item> {
         guard let results = answer["results"]?.arrayValue else { throw DeskDecoding.failure("list answer without results") }
         var items: [Item] = []
