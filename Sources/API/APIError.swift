@@ -9,43 +9,38 @@ public struct APIError: Error, Sendable {
     /// Extra members of the problem object (e.g. `errors` for field-level validation failures).
     public var extensions: [String: JSONValue]
 
-    public init(status: Int, code: String, title: String, detail: String,
-                headers: [(name: String, value: String)] = [], extensions: [String: JSONValue] = [:]) {
-        self.status = status
-        self.code = code
-        self.title = title
+    public init(_ problem: Problem, detail: String, headers: [(name: String, value: String)] = [], extensions: [String: JSONValue] = [:]) {
+        status = problem.status
+        code = problem.rawValue
+        title = problem.title
         self.detail = detail
         self.headers = headers
         self.extensions = extensions
     }
 
     public static func notFound(_ detail: String = "No resource exists at this path.") -> APIError {
-        APIError(status: 404, code: "not_found", title: "Not found", detail: detail)
+        APIError(.notFound, detail: detail)
     }
 
     public static func methodNotAllowed(_ allowed: [String]) -> APIError {
-        APIError(status: 405, code: "method_not_allowed", title: "Method not allowed",
-                 detail: "This path accepts \(allowed.joined(separator: ", ")).",
+        APIError(.methodNotAllowed, detail: "This path accepts \(allowed.joined(separator: ", ")).",
                  headers: [("Allow", allowed.joined(separator: ", "))])
     }
 
     public static func payloadTooLarge(limit: Int) -> APIError {
-        APIError(status: 413, code: "payload_too_large", title: "Request body too large",
-                 detail: "The request body exceeds the limit of \(limit) bytes.")
+        APIError(.payloadTooLarge, detail: "The request body exceeds the limit of \(limit) bytes.")
     }
 
     public static func serviceUnavailable(_ detail: String, retryAfter: Int = 5) -> APIError {
-        APIError(status: 503, code: "service_unavailable", title: "Service unavailable", detail: detail,
+        APIError(.serviceUnavailable, detail: detail,
                  headers: [("Retry-After", String(retryAfter))])
     }
 
     public static func internalError() -> APIError {
-        APIError(status: 500, code: "internal_error", title: "Internal server error",
-                 detail: "The gateway failed to handle this request; quote the request id when reporting it.")
+        APIError(.internalError, detail: "The gateway failed to handle this request; quote the request id when reporting it.")
     }
 
     public static func shuttingDown() -> APIError {
-        APIError(status: 503, code: "shutting_down", title: "Shutting down",
-                 detail: "This instance is stopping; retry the request.", headers: [("Retry-After", "1")])
+        APIError(.shuttingDown, detail: "This instance is stopping; retry the request.", headers: [("Retry-After", "1")])
     }
 }

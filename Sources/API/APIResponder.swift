@@ -134,15 +134,14 @@ public final class APIResponder: HTTPResponder {
         var clean = request
         clean.headers = []
         let requestID = requestID(for: clean)
-        let response = APIError(status: 400, code: "malformed_request", title: "Malformed request", detail: reason)
+        let response = APIError(.malformedRequest, detail: reason)
             .response(instance: "/", requestID: requestID)
         return finish(response, request: clean, route: "(malformed request)", requestID: requestID, started: .now)
     }
 
     public func overloaded(_ request: HTTPRequest) -> HTTPResponse {
         let requestID = requestID(for: request)
-        let response = APIError(status: 503, code: "service_unavailable", title: "Service unavailable",
-                                detail: "The server is at its connection limit; retry shortly.", headers: [("Retry-After", "1")])
+        let response = APIError(.serviceUnavailable, detail: "The server is at its connection limit; retry shortly.", headers: [("Retry-After", "1")])
             .response(instance: request.path, requestID: requestID)
         return finish(response, request: request, route: "(connection limit)", requestID: requestID, started: .now)
     }
@@ -163,8 +162,7 @@ public final class APIResponder: HTTPResponder {
             return try await body(request, info)
         }
         guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw APIError(status: 400, code: "invalid_idempotency_key", title: "Invalid Idempotency-Key",
-                           detail: "Idempotency-Key must be 1 to 255 visible ASCII characters.")
+            throw APIError(.invalidIdempotencyKey, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters.")
         }
         let principal = Authenticator.bearer(request).map { "t:" + Self.hex(Array(SHA256.hash(data: Array($0.utf8))).prefix(16)) }
             ?? "a:" + (request.remoteAddress ?? "unknown")
@@ -174,11 +172,9 @@ public final class APIResponder: HTTPResponder {
         let requestHash = Array(hasher.finalize())
         switch try await idempotency.claim(principal: principal, key: key, requestHash: requestHash) {
         case .mismatch:
-            throw APIError(status: 422, code: "idempotency_key_reused", title: "Idempotency-Key reused",
-                           detail: "This Idempotency-Key was already used with a different request; use a new key for a new request.")
+            throw APIError(.idempotencyKeyReused, detail: "This Idempotency-Key was already used with a different request; use a new key for a new request.")
         case .inProgress:
-            throw APIError(status: 409, code: "idempotency_in_progress", title: "Request in progress",
-                           detail: "A request with this Idempotency-Key is still being processed; retry shortly.",
+            throw APIError(.idempotencyInProgress, detail: "A request with this Idempotency-Key is still being processed; retry shortly.",
                            headers: [("Retry-After", "1")])
         case .replay(let status, let headers, let stored):
             return HTTPResponse(status: status, headers: headers.map { ($0.0, $0.1) } + [("Idempotent-Replayed", "true")], body: stored)
@@ -251,23 +247,21 @@ public final class APIResponder: HTTPResponder {
     static func map(_ error: DomainError) -> APIError {
         switch error.code {
         case .notFound:
-            return APIError(status: 404, code: "not_found", title: "Not found", detail: error.message)
+            return APIError(.notFound, detail: error.message)
         case .conflict:
-            return APIError(status: 409, code: "ticket_state_conflict", title: "Not allowed in the ticket's state", detail: error.message)
+            return APIError(.ticketStateConflict, detail: error.message)
         case .invalid:
-            return APIError(status: 422, code: "desk_rejected", title: "Desk refused the request", detail: error.message)
+            return APIError(.deskRejected, detail: error.message)
         case .unauthorized:
-            return APIError(status: 401, code: "desk_session_expired", title: "Desk session expired",
-                            detail: "Desk no longer accepts this session; sign in again.",
+            return APIError(.deskSessionExpired, detail: "Desk no longer accepts this session; sign in again.",
                             headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway""#)])
         case .forbidden:
-            return APIError(status: 403, code: "forbidden", title: "Forbidden", detail: error.message)
+            return APIError(.forbidden, detail: error.message)
         case .rateLimited, .upstreamUnavailable:
-            return APIError(status: 503, code: "desk_unavailable", title: "Desk unavailable",
-                            detail: "Sendbird Desk is not answering right now; retry later.",
+            return APIError(.deskUnavailable, detail: "Sendbird Desk is not answering right now; retry later.",
                             headers: [("Retry-After", String(error.retryAfterSeconds ?? 5))])
         default:
-            return APIError(status: 502, code: "bad_gateway", title: "Bad gateway", detail: "Sendbird Desk answered in a way the gateway did not understand.")
+            return APIError(.badGateway, detail: "Sendbird Desk answered in a way the gateway did not understand.")
         }
     }
 
@@ -302,8 +296,7 @@ public final class APIResponder: HTTPResponder {
         let isSignIn = request.method == "POST" && request.path == "/v1/sessions"
         let isWebhook = request.path == "/v1/webhooks/desk"
         if !isVerified, credential != nil || isSignIn || isWebhook, failures.isExhausted("f:" + client) {
-            var error = APIError(status: 429, code: "rate_limited", title: "Too many requests",
-                                 detail: "Too many failed authentications from this address; retry later.")
+            var error = APIError(.rateLimited, detail: "Too many failed authentications from this address; retry later.")
             error.headers = [("Retry-After", String(max(1, Int((60 / Double(max(1, policy.authFailuresPerMinute))).rounded(.up)))))]
             return .refused(error)
         }
@@ -316,8 +309,7 @@ public final class APIResponder: HTTPResponder {
             ("RateLimit-Reset", String(decision.reset)),
             ("RateLimit", "limit=\(Int(bucket.burst)), remaining=\(decision.remaining), reset=\(decision.reset)")]
         guard decision.allowed else {
-            var error = APIError(status: 429, code: "rate_limited", title: "Too many requests",
-                                 detail: "This client sent more than \(perMinute) \(isSignIn ? "sign-ins" : "requests") a minute; retry after \(decision.retryAfter) s.")
+            var error = APIError(.rateLimited, detail: "This client sent more than \(perMinute) \(isSignIn ? "sign-ins" : "requests") a minute; retry after \(decision.retryAfter) s.")
             error.headers = [("Retry-After", String(decision.retryAfter))] + headers
             return .refused(error)
         }

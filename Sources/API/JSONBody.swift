@@ -13,21 +13,20 @@ public struct JSONBody {
         if let type = request.header("content-type")?.lowercased() {
             let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
             guard media == "application/json" || media.hasSuffix("+json") else {
-                throw APIError(status: 415, code: "unsupported_media_type", title: "Unsupported media type",
-                               detail: "Send the body as application/json.")
+                throw APIError(.unsupportedMediaType, detail: "Send the body as application/json.")
             }
         }
         guard !request.body.isEmpty else {
-            throw APIError(status: 400, code: "malformed_json", title: "Malformed JSON", detail: "The request needs a JSON object body.")
+            throw APIError(.malformedJSON, detail: "The request needs a JSON object body.")
         }
         let value: JSONValue
         do {
             value = try JSONParser.parse(request.body)
         } catch {
-            throw APIError(status: 400, code: "malformed_json", title: "Malformed JSON", detail: "The body is not valid JSON: \(error.description).")
+            throw APIError(.malformedJSON, detail: "The body is not valid JSON: \(error.description).")
         }
         guard let members = value.objectValue else {
-            throw APIError(status: 400, code: "malformed_json", title: "Malformed JSON", detail: "The body must be a JSON object.")
+            throw APIError(.malformedJSON, detail: "The body must be a JSON object.")
         }
         self.members = members
     }
@@ -154,8 +153,7 @@ public struct JSONBody {
         guard !problems.isEmpty else { return }
         let listed = problems.prefix(Self.listedProblems).map { (field: String($0.field.prefix(100)), message: $0.message) }
         let more = problems.count - listed.count
-        throw APIError(status: 422, code: "validation_failed", title: "Invalid request",
-                       detail: listed.map { "\($0.field) \($0.message)" }.joined(separator: "; ") + (more > 0 ? "; and \(more) more." : "."),
+        throw APIError(.validationFailed, detail: listed.map { "\($0.field) \($0.message)" }.joined(separator: "; ") + (more > 0 ? "; and \(more) more." : "."),
                        extensions: ["errors": .array(listed.map { .object([("field", .string($0.field)), ("message", .string($0.message))]) }),
                                     "errorCount": .integer(problems.count)])
     }

@@ -11,7 +11,7 @@ public enum TestGateway {
         config.databaseURL = databaseURL
         config.assetsDirectory = TestPostgres.repositoryRoot
         config.shutdownDrainSeconds = 5
-        config.dbStartupWaitSeconds = 5
+        config.dbStartupWaitSeconds = 30
         config.logLevel = .warning
         config.deskEmulatorPort = 0
         config.syncIntervalSeconds = 0

@@ -33,7 +33,7 @@ final class Authenticator: Sendable {
     }
 
     static func unauthorized(_ detail: String) -> APIError {
-        APIError(status: 401, code: "unauthorized", title: "Unauthorized", detail: detail,
+        APIError(.unauthorized, detail: detail,
                  headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway""#)])
     }
 

@@ -166,8 +166,7 @@ public struct CustomerRoutes: Sendable {
         try body.finish()
         let decision = signInsPerUser.take("u:" + userId!)
         guard decision.allowed else {
-            throw APIError(status: 429, code: "rate_limited", title: "Too many requests",
-                           detail: "Too many sign-ins for this user; retry after \(decision.retryAfter) s.",
+            throw APIError(.rateLimited, detail: "Too many sign-ins for this user; retry after \(decision.retryAfter) s.",
                            headers: [("Retry-After", String(decision.retryAfter))])
         }
         let deskSession: DeskSession
@@ -175,8 +174,7 @@ public struct CustomerRoutes: Sendable {
             deskSession = try await desk.authenticate(userId: userId!, accessToken: accessToken!)
         } catch {
             guard error.code == .unauthorized else { throw error }
-            throw APIError(status: 401, code: "invalid_credentials", title: "Invalid credentials",
-                           detail: "Sendbird did not accept this user id and access token.")
+            throw APIError(.invalidCredentials, detail: "Sendbird did not accept this user id and access token.")
         }
         let opened = try await sessions.open(sendbirdId: userId!, displayName: nil, deskCustomerId: nil, deskToken: deskSession.token,
                                              lifetimeSeconds: settings.sessionLifetimeSeconds)
@@ -246,8 +244,7 @@ public struct CustomerRoutes: Sendable {
             problems.append((name, "is not a known query parameter"))
         }
         guard problems.isEmpty else {
-            throw APIError(status: 400, code: "invalid_query", title: "Invalid query",
-                           detail: problems.map { "\($0.0) \($0.1)" }.joined(separator: "; ") + ".",
+            throw APIError(.invalidQuery, detail: problems.map { "\($0.0) \($0.1)" }.joined(separator: "; ") + ".",
                            extensions: ["errors": .array(problems.map { .object([("field", .string($0.0)), ("message", .string($0.1))]) })])
         }
         let stale = try await tickets.refreshList(session)
@@ -325,8 +322,7 @@ public struct CustomerRoutes: Sendable {
             // A decline never reaches Desk (its CSAT message cannot hold an empty score), so it is recorded only for a
             // CSAT request the gateway has seen Desk send on this very ticket.
             guard try await ratings.isRequest(ticketId: id, messageId: messageId!) else {
-                throw APIError(status: 422, code: "validation_failed", title: "Invalid request",
-                               detail: "messageId is not a CSAT request of this ticket.",
+                throw APIError(.validationFailed, detail: "messageId is not a CSAT request of this ticket.",
                                extensions: ["errors": .array([.object([("field", .string("messageId")),
                                                                        ("message", .string("is not a CSAT request of this ticket"))])]),
                                             "errorCount": .integer(1)])
@@ -357,7 +353,7 @@ extension MessageClassification {
         var payload: MessagePayload?
         if let data, !data.isEmpty {
             guard let parsed = try? JSONParser.parse(data) else {
-                throw APIError(status: 422, code: "validation_failed", title: "Invalid request", detail: "data must be a JSON-encoded string.",
+                throw APIError(.validationFailed, detail: "data must be a JSON-encoded string.",
                                extensions: ["errors": .array([.object([("field", .string("data")), ("message", .string("is not valid JSON"))])])])
             }
             let inner = parsed["body"]

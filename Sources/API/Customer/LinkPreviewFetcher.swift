@@ -54,7 +54,7 @@ public final class LinkPreviewFetcher: Sendable {
     }
 
     static func refused(_ detail: String) -> APIError {
-        APIError(status: 422, code: "url_not_allowed", title: "URL not allowed", detail: detail)
+        APIError(.urlNotAllowed, detail: detail)
     }
 
     func preview(_ text: String) async throws -> LinkPreview {
@@ -65,8 +65,7 @@ public final class LinkPreviewFetcher: Sendable {
             return true
         }
         guard admitted else {
-            throw APIError(status: 503, code: "previews_busy", title: "Too many previews",
-                           detail: "This instance is fetching as many previews as it allows (LINK_PREVIEW_CONCURRENCY); retry shortly.",
+            throw APIError(.previewsBusy, detail: "This instance is fetching as many previews as it allows (LINK_PREVIEW_CONCURRENCY); retry shortly.",
                            headers: [("Retry-After", "1")])
         }
         defer { running.withLock { $0 -= 1 } }
@@ -90,12 +89,12 @@ public final class LinkPreviewFetcher: Sendable {
     }
 
     static func unreachable(_ detail: String) -> APIError {
-        APIError(status: 422, code: "preview_unavailable", title: "No preview", detail: detail)
+        APIError(.previewUnavailable, detail: detail)
     }
 
     /// The page could not be fetched at all (refused connection, TLS failure, empty or broken reply).
     static func fetchFailed(_ detail: String) -> APIError {
-        APIError(status: 502, code: "preview_fetch_failed", title: "Page could not be fetched", detail: detail)
+        APIError(.previewFetchFailed, detail: detail)
     }
 
     func check(_ text: String) throws -> URL {

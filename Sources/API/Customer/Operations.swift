@@ -82,8 +82,7 @@ final class Operations: Sendable {
     /// The client-facing error of a permanent refusal (a conflict names the ticket's state now).
     private func failure(_ error: DomainError, kind: String) -> any Error {
         guard error.code == .conflict else { return error }
-        return APIError(status: 409, code: "ticket_state_conflict", title: "Not allowed in the ticket's state",
-                        detail: CustomerRoutes.conflictDetail(kind: kind))
+        return APIError(.ticketStateConflict, detail: CustomerRoutes.conflictDetail(kind: kind))
     }
 
     static func json(_ operation: OutboxOperation) -> JSONValue {

@@ -54,8 +54,7 @@ public struct ReportRoutes: Sendable {
     func authorize(_ request: HTTPRequest) async throws {
         let key = request.header("x-api-key") ?? Authenticator.bearer(request)
         guard let key else {
-            throw APIError(status: 401, code: "unauthorized", title: "Unauthorized",
-                           detail: "Reports need an API key with the reports scope ('Authorization: Bearer dgk_…').",
+            throw APIError(.unauthorized, detail: "Reports need an API key with the reports scope ('Authorization: Bearer dgk_…').",
                            headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway-reports""#)])
         }
         if key.hasPrefix("dgk_") {
@@ -65,19 +64,19 @@ public struct ReportRoutes: Sendable {
                 if let scopes { cache.put(key, scopes) }
             }
             guard let scopes else {
-                throw APIError(status: 401, code: "unauthorized", title: "Unauthorized", detail: "The API key is unknown or revoked.",
+                throw APIError(.unauthorized, detail: "The API key is unknown or revoked.",
                                headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway-reports""#)])
             }
             verified.add(key)
             guard scopes.contains("reports") else {
-                throw APIError(status: 403, code: "forbidden", title: "Forbidden", detail: "This API key has no reports scope.")
+                throw APIError(.forbidden, detail: "This API key has no reports scope.")
             }
             return
         }
         if try await sessions.find(token: key) != nil {
-            throw APIError(status: 403, code: "forbidden", title: "Forbidden", detail: "Customer sessions cannot read reports; use an API key with the reports scope.")
+            throw APIError(.forbidden, detail: "Customer sessions cannot read reports; use an API key with the reports scope.")
         }
-        throw APIError(status: 401, code: "unauthorized", title: "Unauthorized", detail: "The API key is unknown or revoked.",
+        throw APIError(.unauthorized, detail: "The API key is unknown or revoked.",
                        headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway-reports""#)])
     }
 
@@ -86,8 +85,7 @@ public struct ReportRoutes: Sendable {
             return try ReportParameters.parse(request.query, accept: request.header("accept"), today: Self.today(in:),
                                               isKnownZone: { knownZones.contains($0) }, maxDays: settings.maxDays, listing: listing)
         } catch {
-            throw APIError(status: 400, code: "invalid_query", title: "Invalid query",
-                           detail: error.problems.map { "\($0.field) \($0.message)" }.joined(separator: "; ") + ".",
+            throw APIError(.invalidQuery, detail: error.problems.map { "\($0.field) \($0.message)" }.joined(separator: "; ") + ".",
                            extensions: ["errors": .array(error.problems.map { .object([("field", .string($0.field)), ("message", .string($0.message))]) })])
         }
     }
@@ -154,7 +152,7 @@ public struct ReportRoutes: Sendable {
         var cursor: (Double, Int)?
         if let text = p.cursor {
             guard let decoded = KeysetCursor.decode(text) else {
-                throw APIError(status: 400, code: "invalid_query", title: "Invalid query", detail: "cursor is not a cursor this API issued.")
+                throw APIError(.invalidQuery, detail: "cursor is not a cursor this API issued.")
             }
             cursor = (decoded.time, decoded.id)
         }

@@ -62,14 +62,12 @@ public struct WebhookRoutes: Sendable {
     /// is kept as a JSON string), so nothing Desk delivers is lost to a parser that does not know it yet.
     func receive(_ request: HTTPRequest) async throws -> HTTPResponse {
         guard !secrets.isEmpty else {
-            throw APIError(status: 503, code: "webhooks_not_configured", title: "Webhooks not configured",
-                           detail: "Set DESK_WEBHOOK_SECRET (or DESK_API_TOKEN) to accept Desk webhooks.")
+            throw APIError(.webhooksNotConfigured, detail: "Set DESK_WEBHOOK_SECRET (or DESK_API_TOKEN) to accept Desk webhooks.")
         }
         let signature = request.header("x-hub-signature")
         guard secrets.contains(where: { Self.verify(signature, body: request.body, secret: $0) }) else {
             metrics.increment("webhook_events_total", [("outcome", "rejected")])
-            throw APIError(status: 401, code: "invalid_signature", title: "Invalid signature",
-                           detail: "x-hub-signature must be sha1=<hex HMAC-SHA1 of the raw body with the webhook secret or API token>.")
+            throw APIError(.invalidSignature, detail: "x-hub-signature must be sha1=<hex HMAC-SHA1 of the raw body with the webhook secret or API token>.")
         }
         let parsed = try? JSONParser.parse(request.body)
         let stored = parsed ?? .string(String(decoding: request.body, as: UTF8.self))
