@@ -49,11 +49,13 @@ import TestSupport
             let stalledResponse = try await stalled
             #expect(stalledResponse.status == 422, "\(stalledResponse.text)")
             #expect(stalledResponse.json?["code"] as? String == "preview_unavailable")
-            #expect(clock.now - started < .seconds(15))
-            #expect(readyLatencies.max()! < .seconds(2), "\(readyLatencies)")
+            // Under a sanitizer (make sanitize) everything is slower and freed memory is held in quarantine: twice the bounds.
+            let factor = ProcessInfo.processInfo.environment["DG_SANITIZER"] == nil ? 1 : 2
+            #expect(clock.now - started < .seconds(15 * factor))
+            #expect(readyLatencies.max()! < .seconds(2 * factor), "\(readyLatencies)")
             // Each fetch keeps at most LINK_PREVIEW_MAX_BYTES (512 KiB here) of a page; the bound in the README is 64 MB.
             let grown = residentBytes() - before
-            #expect(grown < 64 << 20, "RSS grew by \(grown) bytes")
+            #expect(grown < (64 << 20) * factor, "RSS grew by \(grown) bytes")
             #expect(pages.bytesSent > 4 * 512 * 1024)
             #expect(try await httpRequest(port: app.port, "GET", "/livez").status == 200)
         }
