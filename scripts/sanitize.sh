@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The whole Swift test suite once under AddressSanitizer and once under ThreadSanitizer, each in its own scratch
+# The whole Swift test suite under AddressSanitizer (and, when asked, ThreadSanitizer), each in its own scratch
 # folder, against one private PostgreSQL (as make test). Usage: scripts/sanitize.sh [address|thread]...
+# ThreadSanitizer is not run by default: with Swift 6.3 on Linux it reports every access guarded by
+# Synchronization.Mutex as a race (the lock's futex calls are invisible to it; a ten-line program with one Mutex and
+# four threads shows the same report and the right result), so its output is noise until the toolchain annotates it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitizers=("$@")
-[ ${#sanitizers[@]} -gt 0 ] || sanitizers=(address thread)
+[ ${#sanitizers[@]} -gt 0 ] || sanitizers=(address)
 pg_dir=.build/test-pg-sanitize
 pg_port=${TEST_PG_PORT:-25437}
 trap 'scripts/test-postgres.sh stop "$pg_dir"' EXIT
