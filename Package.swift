@@ -51,7 +51,7 @@ let package = Package(
 
         .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
-        .testTarget(name: "ReportsTests", dependencies: ["Reports", "JSON"]),
+        .testTarget(name: "ReportsTests", dependencies: ["Reports", "JSON", "Domain"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "DeskContractTests", dependencies: ["DeskClient", "DeskEmulator", "Domain", "JSON", "HTTPServer", "TestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto")]),

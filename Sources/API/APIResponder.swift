@@ -164,7 +164,7 @@ public final class APIResponder: HTTPResponder {
         guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw APIError(.invalidIdempotencyKey, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters.")
         }
-        let principal = Authenticator.bearer(request).map { "t:" + Self.hex(Array(SHA256.hash(data: Array($0.utf8))).prefix(16)) }
+        let principal = Authenticator.bearer(request).map { "t:" + Codec.hex(Array(SHA256.hash(data: Array($0.utf8))).prefix(16)) }
             ?? "a:" + (request.remoteAddress ?? "unknown")
         var hasher = SHA256()
         hasher.update(data: Array("\(request.method) \(request.path)\n".utf8))
@@ -198,9 +198,6 @@ public final class APIResponder: HTTPResponder {
         }
     }
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
 
     // MARK: CORS
 

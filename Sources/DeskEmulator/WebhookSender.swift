@@ -1,4 +1,5 @@
 import Crypto
+import Domain
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -130,7 +131,7 @@ final class WebhookSender: Sendable {
 
     static func signature(_ body: [UInt8], secret: String) -> String {
         let mac = HMAC<Insecure.SHA1>.authenticationCode(for: body, using: SymmetricKey(data: Array(secret.utf8)))
-        return "sha1=" + mac.map { String(format: "%02x", $0) }.joined()
+        return "sha1=" + Codec.hex(mac)
     }
 
     private static func deliver(_ body: [UInt8], to url: String, secret: String, session: URLSession) async {

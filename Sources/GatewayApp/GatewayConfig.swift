@@ -1,4 +1,5 @@
 import API
+import Domain
 import Foundation
 public import Logging
 
@@ -134,9 +135,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         }
         config.cacheResetOnDeskChange = try reader.bool("CACHE_RESET_ON_DESK_CHANGE", default: false)
         if let text = try reader.optionalString("SESSION_KEY") {
-            var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            while base64.count % 4 != 0 { base64 += "=" }
-            guard let key = Data(base64Encoded: base64), key.count == 32 else {
+            guard let key = Codec.decodeBase64(text), key.count == 32 else {
                 throw ConfigError(variable: "SESSION_KEY", message: "expected 32 random bytes in base64 (e.g. `openssl rand -base64 32`)")
             }
             config.sessionKey = [UInt8](key)

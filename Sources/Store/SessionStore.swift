@@ -1,3 +1,4 @@
+import Domain
 public import Postgres
 import Foundation
 
@@ -83,20 +84,15 @@ public struct SessionStore: Sendable {
     /// The session key: from configuration, or generated once and kept in the database (development only).
     public static func sessionKey(configured: [UInt8]?, pool: PostgresPool) async throws -> (key: [UInt8], generated: Bool) {
         if let configured { return (configured, false) }
-        let candidate = TokenVault.base64URL(TokenVault.generateKey())
+        let candidate = Codec.base64URL(TokenVault.generateKey())
         let rows = try await pool.query("""
             WITH inserted AS (
                 INSERT INTO gateway_settings (key, value) VALUES ('session_key', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
             SELECT value FROM inserted UNION ALL SELECT value FROM gateway_settings WHERE key = 'session_key' LIMIT 1
             """, [candidate])
         let text: String = try rows[0].decode(0)
-        guard let key = decodeBase64URL(text), key.count == 32 else { throw StoreError.sealing }
+        guard let key = Codec.decodeBase64(text), key.count == 32 else { throw StoreError.sealing }
         return (key, true)
     }
 
-    public static func decodeBase64URL(_ text: String) -> [UInt8]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64).map { [UInt8]($0) }
-    }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import Domain
 import Foundation
 
 /// Bearer tokens and sealed Desk tokens. Tokens are 256 random bits, base64url; only their SHA-256 is stored.
@@ -19,7 +20,7 @@ public struct TokenVault: Sendable {
     public static func newToken() -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        return base64URL(bytes)
+        return Codec.base64URL(bytes)
     }
 
     public static func hash(_ token: String) -> [UInt8] {
@@ -38,10 +39,6 @@ public struct TokenVault: Sendable {
         return String(decoding: plain, as: UTF8.self)
     }
 
-    public static func base64URL(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
 }
 
 public enum StoreError: Error, Sendable {

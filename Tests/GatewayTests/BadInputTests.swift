@@ -1,5 +1,6 @@
 import Foundation
 import GatewayApp
+import Domain
 import Store
 import Testing
 import TestSupport
@@ -40,7 +41,7 @@ import TestSupport
             let customer = try await Customer.signIn(app)
             let key = try await ApiKeyStore(pool: app.pool).create(name: "t", scopes: ["reports"]).key
             for payload in ["99999999999999999999:1", "-5:1", "9223372036854775807:1", "1000:0", "1000:-3", "1000", "a:b", "1000:1:2"] {
-                let cursor = TokenVault.base64URL(Array(payload.utf8))
+                let cursor = Codec.base64URL(Array(payload.utf8))
                 let tickets = try await customer.send("GET", "/v1/tickets?cursor=\(cursor)")
                 #expect(tickets.status == 400, "\(payload): \(tickets.text)")
                 #expect(tickets.json?["code"] as? String == "invalid_query")

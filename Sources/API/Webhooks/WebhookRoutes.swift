@@ -36,26 +36,9 @@ public struct WebhookRoutes: Sendable {
 
     /// `sha1=` + hex HMAC-SHA1 of the raw body with the shared secret, compared in constant time.
     public static func verify(_ signature: String?, body: [UInt8], secret: String) -> Bool {
-        guard let signature, signature.hasPrefix("sha1="), signature.utf8.count == 45 else { return false }
-        let hex = Array(signature.utf8.dropFirst(5))
-        var given: [UInt8] = []
-        given.reserveCapacity(20)
-        var index = 0
-        while index < 40 {
-            guard let high = nibble(hex[index]), let low = nibble(hex[index + 1]) else { return false }
-            given.append(high << 4 | low)
-            index += 2
-        }
+        guard let signature, signature.hasPrefix("sha1="), signature.utf8.count == 45,
+              let given = Codec.decodeHex(signature.dropFirst(5)) else { return false }
         return HMAC<Insecure.SHA1>.isValidAuthenticationCode(given, authenticating: body, using: SymmetricKey(data: Array(secret.utf8)))
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 48...57: return c - 48
-        case 97...102: return c - 87
-        case 65...70: return c - 55
-        default: return nil
-        }
     }
 
     /// Every event with a valid signature is stored before the 200, whatever its shape (a body that is not even JSON
@@ -75,7 +58,7 @@ public struct WebhookRoutes: Sendable {
         let camel = parsed.map(DeskWebhookEvent.camelCased)
         let type = event?.type ?? camel?["eventType"]?.stringValue ?? ""
         let key = (event?.eventId ?? camel?["eventId"]?.stringValue).map { "id:" + $0 }
-            ?? "sha256:" + SHA256.hash(data: request.body).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+            ?? "sha256:" + Codec.hex(SHA256.hash(data: request.body))
         let fresh = try await inbox.receive(dedupeKey: key, type: String(type.prefix(100)), body: stored.serialized())
         metrics.increment("webhook_events_total", [("outcome", fresh ? "accepted" : "duplicate")])
         return .json(.object([("status", .string(fresh ? "accepted" : "duplicate"))]))

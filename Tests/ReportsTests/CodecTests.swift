@@ -1,0 +1,29 @@
+import Domain
+import Foundation
+import Testing
+
+/// The one codec for hex and base64 against Foundation's, on random bytes of every small length.
+@Suite struct CodecTests {
+    @Test func roundTripsAndAgreesWithFoundation() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<70 {
+            for _ in 0..<20 {
+                let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                let url = Codec.base64URL(bytes)
+                let standard = Data(bytes).base64EncodedString()
+                #expect(url == standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                    .replacingOccurrences(of: "=", with: ""))
+                #expect(Codec.decodeBase64(url) == bytes)
+                #expect(Codec.decodeBase64(standard) == bytes)
+                #expect(Codec.hex(bytes) == bytes.map { String(format: "%02x", $0) }.joined())
+                #expect(Codec.decodeHex(Codec.hex(bytes)) == bytes)
+                #expect(Codec.decodeHex(Codec.hex(bytes).uppercased()) == bytes)
+            }
+        }
+        for bad in ["a", "ab=c", "a$bc", "abc==="] { #expect(Codec.decodeBase64(bad) == nil, "\(bad)") }
+        for bad in ["abc", "zz", "0g"] { #expect(Codec.decodeHex(bad) == nil, "\(bad)") }
+        // Trailing bits that no byte string encodes to are refused, so each text names one value.
+        #expect(Codec.decodeBase64("AB") == nil)
+        #expect(Codec.decodeBase64("AA") == [0])
+    }
+}
