@@ -1,6 +1,6 @@
 import Foundation
 import Store
-public import Logging
+import Logging
 public import Postgres
 
 /// The gateway started against a Desk other than the one its database caches.
@@ -76,15 +76,4 @@ public func resetCache(_ pool: PostgresPool) async throws -> CacheResetSummary {
         try tx.query("DELETE FROM gateway_settings WHERE key = $1", [DeskIdentity.settingKey])
         return summary
     }
-}
-
-/// `desk-gateway cache reset`.
-public func runCacheReset(_ config: GatewayConfig, logger: Logger) async throws -> CacheResetSummary {
-    try await withMigratedDatabase(config, logger: logger) { try await resetCache($0) }
-}
-
-/// `desk-gateway webhooks replay`: marks stored events with these statuses pending again, so the running gateway
-/// applies them with the parser it has now. Returns how many.
-public func replayWebhooks(_ config: GatewayConfig, logger: Logger, statuses: [String]) async throws -> Int {
-    try await withMigratedDatabase(config, logger: logger) { try await WebhookInbox(pool: $0).replay(statuses: statuses) }
 }

@@ -1,5 +1,5 @@
 import API
-public import Store
+import Store
 public import DeskClient
 public import DeskEmulator
 import Foundation
@@ -269,61 +269,4 @@ func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger
         [([], client.breaker.state == .open ? 1 : 0)]
     }
     return (client, emulator)
-}
-
-/// Opens the database (migrated) for a one-shot command, runs `body`, and closes everything.
-func withMigratedDatabase<T: Sendable>(_ config: GatewayConfig, logger: Logger, _ body: (PostgresPool) async throws -> T) async throws -> T {
-    let assets = try Assets.locate(configured: config.assetsDirectory)
-    let (pool, embedded) = try await openDatabase(config, logger: logger)
-    do {
-        try await migrate(pool: pool, assets: assets, config: config, logger: logger)
-        let result = try await body(pool)
-        pool.shutdown()
-        await embedded?.stop()
-        return result
-    } catch {
-        pool.shutdown()
-        await embedded?.stop()
-        throw error
-    }
-}
-
-/// `desk-gateway api-key create`: returns the new key (shown once) and its id.
-public func createApiKey(_ config: GatewayConfig, logger: Logger, name: String, scopes: [String]) async throws -> (key: String, id: Int) {
-    try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).create(name: name, scopes: scopes) }
-}
-
-public func listApiKeys(_ config: GatewayConfig, logger: Logger) async throws -> [ApiKeyRecord] {
-    try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).list() }
-}
-
-public func revokeApiKey(_ config: GatewayConfig, logger: Logger, id: Int) async throws -> Bool {
-    try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).revoke(id: id) }
-}
-
-/// `desk-gateway sync`: one Platform API sync against the configured Desk.
-public func runSync(_ config: GatewayConfig, logger: Logger, progress: @escaping @Sendable (SyncSummary) -> Void) async throws -> SyncSummary {
-    guard config.deskBaseURL != nil, config.deskAPIToken != nil else {
-        throw ConfigError(variable: "DESK_API_TOKEN", message: "sync reads Desk's Platform API: set DESK_BASE_URL, DESK_APP_ID and DESK_API_TOKEN")
-    }
-    return try await withMigratedDatabase(config, logger: logger) { pool in
-        let (desk, _) = try startDesk(config, metrics: MetricsRegistry(), logger: logger)
-        try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
-        return try await DeskSync(desk: desk, pool: pool, logger: logger, requestsPerSecond: Double(config.syncRequestsPerSecond)).run(progress: progress)
-    }
-}
-
-/// `desk-gateway migrate`: applies migrations and exits.
-public func runMigrations(_ config: GatewayConfig, logger: Logger) async throws {
-    let assets = try Assets.locate(configured: config.assetsDirectory)
-    let (pool, embedded) = try await openDatabase(config, logger: logger)
-    do {
-        try await migrate(pool: pool, assets: assets, config: config, logger: logger)
-    } catch {
-        pool.shutdown()
-        await embedded?.stop()
-        throw error
-    }
-    pool.shutdown()
-    await embedded?.stop()
 }
