@@ -42,18 +42,30 @@ extension HTTPServer {
     }
 
     static func framingProblem(_ request: HTTPRequest, hasNul: Bool) -> String? {
-        if hasNul || request.path.unicodeScalars.contains("\u{7F}") || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
+        if hasNul || request.path.utf8.contains(0x7F) || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
             return "The request holds a NUL byte."
         }
-        let lengths = request.headers.filter { $0.name.lowercased() == "content-length" }.map(\.value)
-        let codings = request.headers.filter { $0.name.lowercased() == "transfer-encoding" }.map(\.value)
-        if Set(lengths.flatMap { $0.split(separator: ",").map { trimmed($0) } }).count > 1 {
-            return "Content-Length is given more than once with different values."
+        // One pass, no allocation on the common path (header names are stored lowercased).
+        var length: Substring?
+        var lengths = 0
+        var coding: String?
+        var codings = 0
+        for header in request.headers {
+            if header.name == "content-length" {
+                for value in header.value.split(separator: ",") {
+                    let value = trimmed(value)
+                    if let length, length != value[...] { return "Content-Length is given more than once with different values." }
+                    length = value[...]
+                    lengths += 1
+                }
+            } else if header.name == "transfer-encoding" {
+                coding = header.value
+                codings += 1
+            }
         }
-        if !lengths.isEmpty && !codings.isEmpty { return "Content-Length and Transfer-Encoding must not both be sent." }
-        if let coding = codings.last, trimmed(coding.lowercased()[...]) != "chunked" || codings.count > 1 {
-            return "The only transfer coding accepted is chunked."
-        }
+        guard let coding else { return nil }
+        if lengths > 0 { return "Content-Length and Transfer-Encoding must not both be sent." }
+        if codings > 1 || trimmed(coding.lowercased()[...]) != "chunked" { return "The only transfer coding accepted is chunked." }
         return nil
     }
 
