@@ -92,6 +92,12 @@ extension DeskEmulator {
                 }
                 faults.rateLimitNext = value
             }
+            if let next = body["failNext"] {
+                guard let value = next.intValue, (0...10_000).contains(value) else {
+                    throw EmulatorFailure.invalid("failNext must be an integer from 0 to 10000.")
+                }
+                faults.failNext = value
+            }
             emulator.setFaults(faults)
             return EmulatorResponse.json(.object([("failRate", .number(faults.failRate)), ("latencyMs", .integer(faults.latencyMs)),
                                                   ("down", .bool(faults.down))]))

@@ -14,12 +14,15 @@ public struct EmulatorFaults: Sendable {
     public var down = false
     /// The next this many Platform API requests are answered 429 with `Retry-After: 1`.
     public var rateLimitNext = 0
+    /// The next this many customer or Platform API requests are answered 500: a failure a test can count on.
+    public var failNext = 0
 
-    public init(failRate: Double = 0, latencyMs: Int = 0, down: Bool = false, rateLimitNext: Int = 0) {
+    public init(failRate: Double = 0, latencyMs: Int = 0, down: Bool = false, rateLimitNext: Int = 0, failNext: Int = 0) {
         self.failRate = failRate
         self.latencyMs = latencyMs
         self.down = down
         self.rateLimitNext = rateLimitNext
+        self.failNext = failNext
     }
 }
 
@@ -191,7 +194,11 @@ extension DeskEmulator {
         case .found(let handler, _, let parameters):
             var routed = request
             routed.pathParameters = parameters
-            let currentFaults = handler.surface == .control ? EmulatorFaults() : faults.withLock { $0 }
+            let currentFaults = handler.surface == .control ? EmulatorFaults() : faults.withLock { faults in
+                let current = faults
+                if faults.failNext > 0 { faults.failNext -= 1 }
+                return current
+            }
             if handler.surface == .platform, faults.withLock({ faults -> Bool in
                 guard faults.rateLimitNext > 0 else { return false }
                 faults.rateLimitNext -= 1
@@ -204,7 +211,7 @@ extension DeskEmulator {
             }
             let work: @Sendable () -> HTTPResponse = { [routed] in
                 if currentFaults.down { return EmulatorResponse.error(503, "Service unavailable.", code: "desk503000") }
-                if currentFaults.failRate > 0, Double.random(in: 0..<1) < currentFaults.failRate {
+                if currentFaults.failNext > 0 || (currentFaults.failRate > 0 && Double.random(in: 0..<1) < currentFaults.failRate) {
                     return EmulatorResponse.error(500, "Internal server error.", code: "desk500000")
                 }
                 do throws(EmulatorFailure) {

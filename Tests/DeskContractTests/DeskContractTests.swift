@@ -335,14 +335,21 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
     @Test func transientFailuresAreRetriedForReadsOnly() async throws {
         try await withDesk { emulator, client in
             let session = try await client.authenticate(userId: "demo-customer", accessToken: "demo-token")
-            // Half the requests fail: reads retried three times succeed far more often than a single attempt.
-            emulator.setFaults(EmulatorFaults(failRate: 0.5, latencyMs: 0, down: false))
-            var successes = 0
-            for _ in 0..<20 {
-                if (try? await client.ticketCount(session)) != nil { successes += 1 }
-                client.breaker.resetForTesting()
+            let before = try await client.ticketCount(session).open
+            // Two failures in a row: the read's third attempt gets through.
+            emulator.setFaults(EmulatorFaults(failNext: 2))
+            #expect(try await client.ticketCount(session).open == before)
+            // Three in a row exhaust the read's three attempts.
+            client.breaker.resetForTesting()
+            emulator.setFaults(EmulatorFaults(failNext: 3))
+            await expectDomainError(.upstreamUnavailable) { _ = try await client.ticketCount(session) }
+            // One failure is enough to fail a create, which is never repeated: a retry could open a second ticket.
+            client.breaker.resetForTesting()
+            emulator.setFaults(EmulatorFaults(failNext: 1))
+            await expectDomainError(.upstreamUnavailable) {
+                _ = try await client.createTicket(session, .init(title: "Once", userName: "D", userId: "demo-customer"))
             }
-            #expect(successes >= 14)
+            #expect(try await client.ticketCount(session).open == before)
         }
     }
 }
