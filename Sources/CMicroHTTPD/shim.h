@@ -17,6 +17,10 @@ struct dg_mhd_conn {
     int fd;
     long long started_ms;
     int headers_done;
+    int listed;
+    /* Where the current request's target ends as libmicrohttpd first saw it (before unescaping): a NUL byte inside the
+       raw target shows up as a gap between this and the HTTP version. */
+    const char *target_end;
 };
 
 /* Per-daemon bookkeeping shared with the connection callbacks: the live connection count (read by the server to
@@ -65,37 +69,55 @@ static inline void dg_mhd_connection_event(void *cls, struct MHD_Connection *con
     struct dg_mhd_state *state = cls;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         __atomic_fetch_add(&state->live, 1, __ATOMIC_RELAXED);
-        if (state->request_timeout == 0) return;
-        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, state->request_timeout);
         const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
         struct dg_mhd_conn *entry = calloc(1, sizeof(*entry));
         if (!info || !entry) { free(entry); return; }
         entry->fd = info->connect_fd;
         entry->started_ms = dg_mhd_now_ms();
+        *socket_context = entry;
+        if (state->request_timeout == 0) return;
+        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, state->request_timeout);
         pthread_mutex_lock(&state->lock);
+        entry->listed = 1;
         entry->next = state->head;
         if (state->head) state->head->prev = entry;
         state->head = entry;
         pthread_mutex_unlock(&state->lock);
-        *socket_context = entry;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         __atomic_fetch_sub(&state->live, 1, __ATOMIC_RELAXED);
         struct dg_mhd_conn *entry = *socket_context;
         if (!entry) return;
-        pthread_mutex_lock(&state->lock);
-        if (entry->prev) entry->prev->next = entry->next; else state->head = entry->next;
-        if (entry->next) entry->next->prev = entry->prev;
-        pthread_mutex_unlock(&state->lock);
+        if (entry->listed) {
+            pthread_mutex_lock(&state->lock);
+            if (entry->prev) entry->prev->next = entry->next; else state->head = entry->next;
+            if (entry->next) entry->next->prev = entry->prev;
+            pthread_mutex_unlock(&state->lock);
+        }
         *socket_context = NULL;
         free(entry);
     }
 }
 
+static inline struct dg_mhd_conn *dg_mhd_entry(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+/* libmicrohttpd's URI logger: it sees the request target raw, before any unescaping. Returns NULL so the access
+   handler's per-request context starts empty as before. */
+static inline void *dg_mhd_target_seen(void *cls, const char *uri, struct MHD_Connection *connection)
+{
+    (void) cls;
+    struct dg_mhd_conn *entry = dg_mhd_entry(connection);
+    if (entry && uri) entry->target_end = uri + strlen(uri);
+    return NULL;
+}
+
 /* The first request is in, headers and body: the idle timeout applies from now on and the sweeper leaves it alone. */
 static inline void dg_mhd_headers_done(struct MHD_Connection *connection, unsigned int idle_timeout)
 {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    struct dg_mhd_conn *entry = info ? info->socket_context : NULL;
+    struct dg_mhd_conn *entry = dg_mhd_entry(connection);
     if (!entry || __atomic_load_n(&entry->headers_done, __ATOMIC_RELAXED)) return;
     __atomic_store_n(&entry->headers_done, 1, __ATOMIC_RELAXED);
     MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, idle_timeout);
@@ -135,13 +157,51 @@ static inline enum MHD_Result dg_mhd_find_nul(void *cls, enum MHD_ValueKind kind
     return MHD_YES;
 }
 
-/* Whether any header, cookie or query argument holds a NUL byte (such a request is refused, not cut short). */
-static inline int dg_mhd_has_nul(struct MHD_Connection *connection)
+/* Walks the request's header lines in arrival order. libmicrohttpd parses them in place, turning each line ending
+   (CR LF or LF) into NUL bytes and measuring keys and values with strlen, so a raw NUL inside a value cuts it short
+   and the rest stays behind in the buffer, between the value's end and the next line. A clean request leaves exactly
+   one or two NUL bytes there; anything else (a smuggled tail, a folded line moved elsewhere) is refused. */
+struct dg_mhd_line_walk {
+    const char *previous_end;
+    int crlf_only;
+    int bad;
+};
+
+static inline enum MHD_Result dg_mhd_check_line(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                               const char *value, size_t value_size)
+{
+    (void) kind; (void) key_size;
+    struct dg_mhd_line_walk *walk = cls;
+    if (!key || !value) return MHD_YES;
+    ptrdiff_t gap = key - walk->previous_end;
+    if (gap < 1 || gap > 2 || walk->previous_end[0] != 0 || walk->previous_end[gap - 1] != 0) { walk->bad = 1; return MHD_NO; }
+    if (gap == 1) walk->crlf_only = 0;
+    walk->previous_end = value + value_size;
+    return MHD_YES;
+}
+
+/* Whether the request holds a NUL byte anywhere (such a request is refused, not cut short): in a cookie or query
+   argument, in the raw request target (its end as first seen must sit right before the HTTP version), or in a header
+   line (see dg_mhd_check_line; after the last line come the empty line's NUL bytes, four of them when the client
+   ends its lines with CR LF, as every client we know does). */
+static inline int dg_mhd_has_nul(struct MHD_Connection *connection, const char *version)
 {
     int found = 0;
     MHD_get_connection_values_n(connection, (enum MHD_ValueKind) (MHD_HEADER_KIND | MHD_COOKIE_KIND | MHD_GET_ARGUMENT_KIND),
                                 dg_mhd_find_nul, &found);
-    return found;
+    if (found || !version) return found;
+    struct dg_mhd_conn *entry = dg_mhd_entry(connection);
+    if (entry && entry->target_end) {
+        int moved = entry->target_end + 1 != version;
+        entry->target_end = NULL;
+        if (moved) return 1;
+    }
+    struct dg_mhd_line_walk walk = { version + strlen(version), 1, 0 };
+    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, dg_mhd_check_line, &walk);
+    if (walk.bad) return 1;
+    const char *end = walk.previous_end;
+    if (end[0] != 0 || end[1] != 0) return 1;
+    return walk.crlf_only && (end[2] != 0 || end[3] != 0);
 }
 
 /* MHD_start_daemon is C-variadic, which Swift cannot call; this fixed-arity wrapper passes each option with the
@@ -166,6 +226,7 @@ static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *ho
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
                             MHD_OPTION_UNESCAPE_CALLBACK, dg_mhd_unescape, NULL,
+                            MHD_OPTION_URI_LOG_CALLBACK, dg_mhd_target_seen, NULL,
                             MHD_OPTION_NOTIFY_CONNECTION, dg_mhd_connection_event, (void *) state,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,

@@ -1,10 +1,10 @@
 internal import CMicroHTTPD
 
 /// libmicrohttpd's access handler: capture-free, finds the server through `cls`.
-let httpAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
+let httpAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, uploadData, uploadDataSize, conCls in
     guard let cls, let connection, let uploadDataSize, let conCls else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    return server.handle(connection: connection, url: url, method: method, uploadData: uploadData,
+    return server.handle(connection: connection, url: url, method: method, version: version, uploadData: uploadData,
                          uploadDataSize: uploadDataSize, conCls: conCls)
 }
 
@@ -69,7 +69,7 @@ extension HTTPServer {
         return nil
     }
 
-    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
                 uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
                 conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         guard let raw = conCls.pointee else {
@@ -87,7 +87,7 @@ extension HTTPServer {
                 context.tooLarge = true
                 return queue(responder.overloaded(request), on: connection, close: true)
             }
-            if let problem = Self.framingProblem(request, hasNul: dg_mhd_has_nul(connection) != 0) {
+            if let problem = Self.framingProblem(request, hasNul: dg_mhd_has_nul(connection, version) != 0) {
                 context.tooLarge = true
                 return queue(responder.badRequest(request, reason: problem), on: connection, close: true)
             }
