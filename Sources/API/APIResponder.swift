@@ -5,7 +5,6 @@ import Crypto
 import DeskClient
 import Domain
 import JSON
-import Postgres
 public import Store
 import Synchronization
 
@@ -225,17 +224,21 @@ public final class APIResponder: HTTPResponder {
         switch error {
         case let error as APIError:
             apiError = error
+        case let error as DomainError where error.code == .storeUnavailable:
+            logger.warning("database unavailable", metadata: ["request_id": "\(info.id)", "error": "\(error.internalDetail ?? "")"])
+            apiError = .serviceUnavailable("The database is unavailable; retry shortly.")
+        case let error as DomainError where error.code == .storeFailure:
+            logger.error("database error", metadata: ["request_id": "\(info.id)", "route": "\(info.route)",
+                                                      "error": "\(error.internalDetail ?? "")"])
+            apiError = .internalError()
         case let error as DomainError:
             if let detail = error.internalDetail {
                 logger.notice("upstream refused", metadata: ["request_id": "\(info.id)", "code": "\(error.code)", "detail": "\(detail)"])
             }
             apiError = Self.map(error)
-        case let error as PostgresError where error.isUnavailable:
-            logger.warning("database unavailable", metadata: ["request_id": "\(info.id)", "error": "\(error.detail)"])
-            apiError = .serviceUnavailable("The database is unavailable; retry shortly.")
         default:
             logger.error("unhandled error", metadata: ["request_id": "\(info.id)", "route": "\(info.route)",
-                                                       "error": "\(Self.logDetail(error))"])
+                                                       "error": "\(error)"])
             apiError = .internalError()
         }
         return apiError.response(instance: request.path, requestID: info.id)
@@ -262,10 +265,6 @@ public final class APIResponder: HTTPResponder {
         }
     }
 
-    private static func logDetail(_ error: any Error) -> String {
-        if let error = error as? PostgresError { return "\(error) \(error.detail)" }
-        return String(describing: error)
-    }
 
     private func requestID(for request: HTTPRequest) -> String {
         if let given = request.header("x-request-id"), Self.isAcceptableID(given) { return given }

@@ -1,6 +1,6 @@
 import JSON
 import HTTPServer
-public import Postgres
+public import Store
 public import Telemetry
 
 /// `/livez`, `/readyz`, `/metrics` and `/openapi.yaml`.
@@ -11,20 +11,20 @@ public struct OpsRoutes: Sendable {
     let version: String
     let watchdog: Watchdog?
 
-    public init(checks: [any ReadinessCheck], metrics: MetricsRegistry, pool: PostgresPool?, openAPIDocument: String?,
+    public init(checks: [any ReadinessCheck], metrics: MetricsRegistry, database: Database?, openAPIDocument: String?,
                 version: String, watchdog: Watchdog? = nil) {
         self.checks = checks
         self.watchdog = watchdog
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
         self.version = version
-        if let pool {
+        if let database {
             metrics.gauge("db_pool_connections", help: "Database pool connections by state.") {
-                let stats = pool.statistics
+                let stats = database.statistics
                 return [([("state", "in_use")], Double(stats.inUse)), ([("state", "idle")], Double(stats.idle))]
             }
             metrics.gauge("db_pool_waiting", help: "Callers waiting for a database connection.") {
-                [([], Double(pool.statistics.waiting))]
+                [([], Double(database.statistics.waiting))]
             }
         }
     }

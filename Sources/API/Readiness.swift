@@ -1,4 +1,4 @@
-public import Postgres
+import Domain
 public import Store
 
 public enum HealthStatus: String, Sendable, Comparable {
@@ -57,22 +57,22 @@ public func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Se
 public struct DatabaseReadinessCheck: ReadinessCheck {
     public let name = "database"
     public let componentType = "datastore"
-    let pool: PostgresPool
+    let database: Database
     let timeout: Duration
 
-    public init(pool: PostgresPool, timeout: Duration = .seconds(2)) {
-        self.pool = pool
+    public init(database: Database, timeout: Duration = .seconds(2)) {
+        self.database = database
         self.timeout = timeout
     }
 
     public func check() async -> CheckResult {
         let started = ContinuousClock.now
-        let outcome = await withDeadline(timeout) { [pool] () -> String? in
+        let outcome = await withDeadline(timeout) { [database] () -> String? in
             do {
-                try await pool.query("SELECT 1")
+                try await database.ping()
                 return nil
-            } catch let error as PostgresError {
-                return error.description
+            } catch let error as DomainError {
+                return error.internalDetail ?? error.message
             } catch {
                 return "unexpected error"
             }

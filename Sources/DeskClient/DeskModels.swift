@@ -208,3 +208,18 @@ enum DeskDecoding {
         DomainError(.upstreamProtocol, "Desk answered in an unexpected shape.", internalDetail: what)
     }
 }
+
+/// Desk's offset paging, written once: pages from offset 0 until Desk says there is no next one, a page comes back
+/// empty, or `maxItems` items have been handed to `each`.
+public func forEachDeskPage<Item: Sendable, Failure: Error>(
+    maxItems: Int = .max, fetch: (_ offset: Int) async throws(Failure) -> DeskPage<Item>,
+    each: ([Item]) async throws(Failure) -> Void
+) async throws(Failure) {
+    var offset = 0
+    while offset < maxItems {
+        let page = try await fetch(offset)
+        try await each(page.results)
+        offset += page.results.count
+        if !page.hasNext || page.results.isEmpty { return }
+    }
+}

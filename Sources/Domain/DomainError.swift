@@ -17,6 +17,10 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
         public static let rateLimited = Code("rate_limited")
         /// Desk answered something the client could not understand.
         public static let upstreamProtocol = Code("upstream_protocol")
+        /// The gateway's own database cannot be reached right now (a retry later may work).
+        public static let storeUnavailable = Code("store_unavailable")
+        /// The database refused a statement: a defect, never the client's fault (`internalDetail` says what).
+        public static let storeFailure = Code("store_failure")
     }
 
     public let code: Code

@@ -1,7 +1,6 @@
 import Foundation
-import Store
+public import Store
 import Logging
-public import Postgres
 
 /// The gateway started against a Desk other than the one its database caches.
 public struct DeskIdentityMismatch: Error, CustomStringConvertible, Sendable {
@@ -36,44 +35,24 @@ enum DeskIdentity {
         return "\(url) (app \(appId))"
     }
 
-    static func recorded(_ pool: PostgresPool) async throws -> String? {
-        try await pool.query("SELECT value FROM gateway_settings WHERE key = $1", [settingKey]).first?.decode(0)
+    static func recorded(_ pool: Database) async throws -> String? {
+        try await SettingsStore(pool: pool).value(settingKey)
     }
 
     /// Records `identity` if none is, otherwise compares. A different one is refused unless `allowReset`, which clears
     /// the cache first (`resetCache`) and then records the new identity.
-    static func verify(_ identity: String, pool: PostgresPool, allowReset: Bool, logger: Logger) async throws {
-        try await pool.query("INSERT INTO gateway_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
-                             [settingKey, identity])
-        guard let recorded = try await recorded(pool), recorded != identity else { return }
+    static func verify(_ identity: String, pool: Database, allowReset: Bool, logger: Logger) async throws {
+        let settings = SettingsStore(pool: pool)
+        guard let recorded = try await settings.valueSettingIfMissing(settingKey, to: identity), recorded != identity else { return }
         guard allowReset else { throw DeskIdentityMismatch(recorded: recorded, configured: identity) }
         let removed = try await resetCache(pool)
-        try await pool.query("INSERT INTO gateway_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                             [settingKey, identity])
+        try await settings.set(settingKey, to: identity)
         logger.warning("Desk changed: the ticket cache was reset (CACHE_RESET_ON_DESK_CHANGE=true)",
                        metadata: ["previous": "\(recorded)", "current": "\(identity)", "removed": "\(removed)"])
     }
 }
 
-/// What `resetCache` removed, by table.
-public struct CacheResetSummary: Sendable, CustomStringConvertible {
-    public var counts: [(table: String, rows: Int)] = []
-    public var description: String { counts.map { "\($0.table) \($0.rows)" }.joined(separator: ", ") }
-}
-
-/// Forgets everything that belongs to one Desk: cached tickets and lists, sessions (they hold that Desk's session
-/// tokens), queued customer writes, idempotency records (they replay answers about its tickets), the webhook inbox
-/// and the sync position, and the recorded identity. CSAT ratings and requests, rollups, the agent and team names
-/// they refer to, API keys and the session key stay.
-public func resetCache(_ pool: PostgresPool) async throws -> CacheResetSummary {
-    try await pool.transaction { tx in
-        var summary = CacheResetSummary()
-        for table in ["outbox", "idempotency_keys", "sessions", "customer_syncs", "tickets", "webhook_events"] {
-            summary.counts.append((table, try tx.query("DELETE FROM \(table)").affectedRows))
-        }
-        try tx.query("UPDATE customers SET desk_customer_id = NULL WHERE desk_customer_id IS NOT NULL")
-        summary.counts.append(("sync_state", try tx.query("DELETE FROM sync_state").affectedRows))
-        try tx.query("DELETE FROM gateway_settings WHERE key = $1", [DeskIdentity.settingKey])
-        return summary
-    }
+/// Forgets everything that belongs to one Desk, its recorded identity included (see `SettingsStore.resetDeskCache`).
+public func resetCache(_ pool: Database) async throws -> CacheResetSummary {
+    try await SettingsStore(pool: pool).resetDeskCache(identityKey: DeskIdentity.settingKey)
 }

@@ -2,8 +2,7 @@ public import DeskClient
 import Domain
 import Foundation
 public import Logging
-public import Postgres
-import Store
+public import Store
 import Synchronization
 import JSON
 
@@ -41,14 +40,16 @@ public struct SyncSummary: Sendable, CustomStringConvertible {
 /// record them when they happen, and the same rating is stored once whichever path sees it first.
 public struct DeskSync: Sendable {
     let desk: DeskClient
-    let pool: PostgresPool
+    let pool: Database
+    let state: SyncStateStore
     let logger: Logger
     let instance = UUID().uuidString
     let pacer: Pacer
 
-    public init(desk: DeskClient, pool: PostgresPool, logger: Logger, requestsPerSecond: Double = 5) {
+    public init(desk: DeskClient, pool: Database, logger: Logger, requestsPerSecond: Double = 5) {
         self.desk = desk
         self.pool = pool
+        state = SyncStateStore(pool: pool)
         self.logger = logger
         pacer = Pacer(perSecond: requestsPerSecond)
     }
@@ -79,48 +80,35 @@ public struct DeskSync: Sendable {
     public func run(progress: @Sendable (SyncSummary) -> Void = { _ in }) async throws -> SyncSummary {
         let started = Date()
         var summary = SyncSummary()
-        guard try await takeLease() else {
+        guard try await state.takeLease(instance) else {
             summary.skipped = true
             return summary
         }
-        defer { Task { [pool, instance] in _ = try? await pool.query("DELETE FROM sync_state WHERE name = 'lease' AND value = $1", [instance]) } }
+        defer { Task { [state, instance] in try? await state.releaseLease(instance) } }
 
-        var offset = 0
-        while true {
-            let page = try await paced(&summary) { try await desk.agents(limit: 100, offset: offset) }
-            try await pool.transaction { tx in
-                for agent in page.results {
-                    try tx.query("""
-                        INSERT INTO agents (id, display_name, sendbird_id) VALUES ($1, $2, $3)
-                        ON CONFLICT (id) DO UPDATE SET display_name = EXCLUDED.display_name, sendbird_id = EXCLUDED.sendbird_id, updated_at = now()
-                        """, [agent.id, agent.displayName, agent.sendbirdId])
-                }
-            }
-            summary.agents += page.results.count
-            offset += page.results.count
-            if !page.hasNext || page.results.isEmpty { break }
+        try await forEachDeskPage { offset in
+            try await paced(&summary) { try await desk.agents(limit: 100, offset: offset) }
+        } each: { agents in
+            try await state.upsertAgents(agents.map { (id: $0.id, displayName: $0.displayName, sendbirdId: $0.sendbirdId) })
+            summary.agents += agents.count
         }
-        offset = 0
         let store = TicketStore(pool: pool)
-        while true {
-            let page = try await paced(&summary) { try await desk.teams(limit: 100, offset: offset) }
-            try await store.upsertTeams(page.results.map { (id: $0.id, key: $0.key, name: $0.name) })
-            summary.teams += page.results.count
-            offset += page.results.count
-            if !page.hasNext || page.results.isEmpty { break }
+        try await forEachDeskPage { offset in
+            try await paced(&summary) { try await desk.teams(limit: 100, offset: offset) }
+        } each: { teams in
+            try await store.upsertTeams(teams.map { (id: $0.id, key: $0.key, name: $0.name) })
+            summary.teams += teams.count
         }
         progress(summary)
 
-        let state = try await pool.query("SELECT name, value FROM sync_state WHERE name IN ('tickets.synced_through', 'tickets.retry')")
-        var values: [String: String] = [:]
-        for row in state.rows { values[try row.decode(0)] = try row.decode(1) }
+        let position = try await state.ticketPosition()
         let today = Self.day(Date())
         // A day of overlap: whatever changed late on the last run's day is read again (and deduplicated).
-        let startDate = values["tickets.synced_through"].flatMap(Self.date).map { Self.day($0.addingTimeInterval(-86_400)) }
+        let startDate = position.syncedThrough.flatMap(Self.date).map { Self.day($0.addingTimeInterval(-86_400)) }
         let ratings = CSATStore(pool: pool)
         var seen = Set<Int>()
         var failed = Set<Int>()
-        for id in (values["tickets.retry"] ?? "").split(separator: ",").compactMap({ Int($0) }) {
+        for id in position.retry {
             guard let ticket = try? await paced(&summary, { try await desk.platformTicket(id: id) }) else {
                 failed.insert(id)
                 continue
@@ -129,26 +117,21 @@ public struct DeskSync: Sendable {
             summary.tickets += 1
             if try await !collect(ticket, into: &summary, ratings: ratings) { failed.insert(id) }
         }
-        offset = 0
-        while true {
-            let page = try await paced(&summary) {
+        try await forEachDeskPage { offset in
+            try await paced(&summary) {
                 try await desk.platformTickets(limit: 100, offset: offset, status: [.closed], startDate: startDate, endDate: today)
             }
+        } each: { tickets in
             summary.pages += 1
-            for ticket in page.results where seen.insert(ticket.id).inserted {
+            for ticket in tickets where seen.insert(ticket.id).inserted {
                 summary.tickets += 1
                 if try await !collect(ticket, into: &summary, ratings: ratings) { failed.insert(ticket.id) }
             }
             progress(summary)
-            try await renewLease()
-            offset += page.results.count
-            if !page.hasNext || page.results.isEmpty { break }
+            try await state.renewLease(instance)
         }
         summary.failedTickets = failed.count
-        try await pool.query("""
-            INSERT INTO sync_state (name, value) VALUES ('tickets.synced_through', $1), ('tickets.retry', $2)
-            ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
-            """, [today, failed.sorted().map(String.init).joined(separator: ",")])
+        try await state.saveTicketPosition(syncedThrough: today, retry: Array(failed))
         summary.seconds = Date().timeIntervalSince(started)
         return summary
     }
@@ -206,37 +189,18 @@ public struct DeskSync: Sendable {
 
     private func allMessages(_ ticketId: Int, _ summary: inout SyncSummary) async -> Result<[DeskMessage], DomainError> {
         var messages: [DeskMessage] = []
-        var offset = 0
-        while true {
-            let page: DeskPage<DeskMessage>
-            do {
-                page = try await paced(&summary) {
-                    try await desk.chatMessages(ticketId: ticketId, limit: 100, offset: offset)
-                }
-            } catch let error as DomainError {
-                return .failure(error)
-            } catch {
-                return .failure(DomainError(.upstreamUnavailable, "The sync was interrupted."))
+        do {
+            try await forEachDeskPage { offset in
+                try await paced(&summary) { try await desk.chatMessages(ticketId: ticketId, limit: 100, offset: offset) }
+            } each: { page in
+                messages += page
             }
-            messages += page.results
-            offset += page.results.count
-            if !page.hasNext || page.results.isEmpty { return .success(messages) }
+        } catch let error as DomainError {
+            return .failure(error)
+        } catch {
+            return .failure(DomainError(.upstreamUnavailable, "The sync was interrupted."))
         }
-    }
-
-    /// A two-minute lease, renewed per page; a crashed holder's lease simply runs out.
-    private func takeLease() async throws -> Bool {
-        let rows = try await pool.query("""
-            INSERT INTO sync_state (name, value) VALUES ('lease', $1)
-            ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
-             WHERE sync_state.value = EXCLUDED.value OR sync_state.updated_at < now() - interval '2 minutes'
-            RETURNING 1
-            """, [instance])
-        return !rows.isEmpty
-    }
-
-    private func renewLease() async throws {
-        try await pool.query("UPDATE sync_state SET updated_at = now() WHERE name = 'lease' AND value = $1", [instance])
+        return .success(messages)
     }
 }
 

@@ -1,11 +1,11 @@
 import API
-import Store
+public import Store
 public import DeskClient
 public import DeskEmulator
 import Foundation
+import Domain
 public import HTTPServer
 public import Logging
-public import Postgres
 public import Telemetry
 
 public let gatewayVersion = "0.1.0"
@@ -14,7 +14,8 @@ public let gatewayVersion = "0.1.0"
 /// routes built, HTTP server listening. `main` and the tests both get one from `buildApplication`.
 public final class GatewayApplication: Sendable {
     public let config: GatewayConfig
-    public let pool: PostgresPool
+    /// The gateway's PostgreSQL (named `pool` as it is the connection pool the whole process shares).
+    public let pool: Database
     public let server: HTTPServer
     public let metrics: MetricsRegistry
     public let logger: Logger
@@ -25,7 +26,7 @@ public final class GatewayApplication: Sendable {
     let embedded: EmbeddedPostgres?
     let background: [Task<Void, Never>]
 
-    init(config: GatewayConfig, pool: PostgresPool, server: HTTPServer, metrics: MetricsRegistry, logger: Logger,
+    init(config: GatewayConfig, pool: Database, server: HTTPServer, metrics: MetricsRegistry, logger: Logger,
          desk: DeskClient, emulator: DeskEmulator?, sync: DeskSync, embedded: EmbeddedPostgres?, background: [Task<Void, Never>]) {
         self.config = config
         self.pool = pool
@@ -61,40 +62,38 @@ public final class GatewayApplication: Sendable {
 }
 
 /// Prepares the database for `config`: the embedded cluster when needed, then a pool.
-func openDatabase(_ config: GatewayConfig, logger: Logger) async throws -> (PostgresPool, EmbeddedPostgres?) {
+func openDatabase(_ config: GatewayConfig, logger: Logger) async throws -> (Database, EmbeddedPostgres?) {
     var connectionString = config.databaseURL
     var embedded: EmbeddedPostgres?
     if connectionString == nil {
         let cluster = try EmbeddedPostgres(directory: config.embeddedPostgresDirectory, port: config.embeddedPostgresPort,
                                            logger: logger)
         try await cluster.start()
-        let admin = PostgresPool(configuration: PostgresConfiguration(connectionString: cluster.connectionString(database: "postgres"), poolSize: 1))
+        let admin = Database(connectionString: cluster.connectionString(database: "postgres"), poolSize: 1)
         defer { admin.shutdown() }
-        let exists = try await admin.query("SELECT 1 FROM pg_database WHERE datname = 'desk_gateway'")
-        if exists.isEmpty { try await admin.query("CREATE DATABASE desk_gateway") }
+        try await admin.createDatabaseIfMissing("desk_gateway")
         connectionString = cluster.connectionString(database: "desk_gateway")
         embedded = cluster
         logger.notice("using the embedded PostgreSQL cluster (DATABASE_URL is not set)",
                       metadata: ["data": "\(cluster.dataDirectory)", "port": "\(cluster.port)"])
     }
-    let pool = PostgresPool(configuration: PostgresConfiguration(
-        connectionString: connectionString!, poolSize: config.dbPoolSize, connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
-        statementTimeoutMilliseconds: config.dbStatementTimeoutMilliseconds,
-        acquireTimeoutMilliseconds: config.dbAcquireTimeoutMilliseconds))
-    return (pool, embedded)
+    let database = Database(connectionString: connectionString!, poolSize: config.dbPoolSize,
+                            connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
+                            statementTimeoutMilliseconds: config.dbStatementTimeoutMilliseconds,
+                            acquireTimeoutMilliseconds: config.dbAcquireTimeoutMilliseconds)
+    return (database, embedded)
 }
 
 /// Applies migrations, retrying while the database is still coming up (at most `dbStartupWaitSeconds`).
-func migrate(pool: PostgresPool, assets: String, config: GatewayConfig, logger: Logger) async throws {
-    let migrations = try Migration.load(directory: assets + "/sql")
+func migrate(pool: Database, assets: String, config: GatewayConfig, logger: Logger) async throws {
     let deadline = ContinuousClock.now.advanced(by: .seconds(config.dbStartupWaitSeconds))
     while true {
         do {
-            let applied = try await Migrator(pool: pool).migrate(migrations)
-            logger.info("schema is current", metadata: ["applied": "\(applied)", "known": "\(migrations.count)"])
+            let applied = try await pool.migrate(directory: assets + "/sql")
+            logger.info("schema is current", metadata: ["applied": "\(applied)"])
             return
-        } catch let error as PostgresError where error.isUnavailable && ContinuousClock.now < deadline {
-            logger.warning("database not reachable yet; retrying", metadata: ["error": "\(error.detail)"])
+        } catch let error as DomainError where error.code == .storeUnavailable && ContinuousClock.now < deadline {
+            logger.warning("database not reachable yet; retrying", metadata: ["error": "\(error.internalDetail ?? "")"])
             try await Task.sleep(for: .seconds(1))
         }
     }
@@ -107,7 +106,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
     do {
         try await migrate(pool: pool, assets: assets, config: config, logger: logger)
         let metrics = MetricsRegistry()
-        let emulatorStore = config.deskEmulatorPersistent ? EmulatorDatabaseStore(configuration: pool.configuration) : nil
+        let emulatorStore = config.deskEmulatorPersistent ? EmulatorDatabaseStore(database: pool) : nil
         let (desk, emulator) = try startDesk(config, metrics: metrics, logger: logger, emulatorStore: emulatorStore)
         do {
             try await DeskIdentity.verify(DeskIdentity.describe(baseURL: config.deskBaseURL, appId: config.deskAppId,
@@ -120,9 +119,9 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         let openAPI = try? String(contentsOfFile: assets + "/openapi.yaml", encoding: .utf8)
         var routes = RouteTable()
         let watchdog = Watchdog(stallLimit: .seconds(config.livenessStallSeconds))
-        OpsRoutes(checks: [DatabaseReadinessCheck(pool: pool), DeskReadinessCheck(client: desk),
+        OpsRoutes(checks: [DatabaseReadinessCheck(database: pool), DeskReadinessCheck(client: desk),
                            OutboxReadinessCheck(outbox: OutboxStore(pool: pool), warnAgeSeconds: Double(config.outboxWarnAgeSeconds))],
-                  metrics: metrics, pool: pool,
+                  metrics: metrics, database: pool,
                   openAPIDocument: openAPI, version: gatewayVersion, watchdog: watchdog).register(in: &routes)
         let (sessionKey, generated) = try await SessionStore.sessionKey(configured: config.sessionKey, pool: pool)
         if generated {

@@ -1,7 +1,6 @@
 import DeskClient
 import Foundation
 public import Logging
-import Postgres
 public import Store
 import Telemetry
 
@@ -9,7 +8,7 @@ import Telemetry
 // (starting the private cluster when needed), applies migrations, does its work and closes everything again.
 
 /// Opens the database (migrated) for a one-shot command, runs `body`, and closes everything.
-func withMigratedDatabase<T: Sendable>(_ config: GatewayConfig, logger: Logger, _ body: (PostgresPool) async throws -> T) async throws -> T {
+func withMigratedDatabase<T: Sendable>(_ config: GatewayConfig, logger: Logger, _ body: (Database) async throws -> T) async throws -> T {
     let assets = try Assets.locate(configured: config.assetsDirectory)
     let (pool, embedded) = try await openDatabase(config, logger: logger)
     do {

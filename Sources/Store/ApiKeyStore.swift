@@ -1,4 +1,4 @@
-public import Postgres
+import Postgres
 import Foundation
 
 public struct ApiKeyRecord: Sendable {
@@ -12,9 +12,9 @@ public struct ApiKeyRecord: Sendable {
 
 /// API keys for reporting clients: `dgk_` + 256 random bits; only the SHA-256 is stored.
 public struct ApiKeyStore: Sendable {
-    let pool: PostgresPool
+    let pool: Database
 
-    public init(pool: PostgresPool) {
+    public init(pool: Database) {
         self.pool = pool
     }
 

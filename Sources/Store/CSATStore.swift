@@ -1,4 +1,4 @@
-public import Postgres
+import Postgres
 import Reports
 
 /// One rating as it is recorded: the agent, team, channel and priority are those of the ticket when it was rated.
@@ -33,9 +33,9 @@ public struct RatingRecord: Sendable {
 
 /// CSAT ratings and requests in PostgreSQL. The same rating arriving again (gateway, webhook, sync) is stored once.
 public struct CSATStore: Sendable {
-    let pool: PostgresPool
+    let pool: Database
 
-    public init(pool: PostgresPool) {
+    public init(pool: Database) {
         self.pool = pool
     }
 
@@ -55,7 +55,7 @@ public struct CSATStore: Sendable {
     /// in every rollup (its counts move from the old score to the new one), as Desk keeps the last answer. An answer
     /// older than the recorded one, or the same answer seen again, changes nothing. The agent, team, channel and
     /// priority stay those of the first answer. Returns whether anything changed.
-    public static func record(_ rating: RatingRecord, on tx: PostgresConnection) throws -> Bool {
+    static func record(_ rating: RatingRecord, on tx: PostgresConnection) throws -> Bool {
         try lockTicket(rating.ticketId, on: tx)
         if rating.messageId != 0 { try absorbTicketLevel(of: rating, on: tx) }
         // Serialises with a zone backfill (which holds SHARE on this table) so no rating is counted twice or missed.
@@ -158,7 +158,7 @@ public struct CSATStore: Sendable {
 
     /// A rating known only from the ticket's own fields (message id 0): skipped when an answer to a CSAT request of
     /// the ticket since it was last closed is recorded (that is the same answer, seen more precisely).
-    public static func recordTicketLevel(_ rating: RatingRecord, closedAt: Double, on tx: PostgresConnection) throws -> Bool {
+    static func recordTicketLevel(_ rating: RatingRecord, closedAt: Double, on tx: PostgresConnection) throws -> Bool {
         try lockTicket(rating.ticketId, on: tx)
         let existing = try tx.query("""
             SELECT 1 FROM csat_ratings WHERE ticket_id = $1 AND message_id <> 0 AND rated_at >= to_timestamp($2) LIMIT 1
@@ -267,7 +267,7 @@ public struct CSATStore: Sendable {
         }
     }
 
-    public static func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: String,
+    static func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: String,
                                      requestedAt: Double, on tx: PostgresConnection) throws -> Bool {
         let inserted = try tx.query("""
             INSERT INTO csat_requests (ticket_id, message_id, agent_id, team_id, channel_type, priority, requested_at)

@@ -1,5 +1,5 @@
 import JSON
-public import Postgres
+import Postgres
 
 /// `Idempotency-Key` records: the first request with a key claims it; its answer is stored and replayed.
 public struct IdempotencyStore: Sendable {
@@ -14,9 +14,9 @@ public struct IdempotencyStore: Sendable {
         case mismatch
     }
 
-    let pool: PostgresPool
+    let pool: Database
 
-    public init(pool: PostgresPool) {
+    public init(pool: Database) {
         self.pool = pool
     }
 

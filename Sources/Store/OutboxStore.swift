@@ -1,4 +1,4 @@
-public import Postgres
+import Postgres
 
 /// One customer write waiting for (or done with) Desk.
 public struct OutboxOperation: Sendable {
@@ -19,9 +19,9 @@ public struct OutboxOperation: Sendable {
 /// The transactional outbox: written in the same transaction as the cache's pending marker, delivered in order per
 /// ticket, claimed with `FOR UPDATE SKIP LOCKED` plus a lease so two instances never deliver the same operation.
 public struct OutboxStore: Sendable {
-    let pool: PostgresPool
+    let pool: Database
 
-    public init(pool: PostgresPool) {
+    public init(pool: Database) {
         self.pool = pool
     }
 

@@ -1,12 +1,12 @@
-public import Postgres
+import Postgres
 public import Reports
 
 /// CSAT report queries: from the rollup blocks in a configured zone, or exactly from the raw ratings (through the
 /// `rated_at` index) in any other zone.
 public struct ReportStore: Sendable {
-    let pool: PostgresPool
+    let pool: Database
 
-    public init(pool: PostgresPool) {
+    public init(pool: Database) {
         self.pool = pool
     }
 

@@ -1,5 +1,5 @@
 import Domain
-public import Postgres
+import Postgres
 import Foundation
 
 /// A live session as the API needs it on every request.
@@ -13,10 +13,10 @@ public struct SessionRecord: Sendable {
 
 /// Customers and bearer sessions in PostgreSQL.
 public struct SessionStore: Sendable {
-    let pool: PostgresPool
+    let pool: Database
     let vault: TokenVault
 
-    public init(pool: PostgresPool, vault: TokenVault) {
+    public init(pool: Database, vault: TokenVault) {
         self.pool = pool
         self.vault = vault
     }
@@ -82,7 +82,7 @@ public struct SessionStore: Sendable {
     }
 
     /// The session key: from configuration, or generated once and kept in the database (development only).
-    public static func sessionKey(configured: [UInt8]?, pool: PostgresPool) async throws -> (key: [UInt8], generated: Bool) {
+    public static func sessionKey(configured: [UInt8]?, pool: Database) async throws -> (key: [UInt8], generated: Bool) {
         if let configured { return (configured, false) }
         let candidate = Codec.base64URL(TokenVault.generateKey())
         let rows = try await pool.query("""

@@ -1,4 +1,4 @@
-public import Postgres
+import Postgres
 
 /// A ticket as the cache holds it: the rendered document plus what ownership, lists and freshness need.
 public struct CachedTicket: Sendable {
@@ -82,9 +82,9 @@ public struct OwnershipChange: Sendable, Equatable {
 
 /// The PostgreSQL ticket cache.
 public struct TicketStore: Sendable {
-    let pool: PostgresPool
+    let pool: Database
 
-    public init(pool: PostgresPool) {
+    public init(pool: Database) {
         self.pool = pool
     }
 
@@ -116,7 +116,7 @@ public struct TicketStore: Sendable {
     /// ticket moved), Desk's values win whatever the timestamps say, a cached row of another id holding the same channel
     /// is dropped, and the change is returned so the caller can report it.
     @discardableResult
-    public static func upsert(_ row: TicketRow, on tx: PostgresConnection) throws -> OwnershipChange? {
+    static func upsert(_ row: TicketRow, on tx: PostgresConnection) throws -> OwnershipChange? {
         if let agentId = row.agentId {
             try tx.query("""
                 INSERT INTO agents (id, display_name, sendbird_id) VALUES ($1, $2, $3)
@@ -221,7 +221,7 @@ public struct TicketStore: Sendable {
 
 extension TicketStore {
     /// The gateway's customer id for a Sendbird user, creating the customer when Desk mentions one first.
-    public static func customerId(sendbirdId: String, on tx: PostgresConnection) throws -> Int {
+    static func customerId(sendbirdId: String, on tx: PostgresConnection) throws -> Int {
         try tx.query("""
             INSERT INTO customers (sendbird_id) VALUES ($1)
             ON CONFLICT (sendbird_id) DO UPDATE SET updated_at = customers.updated_at

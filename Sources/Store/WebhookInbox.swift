@@ -1,4 +1,4 @@
-public import Postgres
+import Postgres
 
 public struct InboxEvent: Sendable {
     public let id: Int
@@ -8,9 +8,9 @@ public struct InboxEvent: Sendable {
 
 /// Desk webhooks as received: stored once per event (redeliveries collapse), applied later in arrival order.
 public struct WebhookInbox: Sendable {
-    let pool: PostgresPool
+    let pool: Database
 
-    public init(pool: PostgresPool) {
+    public init(pool: Database) {
         self.pool = pool
     }
 
@@ -33,7 +33,7 @@ public struct WebhookInbox: Sendable {
     /// Applies up to `limit` pending events in one transaction (`FOR UPDATE SKIP LOCKED`, so instances share the work);
     /// `apply` runs on the transaction's connection and returns false for an event it cannot interpret, which is kept
     /// as `unrecognized` (never dropped). An event whose application throws is retried later, 10 times at most.
-    public func process(limit: Int, apply: @escaping @Sendable (InboxEvent, PostgresConnection) throws -> Bool) async throws -> Pass {
+    public func process(limit: Int, apply: @escaping @Sendable (InboxEvent, StoreTransaction) throws -> Bool) async throws -> Pass {
         try await pool.transaction { tx in
             let rows = try tx.query("""
                 SELECT id, event_type, body::text FROM webhook_events
@@ -44,7 +44,7 @@ public struct WebhookInbox: Sendable {
                 let event = InboxEvent(id: try row.decode(0), type: try row.decode(1), body: try row.decode(2))
                 try tx.query("SAVEPOINT event")
                 do {
-                    let recognized = try apply(event, tx)
+                    let recognized = try apply(event, StoreTransaction(connection: tx))
                     try tx.query("RELEASE SAVEPOINT event")
                     try tx.query("""
                         UPDATE webhook_events SET status = $2, processed_at = CASE WHEN $2 = 'applied' THEN now() END,

@@ -4,8 +4,8 @@ import Foundation
 import Synchronization
 import GatewayApp
 import Logging
-import Postgres
 import Telemetry
+import Domain
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -50,7 +50,7 @@ struct Serve: AsyncParsableCommand {
             FileHandle.standardError.write(Data("desk-gateway: \(error)\n".utf8))
             throw ExitCode(2)
         } catch {
-            logger.critical("start-up failed", metadata: ["error": "\(error)", "detail": "\((error as? PostgresError)?.detail ?? "")"])
+            logger.critical("start-up failed", metadata: ["error": "\(error)", "detail": "\((error as? DomainError)?.internalDetail ?? "")"])
             LogSink.standardOutput.flush()
             throw ExitCode(1)
         }
@@ -119,7 +119,7 @@ struct Migrate: AsyncParsableCommand {
         do {
             try await runMigrations(config, logger: logger)
         } catch {
-            logger.critical("migration failed", metadata: ["error": "\(error)", "detail": "\((error as? PostgresError)?.detail ?? "")"])
+            logger.critical("migration failed", metadata: ["error": "\(error)", "detail": "\((error as? DomainError)?.internalDetail ?? "")"])
             LogSink.standardOutput.flush()
             throw ExitCode(1)
         }
@@ -137,7 +137,7 @@ func oneShot(_ body: (GatewayConfig, Logger) async throws -> Void) async throws 
         FileHandle.standardError.write(Data("desk-gateway: \(error)\n".utf8))
         throw ExitCode(2)
     } catch {
-        logger.critical("command failed", metadata: ["error": "\(error)", "detail": "\((error as? PostgresError)?.detail ?? "")"])
+        logger.critical("command failed", metadata: ["error": "\(error)", "detail": "\((error as? DomainError)?.internalDetail ?? "")"])
         LogSink.standardOutput.flush()
         throw ExitCode(1)
     }

@@ -4,6 +4,7 @@ import Foundation
 import GatewayApp
 import JSON
 import Postgres
+import Store
 import Testing
 import TestSupport
 
@@ -64,7 +65,7 @@ func rateOnDesk(deskPort: Int, ticket: Int, message: Int, score: Int, comment: S
     #expect(rated.status == 200, "\(rated.text)")
 }
 
-func waitForEmptyOutbox(_ pool: PostgresPool, seconds: Double = 90) async throws {
+func waitForEmptyOutbox(_ pool: Database, seconds: Double = 90) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
         let pending: Int = try await pool.query("SELECT count(*) FROM outbox WHERE status = 'pending'")[0].decode(0)

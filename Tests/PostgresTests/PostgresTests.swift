@@ -80,24 +80,26 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
     }
 
     @Test func poolBoundsConcurrencyAndQueuesTheRest() async throws {
-        try await withPool(size: 3) { pool in
-            let started = ContinuousClock.now
+        try await TestPostgres.withDatabase { url in
+            let pool = PostgresPool(configuration: PostgresConfiguration(connectionString: url, poolSize: 3))
+            let blocker = PostgresPool(configuration: PostgresConfiguration(connectionString: url, poolSize: 1))
+            defer { pool.shutdown(); blocker.shutdown() }
+            // Every query waits on a lock the blocker holds, so the counts hold still however slowly this test is scheduled.
+            try await blocker.query("SELECT pg_advisory_lock(42)")
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<9 { group.addTask { try await pool.query("SELECT pg_sleep(0.5)") } }
-                // While the sleeps run, every connection is busy and the rest wait.
-                let deadline = ContinuousClock.now + .seconds(5)
+                for _ in 0..<9 { group.addTask { try await pool.query("SELECT pg_advisory_xact_lock_shared(42)") } }
+                let deadline = ContinuousClock.now + .seconds(30)
                 while pool.statistics.inUse < 3 || pool.statistics.waiting < 6, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(1))
+                    try await Task.sleep(for: .milliseconds(5))
                 }
                 let stats = pool.statistics
                 #expect(stats.inUse == 3)
                 #expect(stats.waiting == 6)
+                try await blocker.query("SELECT pg_advisory_unlock(42)")
                 try await group.waitForAll()
             }
-            let elapsed = ContinuousClock.now - started
-            // 9 sleeps of 500 ms on 3 connections take three rounds, not one.
-            #expect(elapsed >= .milliseconds(1490))
             #expect(pool.statistics.inUse == 0)
+            #expect(pool.statistics.waiting == 0)
         }
     }
 

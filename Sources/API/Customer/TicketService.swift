@@ -181,17 +181,14 @@ final class TicketService: Sendable {
 
     private func fetchAll(_ deskSession: DeskSession) async -> Result<[DeskTicket], DomainError> {
         var tickets: [DeskTicket] = []
-        var offset = 0
-        while offset < settings.maxSyncTickets {
-            let page: DeskPage<DeskTicket>
-            do {
-                page = try await desk.listTickets(deskSession, status: .all, limit: 50, offset: offset)
-            } catch {
-                return .failure(error)
+        do throws(DomainError) {
+            try await forEachDeskPage(maxItems: settings.maxSyncTickets) { offset throws(DomainError) in
+                try await desk.listTickets(deskSession, status: .all, limit: 50, offset: offset)
+            } each: { page throws(DomainError) in
+                tickets += page
             }
-            tickets += page.results
-            offset += page.results.count
-            if !page.hasNext || page.results.isEmpty { break }
+        } catch {
+            return .failure(error)
         }
         return .success(tickets)
     }

@@ -1,5 +1,4 @@
 import Crypto
-import Postgres
 import Synchronization
 import DeskClient
 import Domain
@@ -98,7 +97,7 @@ public struct WebhookRoutes: Sendable {
     /// Applies one stored event: the ticket to the cache, a CSAT request and answer from its message, or else the
     /// ticket's own CSAT fields as a ticket-level rating. Returns the ticket id (0 when the ticket names no customer),
     /// or nil when the event holds no ticket the gateway can read: it stays stored as `unrecognized`.
-    static func apply(_ event: InboxEvent, teams: [Int: (key: String?, name: String)], logger: Logger, on tx: PostgresConnection) throws -> Int? {
+    static func apply(_ event: InboxEvent, teams: [Int: (key: String?, name: String)], logger: Logger, on tx: StoreTransaction) throws -> Int? {
         let json = try JSONParser.parse(event.body)
         guard let parsed = DeskWebhookEvent.parse(json) else {
             logger.warning("a Desk webhook event could not be interpreted; it is kept as unrecognized (desk-gateway webhooks replay)",
@@ -108,8 +107,8 @@ public struct WebhookRoutes: Sendable {
         }
         let ticket = parsed.ticket
         guard let sendbirdId = ticket.customerSendbirdId else { return 0 }
-        let customerId = try TicketStore.customerId(sendbirdId: sendbirdId, on: tx)
-        if let moved = try TicketStore.upsert(TicketDocument.row(ticket, customerId: customerId, teams: teams), on: tx) {
+        let customerId = try tx.customerId(sendbirdId: sendbirdId)
+        if let moved = try tx.upsert(TicketDocument.row(ticket, customerId: customerId, teams: teams)) {
             logger.warning("Desk reports a cached ticket with another customer or channel; the cache now follows Desk",
                            metadata: moved.metadata.mapValues { .string($0) })
         }
@@ -120,17 +119,17 @@ public struct WebhookRoutes: Sendable {
                          ratedAt: time, source: "webhook")
         }
         if let message = parsed.message, message.isCSATRequest {
-            _ = try CSATStore.recordRequest(ticketId: ticket.id, messageId: message.messageId, agentId: ticket.agent?.id,
-                                            teamId: ticket.groupId, channelType: channel, priority: ticket.priority.rawValue,
-                                            requestedAt: message.createdAt ?? ticket.updatedAt ?? 0, on: tx)
+            try tx.recordRequest(ticketId: ticket.id, messageId: message.messageId, agentId: ticket.agent?.id,
+                                 teamId: ticket.groupId, channelType: channel, priority: ticket.priority.rawValue,
+                                 requestedAt: message.createdAt ?? ticket.updatedAt ?? 0)
             if message.state == .confirmed, let score = message.score {
-                _ = try CSATStore.record(rating(messageId: message.messageId, score: score, comment: message.comment,
-                                                at: message.updatedAt ?? ticket.updatedAt ?? 0), on: tx)
+                try tx.record(rating(messageId: message.messageId, score: score, comment: message.comment,
+                                     at: message.updatedAt ?? ticket.updatedAt ?? 0))
             }
         } else if let answer = parsed.ticketRating {
-            _ = try CSATStore.recordTicketLevel(rating(messageId: 0, score: answer.score, comment: answer.comment,
-                                                       at: ticket.updatedAt ?? ticket.closedAt ?? 0),
-                                                closedAt: ticket.closedAt ?? 0, on: tx)
+            try tx.recordTicketLevel(rating(messageId: 0, score: answer.score, comment: answer.comment,
+                                            at: ticket.updatedAt ?? ticket.closedAt ?? 0),
+                                     closedAt: ticket.closedAt ?? 0)
         }
         return ticket.id
     }

@@ -1,0 +1,88 @@
+import Domain
+package import Postgres
+
+public struct DatabaseStatistics: Sendable {
+    public let size: Int
+    public let inUse: Int
+    public let idle: Int
+    public let waiting: Int
+}
+
+/// The gateway's PostgreSQL as the rest of the program sees it. Every failure leaves `Store` as a `DomainError`
+/// (connection trouble → `storeUnavailable`, a unique violation → `conflict`, anything else → `storeFailure` with
+/// the server's words in `internalDetail`), so no module above `Store` needs to know PostgreSQL.
+public final class Database: Sendable {
+    package let pool: PostgresPool
+
+    package init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    public convenience init(connectionString: String, poolSize: Int = 10, connectTimeoutSeconds: Int = 5,
+                            statementTimeoutMilliseconds: Int = 10_000, acquireTimeoutMilliseconds: Int = 2_000) {
+        self.init(pool: PostgresPool(configuration: PostgresConfiguration(
+            connectionString: connectionString, poolSize: poolSize, connectTimeoutSeconds: connectTimeoutSeconds,
+            statementTimeoutMilliseconds: statementTimeoutMilliseconds, acquireTimeoutMilliseconds: acquireTimeoutMilliseconds)))
+    }
+
+    public var connectionString: String { pool.configuration.connectionString }
+
+    public var statistics: DatabaseStatistics {
+        let stats = pool.statistics
+        return DatabaseStatistics(size: stats.size, inUse: stats.inUse, idle: stats.idle, waiting: stats.waiting)
+    }
+
+    /// Fails waiting and future work and closes the connections.
+    public func shutdown() { pool.shutdown() }
+
+    /// `SELECT 1`: a connection can be had and the server answers.
+    public func ping() async throws {
+        try await query("SELECT 1")
+    }
+
+    /// Applies the migrations in `directory` that are not applied yet; returns how many it applied.
+    public func migrate(directory: String) async throws -> Int {
+        let migrations = try Migration.load(directory: directory)
+        let migrator = Migrator(pool: pool)
+        return try await translating { () async throws -> Int in try await migrator.migrate(migrations).count }
+    }
+
+    /// Creates database `name` when the server (reached through this handle) has none of that name.
+    public func createDatabaseIfMissing(_ name: String) async throws {
+        let exists = try await query("SELECT 1 FROM pg_database WHERE datname = $1", [name])
+        let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        if exists.isEmpty { try await query("CREATE DATABASE " + quoted) }
+    }
+
+    @discardableResult
+    package func query(_ sql: String, _ binds: [any PostgresEncodable] = []) async throws -> PostgresRows {
+        try await translating { try await pool.query(sql, binds) }
+    }
+
+    package func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await translating { try await pool.transaction(body) }
+    }
+
+    package func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await translating { try await pool.withConnection(body) }
+    }
+
+    private func translating<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as PostgresError {
+            throw Self.translate(error)
+        }
+    }
+
+    static func translate(_ error: PostgresError) -> DomainError {
+        let detail = "\(error) \(error.detail)"
+        if error.isUnavailable {
+            return DomainError(.storeUnavailable, "The database is unavailable; retry shortly.", retryAfterSeconds: 1, internalDetail: detail)
+        }
+        if error.isUniqueViolation {
+            return DomainError(.conflict, "The record already exists.", internalDetail: detail)
+        }
+        return DomainError(.storeFailure, "The database refused a statement.", internalDetail: detail)
+    }
+}

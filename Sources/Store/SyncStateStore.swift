@@ -1,0 +1,55 @@
+import Postgres
+
+/// `sync_state` and the agent directory: where the Desk sync keeps its lease and its position.
+public struct SyncStateStore: Sendable {
+    let pool: Database
+
+    public init(pool: Database) {
+        self.pool = pool
+    }
+
+    /// A two-minute lease held by `instance`, taken over when it has run out; true when `instance` holds it now.
+    public func takeLease(_ instance: String) async throws -> Bool {
+        let rows = try await pool.query("""
+            INSERT INTO sync_state (name, value) VALUES ('lease', $1)
+            ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+             WHERE sync_state.value = EXCLUDED.value OR sync_state.updated_at < now() - interval '2 minutes'
+            RETURNING 1
+            """, [instance])
+        return !rows.isEmpty
+    }
+
+    public func renewLease(_ instance: String) async throws {
+        try await pool.query("UPDATE sync_state SET updated_at = now() WHERE name = 'lease' AND value = $1", [instance])
+    }
+
+    public func releaseLease(_ instance: String) async throws {
+        try await pool.query("DELETE FROM sync_state WHERE name = 'lease' AND value = $1", [instance])
+    }
+
+    /// The last day the ticket sync completed, and the tickets it must read again.
+    public func ticketPosition() async throws -> (syncedThrough: String?, retry: [Int]) {
+        let rows = try await pool.query("SELECT name, value FROM sync_state WHERE name IN ('tickets.synced_through', 'tickets.retry')")
+        var values: [String: String] = [:]
+        for row in rows.rows { values[try row.decode(0)] = try row.decode(1) }
+        return (values["tickets.synced_through"], (values["tickets.retry"] ?? "").split(separator: ",").compactMap { Int($0) })
+    }
+
+    public func saveTicketPosition(syncedThrough day: String, retry: [Int]) async throws {
+        try await pool.query("""
+            INSERT INTO sync_state (name, value) VALUES ('tickets.synced_through', $1), ('tickets.retry', $2)
+            ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+            """, [day, retry.sorted().map(String.init).joined(separator: ",")])
+    }
+
+    public func upsertAgents(_ agents: [(id: Int, displayName: String, sendbirdId: String?)]) async throws {
+        try await pool.transaction { tx in
+            for agent in agents {
+                try tx.query("""
+                    INSERT INTO agents (id, display_name, sendbird_id) VALUES ($1, $2, $3)
+                    ON CONFLICT (id) DO UPDATE SET display_name = EXCLUDED.display_name, sendbird_id = EXCLUDED.sendbird_id, updated_at = now()
+                    """, [agent.id, agent.displayName, agent.sendbirdId])
+            }
+        }
+    }
+}
