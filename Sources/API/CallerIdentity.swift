@@ -16,7 +16,7 @@ public final class VerifiedCallers: Sendable {
         self.seconds = seconds
     }
 
-    func add(_ credential: String) {
+    public func add(_ credential: String) {
         let now = Date().timeIntervalSince1970
         entries.withLock { entries in
             if entries.count > 200_000 { entries = entries.filter { now - $0.value < seconds } }
@@ -26,7 +26,7 @@ public final class VerifiedCallers: Sendable {
 
     func remove(_ credential: String) { _ = entries.withLock { $0.removeValue(forKey: credential) } }
 
-    func contains(_ credential: String) -> Bool {
+    public func contains(_ credential: String) -> Bool {
         let now = Date().timeIntervalSince1970
         return entries.withLock { entries in entries[credential].map { now - $0 < seconds } ?? false }
     }

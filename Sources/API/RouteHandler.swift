@@ -5,6 +5,11 @@ public struct RequestInfo: Sendable {
     public let id: String
     /// The route template (`/v1/tickets/{id}`), never the concrete path: safe as a metric label.
     public let route: String
+
+    public init(id: String, route: String) {
+        self.id = id
+        self.route = route
+    }
 }
 
 public enum RouteHandler: Sendable {

@@ -1,0 +1,31 @@
+public import HTTPServer
+public import Logging
+public import Telemetry
+
+/// Metrics and the access log line of every answer, by route template (never the concrete path).
+public struct AccessLog: Sendable {
+    let metrics: MetricsRegistry
+    let logger: Logger
+
+    public init(metrics: MetricsRegistry, logger: Logger) {
+        self.metrics = metrics
+        self.logger = logger
+        metrics.describe("http_requests_total", .counter, help: "HTTP requests by route template, method and status.")
+        metrics.describe("http_request_duration_seconds", .histogram, help: "HTTP request latency by route template.")
+        metrics.describe("ticket_cache_total", .counter, help: "Ticket reads by cache result (hit, miss: read from Desk, stale: Desk unreachable).")
+    }
+
+    public func record(_ response: HTTPResponse, request: HTTPRequest, route: String, requestID: String, started: ContinuousClock.Instant) {
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.increment("http_requests_total", [("route", route), ("method", request.method), ("status", String(response.status))])
+        if let cache = response.header("x-cache") { metrics.increment("ticket_cache_total", [("result", cache.lowercased())]) }
+        metrics.observe("http_request_duration_seconds", [("route", route)], seconds)
+        guard logger.logLevel <= .info else { return }
+        logger.info("request", metadata: [
+            "request_id": "\(requestID)", "method": "\(request.method)", "path": "\(request.path)",
+            "route": "\(route)", "status": .stringConvertible(response.status),
+            "duration_ms": .stringConvertible((seconds * 1e5).rounded() / 100),
+        ])
+    }
+}

@@ -1,0 +1,58 @@
+import Crypto
+import Domain
+public import HTTPServer
+public import Store
+
+/// POSTs with `Idempotency-Key`: the first answer for a key is stored and replayed for the same body; the same key
+/// with another body is refused (422). Sessions are excluded: their answer holds a bearer token, which is never stored.
+public struct IdempotencyStep: Sendable {
+    let store: IdempotencyStore
+
+    public init(store: IdempotencyStore) {
+        self.store = store
+    }
+
+    /// `failure` turns an error of `body` into the answer to store (errors the client may retry are not stored).
+    public func run(_ request: HTTPRequest, info: RequestInfo,
+                    _ body: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse,
+                    failure: (any Error) -> HTTPResponse) async throws -> HTTPResponse {
+        guard request.method == "POST", let key = request.header("idempotency-key"),
+              request.path.hasPrefix("/v1/"), request.path != "/v1/sessions" else {
+            return try await body(request, info)
+        }
+        guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw APIError(.invalidIdempotencyKey, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters.")
+        }
+        let principal = Authenticator.bearer(request).map { "t:" + Codec.hex(Array(SHA256.hash(data: Array($0.utf8))).prefix(16)) }
+            ?? "a:" + (request.remoteAddress ?? "unknown")
+        var hasher = SHA256()
+        hasher.update(data: Array("\(request.method) \(request.path)\n".utf8))
+        hasher.update(data: request.body)
+        switch try await store.claim(principal: principal, key: key, requestHash: Array(hasher.finalize())) {
+        case .mismatch:
+            throw APIError(.idempotencyKeyReused, detail: "This Idempotency-Key was already used with a different request; use a new key for a new request.")
+        case .inProgress:
+            throw APIError(.idempotencyInProgress, detail: "A request with this Idempotency-Key is still being processed; retry shortly.",
+                           headers: [("Retry-After", "1")])
+        case .replay(let status, let headers, let stored):
+            return HTTPResponse(status: status, headers: headers.map { ($0.0, $0.1) } + [("Idempotent-Replayed", "true")], body: stored)
+        case .claimed:
+            let response: HTTPResponse
+            do {
+                response = try await body(request, info)
+            } catch {
+                let answer = failure(error)
+                if answer.status >= 500 || answer.status == 409 || answer.status == 429 {
+                    try? await store.release(principal: principal, key: key)
+                } else {
+                    try? await store.complete(principal: principal, key: key, status: answer.status,
+                                              headers: answer.headers.map { ($0.name, $0.value) }, body: answer.body)
+                }
+                return answer
+            }
+            try? await store.complete(principal: principal, key: key, status: response.status,
+                                      headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
+            return response
+        }
+    }
+}

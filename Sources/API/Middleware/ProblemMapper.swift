@@ -1,0 +1,64 @@
+public import Domain
+public import HTTPServer
+public import Logging
+
+/// The single place where errors become responses. Anything unknown is a 500 whose detail goes only to the log.
+public struct ProblemMapper: Sendable {
+    let logger: Logger
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    public func response(for error: any Error, request: HTTPRequest, info: RequestInfo) -> HTTPResponse {
+        apiError(for: error, info: info).response(instance: request.path, requestID: info.id)
+    }
+
+    func apiError(for error: any Error, info: RequestInfo) -> APIError {
+        switch error {
+        case let error as APIError:
+            return error
+        case let error as DomainError where error.code == .storeUnavailable:
+            logger.warning("database unavailable", metadata: ["request_id": "\(info.id)", "error": "\(error.internalDetail ?? "")"])
+            return .serviceUnavailable("The database is unavailable; retry shortly.")
+        case let error as DomainError where error.code == .storeFailure:
+            logger.error("database error", metadata: ["request_id": "\(info.id)", "route": "\(info.route)",
+                                                      "error": "\(error.internalDetail ?? "")"])
+            return .internalError()
+        case let error as DomainError:
+            if let detail = error.internalDetail {
+                logger.notice("upstream refused", metadata: ["request_id": "\(info.id)", "code": "\(error.code)", "detail": "\(detail)"])
+            }
+            return Self.map(error)
+        default:
+            logger.error("unhandled error", metadata: ["request_id": "\(info.id)", "route": "\(info.route)", "error": "\(error)"])
+            return .internalError()
+        }
+    }
+
+    /// What a failure below the API means to a client.
+    public static func map(_ error: DomainError) -> APIError {
+        switch error.code {
+        case .notFound:
+            return APIError(.notFound, detail: error.message)
+        case .conflict:
+            return APIError(.ticketStateConflict, detail: error.message)
+        case .invalid:
+            return APIError(.deskRejected, detail: error.message)
+        case .unauthorized:
+            return APIError(.deskSessionExpired, detail: "Desk no longer accepts this session; sign in again.",
+                            headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway""#)])
+        case .forbidden:
+            return APIError(.forbidden, detail: error.message)
+        case .rateLimited, .upstreamUnavailable:
+            return APIError(.deskUnavailable, detail: "Sendbird Desk is not answering right now; retry later.",
+                            headers: [("Retry-After", String(error.retryAfterSeconds ?? 5))])
+        case .storeUnavailable:
+            return .serviceUnavailable("The database is unavailable; retry shortly.")
+        case .storeFailure:
+            return .internalError()
+        default:
+            return APIError(.badGateway, detail: "Sendbird Desk answered in a way the gateway did not understand.")
+        }
+    }
+}

@@ -1,0 +1,24 @@
+public import HTTPServer
+import Synchronization
+
+/// Request ids: the client's `X-Request-ID` when it is short visible ASCII (it is echoed and logged), otherwise this
+/// process's random prefix and a counter, so ids from several instances do not collide.
+public final class RequestIDs: Sendable {
+    private let prefix: String
+    private let counter = Atomic<UInt64>(0)
+
+    public init() {
+        var generator = SystemRandomNumberGenerator()
+        let random = String(generator.next() as UInt32, radix: 16)
+        prefix = String(repeating: "0", count: 8 - random.count) + random
+    }
+
+    public func id(for request: HTTPRequest) -> String {
+        if let given = request.header("x-request-id"), Self.isAcceptable(given) { return given }
+        return prefix + "-" + String(counter.add(1, ordering: .relaxed).newValue, radix: 16)
+    }
+
+    static func isAcceptable(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 128 && id.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+    }
+}

@@ -1,0 +1,138 @@
+import API
+import Domain
+import HTTPServer
+import Logging
+import Telemetry
+import Testing
+
+/// The API's steps one at a time, without a server, a database or Desk.
+@Suite struct MiddlewareTests {
+    static func request(_ method: String = "GET", _ path: String = "/v1/tickets", headers: [(String, String)] = [],
+                        from address: String = "192.0.2.10") -> HTTPRequest {
+        HTTPRequest(method: method, path: path, headers: headers.map { ($0.0.lowercased(), $0.1) }, remoteAddress: address)
+    }
+
+    @Test func requestIDsEchoSafeClientIDsAndMakeUniqueOnes() {
+        let ids = RequestIDs()
+        #expect(ids.id(for: Self.request(headers: [("X-Request-ID", "abc-123")])) == "abc-123")
+        for unsafe in ["has space", String(repeating: "x", count: 129), "", "tab\there"] {
+            #expect(ids.id(for: Self.request(headers: [("X-Request-ID", unsafe)])) != unsafe)
+        }
+        let made = (0..<100).map { _ in ids.id(for: Self.request()) }
+        #expect(Set(made).count == 100)
+        #expect(Set(made.map { $0.split(separator: "-")[0] }).count == 1)
+    }
+
+    @Test func corsAnswersPreflightsAndDecoratesOnlyAllowedOrigins() {
+        let cors = CORS(origins: ["https://app.example"])
+        let preflight = Self.request("OPTIONS", headers: [("Origin", "https://app.example"), ("Access-Control-Request-Method", "POST")])
+        #expect(cors.isPreflight(preflight))
+        #expect(!cors.isPreflight(Self.request("OPTIONS")))
+        let allowed = cors.preflight(preflight)
+        #expect(allowed.status == 204)
+        #expect(allowed.header("access-control-allow-origin") == "https://app.example")
+        let other = cors.preflight(Self.request("OPTIONS", headers: [("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST")]))
+        #expect(other.header("access-control-allow-origin") == nil)
+        var response = HTTPResponse(status: 200)
+        cors.decorate(&response, for: Self.request(headers: [("Origin", "https://evil.example")]))
+        #expect(response.headers.isEmpty)
+        cors.decorate(&response, for: Self.request(headers: [("Origin", "https://app.example")]))
+        #expect(response.header("access-control-allow-origin") == "https://app.example")
+        #expect(response.header("access-control-expose-headers")?.contains("X-Request-ID") == true)
+        var any = HTTPResponse(status: 200)
+        CORS(origins: ["*"]).decorate(&any, for: Self.request(headers: [("Origin", "https://x.example")]))
+        #expect(any.header("access-control-allow-origin") == "https://x.example")
+    }
+
+    static func admitted(_ decision: Admission.Decision) -> Bool {
+        if case .admitted = decision { return true }
+        return false
+    }
+
+    @Test func admissionCountsVerifiedCallersApartAndMadeUpTokensTogether() {
+        var policy = APIPolicy()
+        policy.rateLimitPerMinute = 60
+        policy.rateLimitBurst = 5
+        let verified = VerifiedCallers()
+        verified.add("good-token")
+        let admission = Admission(policy: policy, verified: verified)
+        // Five random tokens from one address drain that address's bucket; the sixth is refused.
+        for index in 0..<5 {
+            #expect(Self.admitted(admission.admit(Self.request(headers: [("Authorization", "Bearer random-\(index)")]))))
+        }
+        guard case .refused(let error) = admission.admit(Self.request(headers: [("Authorization", "Bearer random-9")])) else {
+            Issue.record("a sixth made-up token was admitted")
+            return
+        }
+        #expect(error.response(instance: "/", requestID: "r").status == 429)
+        // The verified token has a bucket of its own, from the same address.
+        #expect(Self.admitted(admission.admit(Self.request(headers: [("Authorization", "Bearer good-token")]))))
+        // Signed webhooks are not limited, and get no rate-limit headers.
+        guard case .admitted(let headers) = admission.admit(Self.request("POST", "/v1/webhooks/desk")) else {
+            Issue.record("the webhook was limited")
+            return
+        }
+        #expect(headers.isEmpty)
+    }
+
+    @Test func repeatedFailedAuthenticationsAreRefusedBeforeAnyLookup() {
+        var policy = APIPolicy()
+        policy.authFailuresPerMinute = 60
+        policy.authFailureBurst = 3
+        let verified = VerifiedCallers()
+        let admission = Admission(policy: policy, verified: verified)
+        let unauthorized = HTTPResponse(status: 401)
+        for index in 0..<3 {
+            let request = Self.request(headers: [("Authorization", "Bearer wrong-\(index)")])
+            #expect(Self.admitted(admission.admit(request)))
+            admission.observe(unauthorized, to: request)
+        }
+        #expect(!Self.admitted(admission.admit(Self.request(headers: [("Authorization", "Bearer wrong-4")]))))
+        // Another address, and requests without credentials, are unaffected.
+        #expect(Self.admitted(admission.admit(Self.request(headers: [("Authorization", "Bearer x")], from: "198.51.100.7"))))
+        #expect(Self.admitted(admission.admit(Self.request("GET", "/v1/tickets"))))
+        // A 401 also forgets a credential that was verified before.
+        verified.add("revoked")
+        admission.observe(unauthorized, to: Self.request(headers: [("Authorization", "Bearer revoked")], from: "203.0.113.1"))
+        #expect(!verified.contains("revoked"))
+    }
+
+    @Test func problemsMapEveryFailureWithoutLeakingDetail() {
+        let mapper = ProblemMapper(logger: Logger(label: "test"))
+        let info = RequestInfo(id: "r-1", route: "/v1/tickets/{id}")
+        let request = Self.request()
+        let cases: [(any Error, Int)] = [
+            (DomainError(.notFound, "No such ticket."), 404),
+            (DomainError(.conflict, "Closed."), 409),
+            (DomainError(.upstreamUnavailable, "Desk down."), 503),
+            (DomainError(.rateLimited, "Slow down."), 503),
+            (DomainError(.unauthorized, "Expired."), 401),
+            (DomainError(.upstreamProtocol, "Odd answer."), 502),
+            (DomainError(.storeUnavailable, "DB down.", internalDetail: "connection refused on 10.0.0.5"), 503),
+            (DomainError(.storeFailure, "Refused.", internalDetail: "syntax error at SELECT secret"), 500),
+            (APIError(.forbidden, detail: "No."), 403),
+            (CancellationError(), 500),
+        ]
+        for (error, status) in cases {
+            let response = mapper.response(for: error, request: request, info: info)
+            #expect(response.status == status, "\(error)")
+            #expect(response.header("content-type") == "application/problem+json", "\(error)")
+            let text = String(decoding: response.body, as: UTF8.self)
+            #expect(!text.contains("10.0.0.5") && !text.contains("secret"), "\(text)")
+        }
+        #expect(mapper.response(for: DomainError(.upstreamUnavailable, "x", retryAfterSeconds: 7), request: request, info: info)
+            .header("retry-after") == "7")
+    }
+
+    @Test func theAccessLogCountsByRouteTemplate() {
+        let metrics = MetricsRegistry()
+        let log = AccessLog(metrics: metrics, logger: Logger(label: "test"))
+        var response = HTTPResponse(status: 200)
+        response.headers.append(("X-Cache", "HIT"))
+        log.record(response, request: Self.request("GET", "/v1/tickets/1001"), route: "/v1/tickets/{id}", requestID: "r", started: .now)
+        let text = metrics.render()
+        #expect(text.contains(#"http_requests_total{route="/v1/tickets/{id}",method="GET",status="200"} 1"#), "\(text)")
+        #expect(text.contains(#"ticket_cache_total{result="hit"} 1"#))
+        #expect(!text.contains("/v1/tickets/1001"))
+    }
+}
