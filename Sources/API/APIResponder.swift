@@ -30,7 +30,7 @@ public final class APIResponder: HTTPResponder {
     private let ids = RequestIDs()
     private let cors: CORS
     private let admission: Admission
-    private let idempotency: IdempotencyStep?
+    private let idempotency: IdempotencyStore?
     private let problems: ProblemMapper
     private let accessLog: AccessLog
     private let inFlight = Atomic<Int>(0)
@@ -40,7 +40,7 @@ public final class APIResponder: HTTPResponder {
         router = routes.router
         cors = CORS(origins: policy.corsOrigins)
         admission = Admission(policy: policy, verified: verified)
-        self.idempotency = idempotency.map(IdempotencyStep.init)
+        self.idempotency = idempotency
         problems = ProblemMapper(logger: logger)
         accessLog = AccessLog(metrics: metrics, logger: logger)
         metrics.gauge("http_requests_in_flight", help: "Requests currently waiting on async work.") { [weak self] in

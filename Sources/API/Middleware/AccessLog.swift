@@ -8,11 +8,11 @@ public struct AccessLog: Sendable {
     let logger: Logger
 
     public init(metrics: MetricsRegistry, logger: Logger) {
-        self.metrics = metrics
-        self.logger = logger
         metrics.describe("http_requests_total", .counter, help: "HTTP requests by route template, method and status.")
         metrics.describe("http_request_duration_seconds", .histogram, help: "HTTP request latency by route template.")
         metrics.describe("ticket_cache_total", .counter, help: "Ticket reads by cache result (hit, miss: read from Desk, stale: Desk unreachable).")
+        self.metrics = metrics
+        self.logger = logger
     }
 
     public func record(_ response: HTTPResponse, request: HTTPRequest, route: String, requestID: String, started: ContinuousClock.Instant) {

@@ -5,13 +5,7 @@ public import Store
 
 /// POSTs with `Idempotency-Key`: the first answer for a key is stored and replayed for the same body; the same key
 /// with another body is refused (422). Sessions are excluded: their answer holds a bearer token, which is never stored.
-public struct IdempotencyStep: Sendable {
-    let store: IdempotencyStore
-
-    public init(store: IdempotencyStore) {
-        self.store = store
-    }
-
+extension IdempotencyStore {
     /// `failure` turns an error of `body` into the answer to store (errors the client may retry are not stored).
     public func run(_ request: HTTPRequest, info: RequestInfo,
                     _ body: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse,
@@ -28,7 +22,7 @@ public struct IdempotencyStep: Sendable {
         var hasher = SHA256()
         hasher.update(data: Array("\(request.method) \(request.path)\n".utf8))
         hasher.update(data: request.body)
-        switch try await store.claim(principal: principal, key: key, requestHash: Array(hasher.finalize())) {
+        switch try await claim(principal: principal, key: key, requestHash: Array(hasher.finalize())) {
         case .mismatch:
             throw APIError(.idempotencyKeyReused, detail: "This Idempotency-Key was already used with a different request; use a new key for a new request.")
         case .inProgress:
@@ -43,14 +37,14 @@ public struct IdempotencyStep: Sendable {
             } catch {
                 let answer = failure(error)
                 if answer.status >= 500 || answer.status == 409 || answer.status == 429 {
-                    try? await store.release(principal: principal, key: key)
+                    try? await release(principal: principal, key: key)
                 } else {
-                    try? await store.complete(principal: principal, key: key, status: answer.status,
-                                              headers: answer.headers.map { ($0.name, $0.value) }, body: answer.body)
+                    try? await complete(principal: principal, key: key, status: answer.status,
+                                        headers: answer.headers.map { ($0.name, $0.value) }, body: answer.body)
                 }
                 return answer
             }
-            try? await store.complete(principal: principal, key: key, status: response.status,
+            try? await complete(principal: principal, key: key, status: response.status,
                                       headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
             return response
         }
