@@ -1,3 +1,4 @@
+import Domain
 public import DeskClient
 
 /// Desk is reported `warn` (never `fail`): the cache keeps reads working while Desk is away.

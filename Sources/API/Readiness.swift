@@ -39,20 +39,6 @@ func milliseconds(since start: ContinuousClock.Instant) -> Double {
     return (millis * 100).rounded() / 100
 }
 
-/// Runs `body`, or gives up after `timeout` with nil (the abandoned work finishes in the background).
-public func withDeadline<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async -> T) async -> T? {
-    await withTaskGroup(of: T?.self) { group in
-        group.addTask { await body() }
-        group.addTask {
-            try? await Task.sleep(for: timeout)
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
-    }
-}
-
 /// `SELECT 1` through the pool: proves a connection can be had and the server answers.
 public struct DatabaseReadinessCheck: ReadinessCheck {
     public let name = "database"

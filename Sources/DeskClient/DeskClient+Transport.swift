@@ -48,6 +48,9 @@ extension DeskClient {
                 breaker.recordFailure()
                 observe(DeskCallRecord(operation: operation, outcome: "unreachable", seconds: seconds))
                 lastError = DomainError(.upstreamUnavailable, "Desk is unreachable.", internalDetail: reason)
+            case .abandoned:
+                observe(DeskCallRecord(operation: operation, outcome: "abandoned", seconds: seconds))
+                throw DomainError(.upstreamUnavailable, "The call to Desk was abandoned.", internalDetail: "cancelled by the caller")
             }
             guard attempt + 1 < attempts else { break }
             try? await Task.sleep(for: backoff(attempt: attempt, retryAfter: lastError.retryAfterSeconds))
@@ -66,6 +69,8 @@ extension DeskClient {
         case answer(status: Int, headers: [AnyHashable: Any], data: Data)
         case timedOut
         case unreachable(String)
+        /// The caller stopped waiting (its own deadline, a shutdown): says nothing about Desk's health.
+        case abandoned
     }
 
     func perform(_ request: URLRequest) async -> Outcome {
@@ -75,6 +80,8 @@ extension DeskClient {
             return .answer(status: http.statusCode, headers: http.allHeaderFields, data: data)
         } catch let error as URLError where error.code == .timedOut {
             return .timedOut
+        } catch is CancellationError {
+            return .abandoned
         } catch {
             return .unreachable(String(describing: type(of: error)) + " " + ((error as? URLError)?.code.rawValue.description ?? ""))
         }
@@ -152,49 +159,47 @@ extension DeskClient {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
-    /// URLSession's own timeout is not reliable below a second on Linux: the deadline is enforced here. Whichever
-    /// comes first, the answer or the deadline, resumes the caller; a late transfer is cancelled and not awaited.
+    /// URLSession's own timeout is not reliable below a second on Linux: the deadline is enforced here (one shared
+    /// race, `withDeadline`): whichever comes first resumes the caller; a late transfer is cancelled, not awaited.
     private func sessionData(for request: URLRequest) async throws -> (Data, URLResponse) {
-        let race = TransferRace()
-        let deadline = configuration.requestTimeout
-        return try await withCheckedThrowingContinuation { continuation in
-            race.arm(continuation)
-            let task = sessionForRequests.dataTask(with: request) { data, response, error in
-                if let error { race.finish(.failure(error)); return }
-                guard let response else { race.finish(.failure(URLError(.badServerResponse))); return }
-                race.finish(.success((data ?? Data(), response)))
+        let session = sessionForRequests
+        guard let answer = try await withDeadline(configuration.requestTimeout, { try await Self.transfer(request, on: session) }) else {
+            throw URLError(.timedOut)
+        }
+        return answer
+    }
+
+    /// One transfer; cancelling the calling task cancels it.
+    private static func transfer(_ request: URLRequest, on session: URLSession) async throws -> (Data, URLResponse) {
+        let holder = TransferHolder()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error { continuation.resume(throwing: error); return }
+                    guard let response else { continuation.resume(throwing: URLError(.badServerResponse)); return }
+                    continuation.resume(returning: (data ?? Data(), response))
+                }
+                holder.set(task)
+                task.resume()
             }
-            race.set(task)
-            task.resume()
-            Task {
-                try? await Task.sleep(for: deadline)
-                race.finish(.failure(URLError(.timedOut)))
-            }
+        } onCancel: {
+            holder.cancel()
         }
     }
 }
 
-/// Resumes its continuation exactly once, with the transfer's result or the deadline's timeout.
-final class TransferRace: Sendable {
-    private let state = Mutex<(continuation: CheckedContinuation<(Data, URLResponse), any Error>?, task: URLSessionDataTask?, done: Bool)>((nil, nil, false))
-
-    func arm(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>) {
-        state.withLock { $0.continuation = continuation }
-    }
+/// The transfer a cancellation must reach, even when the cancellation comes before the transfer exists.
+final class TransferHolder: Sendable {
+    private let state = Mutex<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
 
     func set(_ task: URLSessionDataTask) {
-        state.withLock { $0.task = task }
+        if state.withLock({ state -> Bool in state.task = task; return state.cancelled }) { task.cancel() }
     }
 
-    func finish(_ result: Result<(Data, URLResponse), any Error>) {
-        let (continuation, task) = state.withLock { state -> (CheckedContinuation<(Data, URLResponse), any Error>?, URLSessionDataTask?) in
-            guard !state.done else { return (nil, nil) }
-            state.done = true
-            defer { state.continuation = nil; state.task = nil }
-            return (state.continuation, state.task)
-        }
-        guard let continuation else { return }
-        if case .failure(let error as URLError) = result, error.code == .timedOut { task?.cancel() }
-        continuation.resume(with: result)
+    func cancel() {
+        state.withLock { state -> URLSessionDataTask? in
+            state.cancelled = true
+            return state.task
+        }?.cancel()
     }
 }

@@ -326,6 +326,7 @@ extension DeskClient {
             return nil
         case .timedOut: return "Desk did not answer in time"
         case .unreachable: return "Desk is unreachable"
+        case .abandoned: return "the check was abandoned"
         }
     }
 }

@@ -11,52 +11,48 @@ public import Telemetry
 public let gatewayVersion = "0.1.0"
 
 /// A wired gateway: database pool (and the embedded cluster when no DATABASE_URL is set), migrations applied,
-/// routes built, HTTP server listening. `main` and the tests both get one from `buildApplication`.
+/// routes built, background loops running, HTTP server listening. `main` and the tests both get one from
+/// `buildApplication`; its parts stop in the reverse of the order they started.
 public final class GatewayApplication: Sendable {
-    public let config: GatewayConfig
-    /// The gateway's PostgreSQL (named `pool` as it is the connection pool the whole process shares).
-    public let pool: Database
+    private let wiring: Wiring
     public let server: HTTPServer
-    public let metrics: MetricsRegistry
-    public let logger: Logger
-    public let desk: DeskClient
-    /// The in-process Desk emulator when no DESK_BASE_URL is configured.
-    public let emulator: DeskEmulator?
     public let sync: DeskSync
-    let embedded: EmbeddedPostgres?
-    let background: [Task<Void, Never>]
+    let services: ServiceGroup
+    let zoneBackfill: BackgroundLoop
 
-    init(config: GatewayConfig, pool: Database, server: HTTPServer, metrics: MetricsRegistry, logger: Logger,
-         desk: DeskClient, emulator: DeskEmulator?, sync: DeskSync, embedded: EmbeddedPostgres?, background: [Task<Void, Never>]) {
-        self.config = config
-        self.pool = pool
+    public var config: GatewayConfig { wiring.config }
+    /// The gateway's PostgreSQL (named `pool` as it is the connection pool the whole process shares).
+    public var pool: Database { wiring.pool }
+    public var metrics: MetricsRegistry { wiring.metrics }
+    public var logger: Logger { wiring.logger }
+    public var desk: DeskClient { wiring.desk }
+    /// The in-process Desk emulator when no DESK_BASE_URL is configured.
+    public var emulator: DeskEmulator? { wiring.emulator }
+
+    init(wiring: Wiring, server: HTTPServer, sync: DeskSync, services: ServiceGroup, zoneBackfill: BackgroundLoop) {
+        self.wiring = wiring
         self.server = server
-        self.metrics = metrics
-        self.logger = logger
-        self.desk = desk
-        self.emulator = emulator
         self.sync = sync
-        self.embedded = embedded
-        self.background = background
+        self.services = services
+        self.zoneBackfill = zoneBackfill
     }
 
     /// Waits until the rollups of every configured reporting zone are complete (start-up backfill).
     public func waitForReportZones() async {
-        await background.first?.value
+        await zoneBackfill.finished()
     }
+
+    /// The running parts, in the order they started (they stop in reverse).
+    public var serviceNames: [String] { services.names }
 
     /// The bound port (useful with PORT=0).
     public var port: Int { server.port }
 
-    /// Stops accepting, drains in-flight requests up to the configured deadline, closes the pool, and stops the
-    /// embedded cluster if this process started it.
+    /// Stops in reverse order: the server drains in-flight requests up to the configured deadline, the background
+    /// loops end, then the emulator, the pool and the embedded cluster if this process started them.
     public func stop() async {
         logger.info("stopping", metadata: ["drain_s": "\(config.shutdownDrainSeconds)"])
-        await server.stop(drainDeadline: .seconds(config.shutdownDrainSeconds))
-        for task in background { task.cancel() }
-        await emulator?.stop()
-        pool.shutdown()
-        await embedded?.stop()
+        await services.stop()
         logger.info("stopped")
     }
 }
@@ -99,132 +95,197 @@ func migrate(pool: Database, assets: String, config: GatewayConfig, logger: Logg
     }
 }
 
-/// Builds and starts the whole gateway.
+/// What the section builders share while the gateway is put together.
+struct Wiring: Sendable {
+    let config: GatewayConfig
+    let logger: Logger
+    let pool: Database
+    /// Credentials verified lately, shared by the authenticators and the rate limiter.
+    let verified = VerifiedCallers()
+    let metrics: MetricsRegistry
+    let desk: DeskClient
+    let emulator: DeskEmulator?
+    let sessionKey: [UInt8]
+    var routes = RouteTable()
+}
+
+/// Builds and starts the whole gateway, one section at a time; a failure stops what had started.
 public func buildApplication(_ config: GatewayConfig, logger: Logger) async throws -> GatewayApplication {
-    let assets = try Assets.locate(configured: config.assetsDirectory)
-    let (pool, embedded) = try await openDatabase(config, logger: logger)
+    let services = ServiceGroup(logger: logger)
     do {
-        try await migrate(pool: pool, assets: assets, config: config, logger: logger)
+        let assets = try Assets.locate(configured: config.assetsDirectory)
+        let pool = try await startDatabase(config, assets: assets, logger: logger, services: services)
         let metrics = MetricsRegistry()
         let emulatorStore = config.deskEmulatorPersistent ? EmulatorDatabaseStore(database: pool) : nil
         let (desk, emulator) = try startDesk(config, metrics: metrics, logger: logger, emulatorStore: emulatorStore)
-        do {
-            try await DeskIdentity.verify(DeskIdentity.describe(baseURL: config.deskBaseURL, appId: config.deskAppId,
-                                                                emulatorInstance: emulator?.instanceId),
-                                          pool: pool, allowReset: config.cacheResetOnDeskChange, logger: logger)
-        } catch {
-            await emulator?.stop()
-            throw error
-        }
-        let openAPI = try? String(contentsOfFile: assets + "/openapi.yaml", encoding: .utf8)
-        var routes = RouteTable()
+        if let emulator { try await services.start(StopAction(name: "Desk emulator") { await emulator.stop() }) }
+        try await DeskIdentity.verify(DeskIdentity.describe(baseURL: config.deskBaseURL, appId: config.deskAppId,
+                                                            emulatorInstance: emulator?.instanceId),
+                                      pool: pool, allowReset: config.cacheResetOnDeskChange, logger: logger)
+        var wiring = Wiring(config: config, logger: logger, pool: pool, metrics: metrics, desk: desk, emulator: emulator,
+                            sessionKey: try await sessionKey(config, pool: pool, logger: logger))
         let watchdog = Watchdog(stallLimit: .seconds(config.livenessStallSeconds))
-        OpsRoutes(checks: [DatabaseReadinessCheck(database: pool), DeskReadinessCheck(client: desk),
-                           OutboxReadinessCheck(outbox: OutboxStore(pool: pool), warnAgeSeconds: Double(config.outboxWarnAgeSeconds))],
-                  metrics: metrics, database: pool,
-                  openAPIDocument: openAPI, version: gatewayVersion, watchdog: watchdog).register(in: &routes)
-        let (sessionKey, generated) = try await SessionStore.sessionKey(configured: config.sessionKey, pool: pool)
-        if generated {
-            logger.warning("SESSION_KEY is not set: Desk session tokens are sealed with a key kept in the database; set SESSION_KEY in production")
-        }
-        var settings = CustomerAPISettings()
-        settings.cacheTTLSeconds = Double(config.cacheTTLSeconds)
-        settings.listTTLSeconds = Double(config.cacheTTLSeconds)
-        settings.sessionLifetimeSeconds = config.sessionTTLSeconds
-        settings.sessionCacheSeconds = Double(config.sessionCacheSeconds)
-        settings.signInPerUserPerMinute = config.signInPerUserPerMinute
-        settings.signInPerUserBurst = config.signInPerUserBurst
-        let verified = VerifiedCallers()
-        var previewSettings = LinkPreviewSettings()
-        previewSettings.allowPrivateAddresses = config.linkPreviewAllowPrivate
-        previewSettings.timeout = .milliseconds(config.linkPreviewTimeoutMilliseconds)
-        previewSettings.maxBytes = config.linkPreviewMaxBytes
-        previewSettings.concurrency = config.linkPreviewConcurrency
-        let ticketStore = TicketStore(pool: pool)
-        // Team names for ticket documents (the sync job keeps them current later); Desk gets two seconds at start-up.
-        _ = await withDeadline(.seconds(2)) {
-            if let page = try? await desk.teams(limit: 500) {
-                try? await ticketStore.upsertTeams(page.results.map { (id: $0.id, key: $0.key, name: $0.name) })
-            }
-        }
-        var outboxSettings = OutboxSettings()
-        outboxSettings.maxBackoffSeconds = Double(config.outboxMaxBackoffSeconds)
-        outboxSettings.warnAgeSeconds = Double(config.outboxWarnAgeSeconds)
-        let customer = CustomerRoutes(desk: desk, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)), ticketStore: ticketStore,
-                                      ratings: CSATStore(pool: pool), previews: LinkPreviewFetcher(settings: previewSettings),
-                                      settings: settings, outbox: OutboxStore(pool: pool), outboxSettings: outboxSettings,
-                                      metrics: metrics, logger: logger, verified: verified)
-        customer.register(in: &routes)
-        let webhookSecret = config.deskWebhookSecret ?? (emulator != nil ? emulator!.configuration.webhookSecret : nil)
+        registerOps(&wiring, assets: assets, watchdog: watchdog)
+        let customer = await registerCustomer(&wiring)
+        let webhookSecret = config.deskWebhookSecret ?? emulator?.configuration.webhookSecret
         let webhooks = WebhookRoutes(secrets: [webhookSecret, config.deskAPIToken].compactMap { $0 }, inbox: WebhookInbox(pool: pool),
                                      customer: customer, metrics: metrics, logger: logger)
-        webhooks.register(in: &routes)
-        let reportStore = ReportStore(pool: pool)
-        let knownZones = try await reportStore.knownZones()
-        for zone in config.reportTimeZones where !knownZones.contains(zone) {
-            throw ConfigError(variable: "REPORT_TIME_ZONES", message: "PostgreSQL does not know the time zone '\(zone)'")
-        }
-        // New zones are backfilled in the background; until then their reports are computed from raw ratings.
-        let zoneBackfill = Task {
-            do {
-                let backfilled = try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
-                if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
-            } catch {
-                logger.error("CSAT rollup backfill failed; reports in the new zones stay exact but slower", metadata: ["error": "\(error)"])
-            }
-        }
-        var reportSettings = ReportSettings()
-        reportSettings.zones = config.reportTimeZones
-        reportSettings.maxDays = config.reportMaxDays
-        reportSettings.cacheSeconds = config.reportCacheSeconds
-        ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: SessionStore(pool: pool, vault: TokenVault(key: sessionKey)),
-                     settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: verified).register(in: &routes)
+        webhooks.register(in: &wiring.routes)
+        try await registerReports(&wiring)
         let sync = DeskSync(desk: desk, pool: pool, logger: logger, requestsPerSecond: Double(config.syncRequestsPerSecond))
-        var background: [Task<Void, Never>] = [zoneBackfill, Task { await watchdog.run() }]
-        background.append(Task { await webhooks.runProcessor() })
-        if config.outboxRelay { background.append(Task { await customer.runRelay() }) }
-        if config.syncIntervalSeconds > 0 {
-            background.append(Task {
-                while !Task.isCancelled {
-                    do {
-                        let summary = try await sync.run()
-                        logger.info("sync finished", metadata: ["summary": "\(summary)"])
-                    } catch {
-                        logger.warning("sync failed", metadata: ["error": "\(error)"])
-                    }
-                    try? await Task.sleep(for: .seconds(config.syncIntervalSeconds))
-                }
-            })
+        let zoneBackfill = backfillZones(wiring)
+        for loop in [zoneBackfill, BackgroundLoop("watchdog") { await watchdog.run() },
+                     BackgroundLoop("webhook processor") { await webhooks.runProcessor() }] {
+            try await services.start(loop)
         }
-        var policy = APIPolicy()
-        policy.corsOrigins = config.corsOrigins
-        policy.rateLimitPerMinute = config.rateLimitPerMinute
-        policy.rateLimitBurst = config.rateLimitBurst
-        policy.signInPerMinute = config.signInPerMinute
-        policy.signInBurst = config.signInBurst
-        policy.authFailuresPerMinute = config.authFailuresPerMinute
-        policy.authFailureBurst = config.authFailuresPerMinute
-        policy.trustedProxies = config.trustedProxies.compactMap(CIDR.init)
-        let responder = APIResponder(routes: routes, metrics: metrics, logger: logger, policy: policy,
-                                     idempotency: IdempotencyStore(pool: pool), verified: verified)
-        var serverConfig = HTTPServerConfiguration(
-            host: config.host, port: config.port, threads: config.httpThreads,
-            connectionTimeoutSeconds: config.httpConnectionTimeoutSeconds, connectionLimit: config.httpConnectionLimit,
-            bodyLimitBytes: config.httpBodyLimitBytes)
-        serverConfig.perAddressConnectionLimit = config.httpPerAddressConnectionLimit
-        serverConfig.requestTimeoutSeconds = config.httpRequestTimeoutSeconds
-        let server = HTTPServer(configuration: serverConfig, responder: responder)
-        try server.start()
+        if config.outboxRelay { try await services.start(BackgroundLoop("outbox relay") { await customer.runRelay() }) }
+        if config.syncIntervalSeconds > 0 { try await services.start(syncLoop(sync, wiring)) }
+        let server = try await startServer(wiring, services: services)
         // The embedded emulator sends its webhooks here, so agent-side changes reach the cache as with real Desk.
         emulator?.setWebhooks(urls: ["http://127.0.0.1:\(server.port)/v1/webhooks/desk"], secret: webhookSecret ?? "")
         logger.notice("listening", metadata: ["host": "\(config.host)", "port": "\(server.port)", "version": "\(gatewayVersion)"])
-        return GatewayApplication(config: config, pool: pool, server: server, metrics: metrics, logger: logger,
-                                  desk: desk, emulator: emulator, sync: sync, embedded: embedded, background: background)
+        return GatewayApplication(wiring: wiring, server: server, sync: sync, services: services, zoneBackfill: zoneBackfill)
     } catch {
-        pool.shutdown()
-        await embedded?.stop()
+        await services.stop()
         throw error
     }
+}
+
+/// The embedded cluster when needed, the pool, the schema.
+func startDatabase(_ config: GatewayConfig, assets: String, logger: Logger, services: ServiceGroup) async throws -> Database {
+    let (pool, embedded) = try await openDatabase(config, logger: logger)
+    if let embedded { try await services.start(StopAction(name: "embedded PostgreSQL") { await embedded.stop() }) }
+    try await services.start(StopAction(name: "database pool") { pool.shutdown() })
+    try await migrate(pool: pool, assets: assets, config: config, logger: logger)
+    return pool
+}
+
+func sessionKey(_ config: GatewayConfig, pool: Database, logger: Logger) async throws -> [UInt8] {
+    let (key, generated) = try await SessionStore.sessionKey(configured: config.sessionKey, pool: pool)
+    if generated {
+        logger.warning("SESSION_KEY is not set: Desk session tokens are sealed with a key kept in the database; set SESSION_KEY in production")
+    }
+    return key
+}
+
+/// `/livez`, `/readyz`, `/metrics`, `/openapi.yaml`.
+func registerOps(_ wiring: inout Wiring, assets: String, watchdog: Watchdog) {
+    let (config, pool) = (wiring.config, wiring.pool)
+    let openAPI = try? String(contentsOfFile: assets + "/openapi.yaml", encoding: .utf8)
+    OpsRoutes(checks: [DatabaseReadinessCheck(database: pool), DeskReadinessCheck(client: wiring.desk),
+                       OutboxReadinessCheck(outbox: OutboxStore(pool: pool), warnAgeSeconds: Double(config.outboxWarnAgeSeconds))],
+              metrics: wiring.metrics, database: pool, openAPIDocument: openAPI, version: gatewayVersion,
+              watchdog: watchdog).register(in: &wiring.routes)
+}
+
+/// The customer API: sessions, tickets, messages, feedback, link previews, the outbox.
+func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
+    let (config, pool, desk) = (wiring.config, wiring.pool, wiring.desk)
+    var settings = CustomerAPISettings()
+    settings.cacheTTLSeconds = Double(config.cacheTTLSeconds)
+    settings.listTTLSeconds = Double(config.cacheTTLSeconds)
+    settings.sessionLifetimeSeconds = config.sessionTTLSeconds
+    settings.sessionCacheSeconds = Double(config.sessionCacheSeconds)
+    settings.signInPerUserPerMinute = config.signInPerUserPerMinute
+    settings.signInPerUserBurst = config.signInPerUserBurst
+    var previewSettings = LinkPreviewSettings()
+    previewSettings.allowPrivateAddresses = config.linkPreviewAllowPrivate
+    previewSettings.timeout = .milliseconds(config.linkPreviewTimeoutMilliseconds)
+    previewSettings.maxBytes = config.linkPreviewMaxBytes
+    previewSettings.concurrency = config.linkPreviewConcurrency
+    let ticketStore = TicketStore(pool: pool)
+    // Team names for ticket documents (the sync job keeps them current later); Desk gets two seconds at start-up.
+    _ = await withDeadline(.seconds(2)) {
+        if let page = try? await desk.teams(limit: 500) {
+            try? await ticketStore.upsertTeams(page.results.map { (id: $0.id, key: $0.key, name: $0.name) })
+        }
+    }
+    var outboxSettings = OutboxSettings()
+    outboxSettings.maxBackoffSeconds = Double(config.outboxMaxBackoffSeconds)
+    outboxSettings.warnAgeSeconds = Double(config.outboxWarnAgeSeconds)
+    let customer = CustomerRoutes(desk: desk, sessions: SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey)),
+                                  ticketStore: ticketStore, ratings: CSATStore(pool: pool), previews: LinkPreviewFetcher(settings: previewSettings),
+                                  settings: settings, outbox: OutboxStore(pool: pool), outboxSettings: outboxSettings,
+                                  metrics: wiring.metrics, logger: wiring.logger, verified: wiring.verified)
+    customer.register(in: &wiring.routes)
+    return customer
+}
+
+/// The reporting API; refuses a reporting zone PostgreSQL does not know.
+func registerReports(_ wiring: inout Wiring) async throws {
+    let (config, pool) = (wiring.config, wiring.pool)
+    let reportStore = ReportStore(pool: pool)
+    let knownZones = try await reportStore.knownZones()
+    for zone in config.reportTimeZones where !knownZones.contains(zone) {
+        throw ConfigError(variable: "REPORT_TIME_ZONES", message: "PostgreSQL does not know the time zone '\(zone)'")
+    }
+    var reportSettings = ReportSettings()
+    reportSettings.zones = config.reportTimeZones
+    reportSettings.maxDays = config.reportMaxDays
+    reportSettings.cacheSeconds = config.reportCacheSeconds
+    ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey)),
+                 settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: wiring.verified)
+        .register(in: &wiring.routes)
+}
+
+/// New reporting zones are backfilled in the background; until then their reports are computed from raw ratings.
+func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
+    let (zones, pool, logger) = (wiring.config.reportTimeZones, wiring.pool, wiring.logger)
+    return BackgroundLoop("zone backfill") {
+        do {
+            let backfilled = try await CSATStore(pool: pool).ensureZones(zones)
+            if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
+        } catch {
+            logger.error("CSAT rollup backfill failed; reports in the new zones stay exact but slower", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+func syncLoop(_ sync: DeskSync, _ wiring: Wiring) -> BackgroundLoop {
+    let logger = wiring.logger
+    return BackgroundLoop("Desk sync", repeating(every: .seconds(wiring.config.syncIntervalSeconds)) {
+        do {
+            let summary = try await sync.run()
+            logger.info("sync finished", metadata: ["summary": "\(summary)"])
+        } catch {
+            logger.warning("sync failed", metadata: ["error": "\(error)"])
+        }
+    })
+}
+
+/// The HTTP server with the API's policy in front of every route; the last part to start and the first to stop.
+func startServer(_ wiring: Wiring, services: ServiceGroup) async throws -> HTTPServer {
+    let config = wiring.config
+    var policy = APIPolicy()
+    policy.corsOrigins = config.corsOrigins
+    policy.rateLimitPerMinute = config.rateLimitPerMinute
+    policy.rateLimitBurst = config.rateLimitBurst
+    policy.signInPerMinute = config.signInPerMinute
+    policy.signInBurst = config.signInBurst
+    policy.authFailuresPerMinute = config.authFailuresPerMinute
+    policy.authFailureBurst = config.authFailuresPerMinute
+    policy.trustedProxies = config.trustedProxies.compactMap(CIDR.init)
+    let responder = APIResponder(routes: wiring.routes, metrics: wiring.metrics, logger: wiring.logger, policy: policy,
+                                 idempotency: IdempotencyStore(pool: wiring.pool), verified: wiring.verified)
+    var serverConfig = HTTPServerConfiguration(
+        host: config.host, port: config.port, threads: config.httpThreads,
+        connectionTimeoutSeconds: config.httpConnectionTimeoutSeconds, connectionLimit: config.httpConnectionLimit,
+        bodyLimitBytes: config.httpBodyLimitBytes)
+    serverConfig.perAddressConnectionLimit = config.httpPerAddressConnectionLimit
+    serverConfig.requestTimeoutSeconds = config.httpRequestTimeoutSeconds
+    let server = HTTPServer(configuration: serverConfig, responder: responder)
+    try await services.start(HTTPService(server: server, drain: .seconds(config.shutdownDrainSeconds)))
+    return server
+}
+
+/// The HTTP server as a part of the gateway: stopping drains in-flight requests up to `drain`.
+struct HTTPService: LifecycleService {
+    let server: HTTPServer
+    let drain: Duration
+    var name: String { "HTTP server" }
+
+    func start() async throws { try server.start() }
+    func stop() async { await server.stop(drainDeadline: drain) }
 }
 
 /// The Desk client; without DESK_BASE_URL an emulator is started in-process: restored from `emulatorStore` when it
