@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 public import HTTPServer
 import Synchronization
@@ -9,27 +10,17 @@ import Glibc
 /// against its token only when the token is in here; any other request counts against its client address, so
 /// made-up tokens cannot each get a fresh bucket.
 public final class VerifiedCallers: Sendable {
-    private let seconds: Double
-    private let entries = Mutex<[String: Double]>([:])
+    private let entries: TTLCache<String, Bool>
 
     public init(seconds: Double = 300) {
-        self.seconds = seconds
+        entries = TTLCache(ttl: seconds, capacity: 200_000)
     }
 
-    public func add(_ credential: String) {
-        let now = Date().timeIntervalSince1970
-        entries.withLock { entries in
-            if entries.count > 200_000 { entries = entries.filter { now - $0.value < seconds } }
-            entries[credential] = now
-        }
-    }
+    public func add(_ credential: String) { entries.put(credential, true) }
 
-    func remove(_ credential: String) { _ = entries.withLock { $0.removeValue(forKey: credential) } }
+    func remove(_ credential: String) { entries.remove(credential) }
 
-    public func contains(_ credential: String) -> Bool {
-        let now = Date().timeIntervalSince1970
-        return entries.withLock { entries in entries[credential].map { now - $0 < seconds } ?? false }
-    }
+    public func contains(_ credential: String) -> Bool { entries.get(credential) != nil }
 }
 
 /// An IPv4 or IPv6 network (`10.0.0.0/8`, `fd00::/8`, or a single address).

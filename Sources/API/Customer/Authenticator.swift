@@ -1,4 +1,5 @@
 import HTTPServer
+import Domain
 import Foundation
 import Store
 import Synchronization
@@ -8,13 +9,12 @@ import Synchronization
 /// elsewhere.
 final class Authenticator: Sendable {
     private let store: SessionStore
-    private let cacheSeconds: Double
-    private let cache = Mutex<[String: (record: SessionRecord, cachedAt: Double)]>([:])
+    private let cache: TTLCache<String, SessionRecord>
     private let verified: VerifiedCallers
 
     init(store: SessionStore, cacheSeconds: Double, verified: VerifiedCallers) {
         self.store = store
-        self.cacheSeconds = cacheSeconds
+        cache = TTLCache(ttl: cacheSeconds, capacity: 100_000)
         self.verified = verified
     }
 
@@ -40,11 +40,8 @@ final class Authenticator: Sendable {
     /// The cached session, without any I/O (nil on a miss).
     func cached(_ request: HTTPRequest) -> SessionRecord? {
         guard let token = Self.bearer(request) else { return nil }
-        let now = Date().timeIntervalSince1970
-        return cache.withLock { cache in
-            guard let entry = cache[token], now - entry.cachedAt < cacheSeconds, entry.record.expiresAt > now else { return nil }
-            return entry.record
-        }
+        guard let record = cache.get(token), record.expiresAt > TTLCache<String, SessionRecord>.now else { return nil }
+        return record
     }
 
     func authenticate(_ request: HTTPRequest) async throws -> SessionRecord {
@@ -55,24 +52,19 @@ final class Authenticator: Sendable {
         guard let record = try await store.find(token: token) else {
             throw Self.unauthorized("The session token is unknown, expired or revoked; sign in again.")
         }
-        let now = Date().timeIntervalSince1970
-        cache.withLock { cache in
-            if cache.count > 100_000 { cache.removeAll(keepingCapacity: true) }
-            cache[token] = (record, now)
-        }
+        cache.put(token, record)
         verified.add(token)
         return record
     }
 
     func remember(token: String, _ record: SessionRecord) {
-        let now = Date().timeIntervalSince1970
-        cache.withLock { $0[token] = (record, now) }
+        cache.put(token, record)
         verified.add(token)
     }
 
     func forget(_ request: HTTPRequest) {
         guard let token = Self.bearer(request) else { return }
-        _ = cache.withLock { $0.removeValue(forKey: token) }
+        cache.remove(token)
         verified.remove(token)
     }
 }

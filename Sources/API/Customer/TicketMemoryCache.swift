@@ -1,5 +1,5 @@
+import Domain
 import Foundation
-import Synchronization
 
 /// The hottest tickets as ready-to-send documents, in front of the PostgreSQL cache. Entries follow the same
 /// freshness rule (`ttl`); every write through this instance replaces its entry.
@@ -13,31 +13,25 @@ final class TicketMemoryCache: Sendable {
         let fetchedAt: Double
     }
 
-    private let entries = Mutex<[Int: Entry]>([:])
-    private let capacity: Int
+    private let entries: TTLCache<Int, Entry>
 
     init(capacity: Int = 50_000) {
-        self.capacity = capacity
+        // Freshness is the caller's rule (`fetchedAt` against the cache TTL); the TTL here only guides eviction.
+        entries = TTLCache(ttl: 3600, capacity: capacity)
     }
 
     func get(_ id: Int) -> Entry? {
-        entries.withLock { $0[id] }
+        entries.lookup(id)?.value
     }
 
     func put(_ id: Int, customerId: Int, channelUrl: String, status: String, document: String, fetchedAt: Double, pending: String = "[]") {
         let body = TicketDocument.serve(document, stale: false, pending: pending)
         let entry = Entry(customerId: customerId, channelUrl: channelUrl, status: status, body: body, etag: ETag.of(body),
                           fetchedAt: fetchedAt)
-        entries.withLock { entries in
-            if entries.count >= capacity, entries[id] == nil {
-                // Cheap eviction: drop an arbitrary half; the PostgreSQL cache still has everything.
-                for key in entries.keys.prefix(capacity / 2) { entries.removeValue(forKey: key) }
-            }
-            entries[id] = entry
-        }
+        entries.put(id, entry, at: fetchedAt)
     }
 
     func remove(_ id: Int) {
-        _ = entries.withLock { $0.removeValue(forKey: id) }
+        entries.remove(id)
     }
 }

@@ -33,7 +33,7 @@ struct ServedTicket: Sendable {
 /// Team names for rendering, refreshed from PostgreSQL now and then.
 final class TeamDirectory: Sendable {
     private let store: TicketStore
-    private let state = Mutex<(teams: [Int: (key: String?, name: String)], loadedAt: Double)>(([:], 0))
+    private let state = TTLCache<Int, [Int: (key: String?, name: String)]>(ttl: 60)
 
     init(store: TicketStore) {
         self.store = store
@@ -41,16 +41,18 @@ final class TeamDirectory: Sendable {
 
     /// The known teams; reloaded every minute, or sooner (at most every 2 s) when `needing` a team not known yet.
     func current(needing id: Int? = nil) async -> [Int: (key: String?, name: String)] {
-        let (teams, loadedAt) = state.withLock { ($0.teams, $0.loadedAt) }
-        let now = Date().timeIntervalSince1970
+        let (teams, loadedAt) = state.lookup(0) ?? ([:], 0)
+        let age = TTLCache<Int, [Int: (key: String?, name: String)]>.now - loadedAt
         let missing = id.map { teams[$0] == nil } ?? false
-        guard now - loadedAt > 60 || (missing && now - loadedAt > 2) else { return teams }
+        guard age > state.ttl || (missing && age > 2) else { return teams }
         let fresh = (try? await store.teams()) ?? teams
-        state.withLock { $0 = (fresh, now) }
+        state.put(0, fresh)
         return fresh
     }
 
-    func invalidate() { state.withLock { $0.loadedAt = 0 } }
+    func invalidate() {
+        if let teams = state.lookup(0)?.value { state.put(0, teams, at: 0) }
+    }
 }
 
 /// Ticket reads and writes for one customer: the cache first while fresh, Desk otherwise, every change written

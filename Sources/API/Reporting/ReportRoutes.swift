@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 import HTTPServer
 import JSON
@@ -197,67 +198,42 @@ public struct ReportRoutes: Sendable {
 
 /// API-key scopes and display names, briefly remembered (a revoked key stops working within 30 s everywhere).
 final class KeyCache: Sendable {
-    private let keys = Mutex<[String: (scopes: [String], at: Double)]>([:])
-    private let names = Mutex<[ReportGroup: (names: [Int: String], at: Double)]>([:])
+    private let keys = TTLCache<String, [String]>(ttl: 30)
+    private let displayNames = TTLCache<ReportGroup, [Int: String]>(ttl: 30)
 
-    func get(_ key: String) -> [String]? {
-        let now = Date().timeIntervalSince1970
-        return keys.withLock { keys in
-            guard let entry = keys[key], now - entry.at < 30 else { return nil }
-            return entry.scopes
-        }
-    }
+    func get(_ key: String) -> [String]? { keys.get(key) }
 
-    func put(_ key: String, _ scopes: [String]) {
-        let now = Date().timeIntervalSince1970
-        keys.withLock { $0[key] = (scopes, now) }
-    }
+    func put(_ key: String, _ scopes: [String]) { keys.put(key, scopes) }
 
     func names(_ group: ReportGroup, load: () async throws -> [Int: String]) async throws -> [Int: String] {
-        let now = Date().timeIntervalSince1970
-        if let entry = names.withLock({ $0[group] }), now - entry.at < 30 { return entry.names }
-        let loaded = try await load()
-        names.withLock { $0[group] = (loaded, now) }
-        return loaded
+        try await displayNames.value(group, load: load)
     }
 }
 
 /// Zones that have rollups, as `report_zones` says (a zone added elsewhere shows up within a second).
 final class RollupZones: Sendable {
     private let store: CSATStore
-    private let state = Mutex<(zones: Set<String>, at: Double)>(([], 0))
+    private let zones = TTLCache<Int, Set<String>>(ttl: 1)
 
     init(store: CSATStore) {
         self.store = store
     }
 
     func contains(_ zone: String) async throws -> Bool {
-        let now = Date().timeIntervalSince1970
-        let (zones, at) = state.withLock { ($0.zones, $0.at) }
-        if zones.contains(zone) || now - at < 1 { return zones.contains(zone) }
+        if let known = zones.lookup(0), known.value.contains(zone) || TTLCache<Int, Set<String>>.now - known.at < zones.ttl {
+            return known.value.contains(zone)
+        }
         let fresh = try await store.zones()
-        state.withLock { $0 = (fresh, now) }
+        zones.put(0, fresh)
         return fresh.contains(zone)
     }
 }
 
 /// Recently computed reports by query.
 final class ResultCache: Sendable {
-    private let entries = Mutex<[String: (response: HTTPResponse, at: Double)]>([:])
+    private let entries = TTLCache<String, HTTPResponse>(ttl: 3600, capacity: 1000)
 
-    func get(_ key: String, maxAge: Double) -> HTTPResponse? {
-        let now = Date().timeIntervalSince1970
-        return entries.withLock { entries in
-            guard let entry = entries[key], now - entry.at < maxAge else { return nil }
-            return entry.response
-        }
-    }
+    func get(_ key: String, maxAge: Double) -> HTTPResponse? { entries.get(key, maxAge: maxAge) }
 
-    func put(_ key: String, _ response: HTTPResponse) {
-        let now = Date().timeIntervalSince1970
-        entries.withLock { entries in
-            if entries.count >= 1000 { entries.removeAll(keepingCapacity: true) }
-            entries[key] = (response, now)
-        }
-    }
+    func put(_ key: String, _ response: HTTPResponse) { entries.put(key, response) }
 }

@@ -1,0 +1,53 @@
+import Foundation
+import Synchronization
+
+/// A small in-memory map whose entries count as fresh for `ttl` seconds after they were stored (or after the time
+/// given with them). Bounded: storing a new key at `capacity` first drops expired entries, then, if it must, an
+/// arbitrary half (every cache in front of PostgreSQL or Desk can always be refilled).
+public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    public let ttl: Double
+    private let capacity: Int
+    private let entries = Mutex<[Key: (value: Value, at: Double)]>([:])
+
+    public init(ttl: Double, capacity: Int = 10_000) {
+        self.ttl = ttl
+        self.capacity = max(2, capacity)
+    }
+
+    public static var now: Double { Date().timeIntervalSince1970 }
+
+    /// The value if it is younger than `maxAge` (the cache's `ttl` unless given).
+    public func get(_ key: Key, maxAge: Double? = nil) -> Value? {
+        guard let entry = lookup(key), Self.now - entry.at < (maxAge ?? ttl) else { return nil }
+        return entry.value
+    }
+
+    /// The value whatever its age, with the time it was stored.
+    public func lookup(_ key: Key) -> (value: Value, at: Double)? {
+        entries.withLock { $0[key] }
+    }
+
+    public func put(_ key: Key, _ value: Value, at: Double = TTLCache.now) {
+        entries.withLock { entries in
+            if entries.count >= capacity, entries[key] == nil {
+                entries = entries.filter { at - $0.value.at < ttl }
+                if entries.count >= capacity { for key in entries.keys.prefix(capacity / 2) { entries.removeValue(forKey: key) } }
+            }
+            entries[key] = (value, at)
+        }
+    }
+
+    public func remove(_ key: Key) {
+        _ = entries.withLock { $0.removeValue(forKey: key) }
+    }
+
+    public var count: Int { entries.withLock { $0.count } }
+
+    /// The fresh value, or `load`'s, which is then stored. Concurrent misses may each load once.
+    public func value(_ key: Key, load: () async throws -> Value) async rethrows -> Value {
+        if let value = get(key) { return value }
+        let loaded = try await load()
+        put(key, loaded)
+        return loaded
+    }
+}
