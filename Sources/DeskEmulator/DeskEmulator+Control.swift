@@ -5,11 +5,20 @@ import JSON
 
 /// `/emulator/…`: plays the agent's and the system's side so tests and demos can walk whole ticket lifecycles.
 extension DeskEmulator {
+    typealias ControlRoute = @Sendable (DeskEmulator, HTTPRequest) throws(EmulatorFailure) -> HTTPResponse
+
     static func addControlRoutes(to router: inout Router<EmulatorHandler>) {
-        func add(_ method: String, _ path: String,
-                 _ run: @escaping @Sendable (DeskEmulator, HTTPRequest) throws(EmulatorFailure) -> HTTPResponse) {
+        func add(_ method: String, _ path: String, _ run: @escaping ControlRoute) {
             router.add(method, "/emulator" + path, EmulatorHandler(surface: .control, run: run))
         }
+        addDirectoryRoutes(add)
+        addSimulationRoutes(add)
+        addTicketReadRoutes(add)
+        addTicketStateRoutes(add)
+    }
+
+    /// Teams, agents, customers and custom field keys.
+    private static func addDirectoryRoutes(_ add: (String, String, @escaping ControlRoute) -> Void) {
         add("POST", "/teams") { emulator, request throws(EmulatorFailure) in
             let body = try request.jsonBody()
             guard let key = body["key"]?.stringValue, Self.isValidTeamKey(key) else {
@@ -57,6 +66,10 @@ extension DeskEmulator {
                 ]))
             }
         }
+    }
+
+    /// Settings, faults and webhook targets: how the emulated Desk behaves.
+    private static func addSimulationRoutes(_ add: (String, String, @escaping ControlRoute) -> Void) {
         add("POST", "/settings") { emulator, request throws(EmulatorFailure) in
             let body = try request.jsonBody()
             if let text = body["webhookShape"]?.stringValue {
@@ -118,6 +131,10 @@ extension DeskEmulator {
             emulator.setMessageFault(ticketId: id, mode == "none" ? nil : mode)
             return EmulatorResponse.json(.object([("mode", mode.map(JSONValue.string) ?? .null)]))
         }
+    }
+
+    /// A ticket as the agent sees it, the customer's messages, assignment.
+    private static func addTicketReadRoutes(_ add: (String, String, @escaping ControlRoute) -> Void) {
         add("GET", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
             return try emulator.world.read { world throws(EmulatorFailure) in
@@ -168,6 +185,10 @@ extension DeskEmulator {
                 return true
             }
         }
+    }
+
+    /// The agent's side of a ticket's life: idle, in progress, closure inquiry, close, CSAT request.
+    private static func addTicketStateRoutes(_ add: (String, String, @escaping ControlRoute) -> Void) {
         add("POST", "/tickets/{id}/idle") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
             return try emulator.controlMutation(id) { world, ticket, events throws(EmulatorFailure) in

@@ -93,103 +93,127 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public static func fromEnvironment(_ env: [String: String]) throws -> GatewayConfig {
         var config = GatewayConfig()
         let reader = EnvironmentReader(env: env)
-        config.host = try reader.ipv4("HOST", default: config.host)
-        config.port = try reader.int("PORT", default: config.port, range: 0...65535)
-        config.httpThreads = try reader.int("HTTP_THREADS", default: config.httpThreads, range: 1...256)
-        config.httpConnectionTimeoutSeconds = try reader.int("HTTP_CONNECTION_TIMEOUT_S", default: config.httpConnectionTimeoutSeconds, range: 1...3600)
-        config.httpConnectionLimit = try reader.int("HTTP_CONNECTION_LIMIT", default: config.httpConnectionLimit, range: 1...65536)
-        config.httpPerAddressConnectionLimit = try reader.int("HTTP_PER_ADDRESS_CONNECTION_LIMIT", default: config.httpPerAddressConnectionLimit, range: 0...65536)
-        config.httpRequestTimeoutSeconds = try reader.int("HTTP_REQUEST_TIMEOUT_S", default: config.httpRequestTimeoutSeconds, range: 1...3600)
-        guard config.httpRequestTimeoutSeconds <= config.httpConnectionTimeoutSeconds else {
-            throw ConfigError(variable: "HTTP_REQUEST_TIMEOUT_S", message: "must not exceed HTTP_CONNECTION_TIMEOUT_S (\(config.httpConnectionTimeoutSeconds))")
+        try config.readHTTP(reader)
+        try config.readDatabase(reader)
+        try config.readDesk(reader)
+        try config.readClients(reader)
+        try config.readJobs(reader)
+        return config
+    }
+
+    /// The HTTP server and its limits.
+    private mutating func readHTTP(_ reader: EnvironmentReader) throws {
+        host = try reader.ipv4("HOST", default: host)
+        port = try reader.int("PORT", default: port, range: 0...65535)
+        httpThreads = try reader.int("HTTP_THREADS", default: httpThreads, range: 1...256)
+        httpConnectionTimeoutSeconds = try reader.int("HTTP_CONNECTION_TIMEOUT_S", default: httpConnectionTimeoutSeconds, range: 1...3600)
+        httpConnectionLimit = try reader.int("HTTP_CONNECTION_LIMIT", default: httpConnectionLimit, range: 1...65536)
+        httpPerAddressConnectionLimit = try reader.int("HTTP_PER_ADDRESS_CONNECTION_LIMIT", default: httpPerAddressConnectionLimit, range: 0...65536)
+        httpRequestTimeoutSeconds = try reader.int("HTTP_REQUEST_TIMEOUT_S", default: httpRequestTimeoutSeconds, range: 1...3600)
+        guard httpRequestTimeoutSeconds <= httpConnectionTimeoutSeconds else {
+            throw ConfigError(variable: "HTTP_REQUEST_TIMEOUT_S", message: "must not exceed HTTP_CONNECTION_TIMEOUT_S (\(httpConnectionTimeoutSeconds))")
         }
-        config.httpBodyLimitBytes = try reader.int("HTTP_BODY_LIMIT_BYTES", default: config.httpBodyLimitBytes, range: 1024...(64 << 20))
-        config.shutdownDrainSeconds = try reader.int("SHUTDOWN_DRAIN_S", default: config.shutdownDrainSeconds, range: 0...600)
-        config.databaseURL = try reader.optionalString("DATABASE_URL")
-        config.dbPoolSize = try reader.int("DB_POOL_SIZE", default: config.dbPoolSize, range: 1...256)
-        config.dbConnectTimeoutSeconds = try reader.int("DB_CONNECT_TIMEOUT_S", default: config.dbConnectTimeoutSeconds, range: 1...300)
-        config.dbStatementTimeoutMilliseconds = try reader.int("DB_STATEMENT_TIMEOUT_MS", default: config.dbStatementTimeoutMilliseconds, range: 10...3_600_000)
-        config.dbAcquireTimeoutMilliseconds = try reader.int("DB_ACQUIRE_TIMEOUT_MS", default: config.dbAcquireTimeoutMilliseconds, range: 1...600_000)
-        config.dbStartupWaitSeconds = try reader.int("DB_STARTUP_WAIT_S", default: config.dbStartupWaitSeconds, range: 0...3600)
-        config.embeddedPostgresDirectory = try reader.optionalString("EMBEDDED_PG_DIR") ?? config.embeddedPostgresDirectory
-        config.embeddedPostgresPort = try reader.int("EMBEDDED_PG_PORT", default: config.embeddedPostgresPort, range: 1024...65535)
-        config.deskBaseURL = try reader.httpURL("DESK_BASE_URL")
-        if config.deskBaseURL != nil {
+        httpBodyLimitBytes = try reader.int("HTTP_BODY_LIMIT_BYTES", default: httpBodyLimitBytes, range: 1024...(64 << 20))
+        shutdownDrainSeconds = try reader.int("SHUTDOWN_DRAIN_S", default: shutdownDrainSeconds, range: 0...600)
+    }
+
+    /// PostgreSQL, external or embedded.
+    private mutating func readDatabase(_ reader: EnvironmentReader) throws {
+        databaseURL = try reader.optionalString("DATABASE_URL")
+        dbPoolSize = try reader.int("DB_POOL_SIZE", default: dbPoolSize, range: 1...256)
+        dbConnectTimeoutSeconds = try reader.int("DB_CONNECT_TIMEOUT_S", default: dbConnectTimeoutSeconds, range: 1...300)
+        dbStatementTimeoutMilliseconds = try reader.int("DB_STATEMENT_TIMEOUT_MS", default: dbStatementTimeoutMilliseconds, range: 10...3_600_000)
+        dbAcquireTimeoutMilliseconds = try reader.int("DB_ACQUIRE_TIMEOUT_MS", default: dbAcquireTimeoutMilliseconds, range: 1...600_000)
+        dbStartupWaitSeconds = try reader.int("DB_STARTUP_WAIT_S", default: dbStartupWaitSeconds, range: 0...3600)
+        embeddedPostgresDirectory = try reader.optionalString("EMBEDDED_PG_DIR") ?? embeddedPostgresDirectory
+        embeddedPostgresPort = try reader.int("EMBEDDED_PG_PORT", default: embeddedPostgresPort, range: 1024...65535)
+    }
+
+    /// Sendbird Desk, or the embedded emulator.
+    private mutating func readDesk(_ reader: EnvironmentReader) throws {
+        deskBaseURL = try reader.httpURL("DESK_BASE_URL")
+        if deskBaseURL != nil {
             guard let appId = try reader.optionalString("DESK_APP_ID") else {
                 throw ConfigError(variable: "DESK_APP_ID", message: "required when DESK_BASE_URL is set")
             }
-            config.deskAppId = appId
+            deskAppId = appId
         } else {
-            config.deskAppId = try reader.optionalString("DESK_APP_ID") ?? config.deskAppId
+            deskAppId = try reader.optionalString("DESK_APP_ID") ?? deskAppId
         }
-        config.deskAPIToken = try reader.optionalString("DESK_API_TOKEN")
-        config.deskWebhookSecret = try reader.optionalString("DESK_WEBHOOK_SECRET")
-        config.deskTimeoutMilliseconds = try reader.int("DESK_TIMEOUT_MS", default: config.deskTimeoutMilliseconds, range: 50...120_000)
-        config.deskBreakerThreshold = try reader.int("DESK_BREAKER_THRESHOLD", default: config.deskBreakerThreshold, range: 1...1000)
-        config.deskBreakerCooldownSeconds = try reader.int("DESK_BREAKER_COOLDOWN_S", default: config.deskBreakerCooldownSeconds, range: 1...3600)
-        config.deskEmulatorPort = try reader.int("DESK_EMULATOR_PORT", default: config.deskEmulatorPort, range: 0...65535)
+        deskAPIToken = try reader.optionalString("DESK_API_TOKEN")
+        deskWebhookSecret = try reader.optionalString("DESK_WEBHOOK_SECRET")
+        deskTimeoutMilliseconds = try reader.int("DESK_TIMEOUT_MS", default: deskTimeoutMilliseconds, range: 50...120_000)
+        deskBreakerThreshold = try reader.int("DESK_BREAKER_THRESHOLD", default: deskBreakerThreshold, range: 1...1000)
+        deskBreakerCooldownSeconds = try reader.int("DESK_BREAKER_COOLDOWN_S", default: deskBreakerCooldownSeconds, range: 1...3600)
+        deskEmulatorPort = try reader.int("DESK_EMULATOR_PORT", default: deskEmulatorPort, range: 0...65535)
         switch try reader.optionalString("DESK_EMULATOR_STATE")?.lowercased() {
-        case nil, "database": config.deskEmulatorPersistent = true
-        case "memory": config.deskEmulatorPersistent = false
+        case nil, "database": deskEmulatorPersistent = true
+        case "memory": deskEmulatorPersistent = false
         case let other?: throw ConfigError(variable: "DESK_EMULATOR_STATE", message: "expected database or memory, got '\(other)'")
         }
-        config.cacheResetOnDeskChange = try reader.bool("CACHE_RESET_ON_DESK_CHANGE", default: false)
+        cacheResetOnDeskChange = try reader.bool("CACHE_RESET_ON_DESK_CHANGE", default: false)
+    }
+
+    /// What clients get: sessions, caching, CORS, rate limits, link previews, liveness.
+    private mutating func readClients(_ reader: EnvironmentReader) throws {
         if let text = try reader.optionalString("SESSION_KEY") {
             guard let key = Codec.decodeBase64(text), key.count == 32 else {
                 throw ConfigError(variable: "SESSION_KEY", message: "expected 32 random bytes in base64 (e.g. `openssl rand -base64 32`)")
             }
-            config.sessionKey = [UInt8](key)
+            sessionKey = [UInt8](key)
         }
-        config.sessionTTLSeconds = try reader.int("SESSION_TTL_S", default: config.sessionTTLSeconds, range: 60...31_536_000)
-        config.sessionCacheSeconds = try reader.int("SESSION_CACHE_S", default: config.sessionCacheSeconds, range: 0...300)
-        config.cacheTTLSeconds = try reader.int("CACHE_TTL_S", default: config.cacheTTLSeconds, range: 0...86_400)
+        sessionTTLSeconds = try reader.int("SESSION_TTL_S", default: sessionTTLSeconds, range: 60...31_536_000)
+        sessionCacheSeconds = try reader.int("SESSION_CACHE_S", default: sessionCacheSeconds, range: 0...300)
+        cacheTTLSeconds = try reader.int("CACHE_TTL_S", default: cacheTTLSeconds, range: 0...86_400)
         if let origins = try reader.optionalString("CORS_ALLOWED_ORIGINS") {
-            config.corsOrigins = origins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            for origin in config.corsOrigins where origin != "*" {
+            corsOrigins = origins.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            for origin in corsOrigins where origin != "*" {
                 guard let url = URL(string: origin), url.scheme != nil, url.host != nil, url.path.isEmpty else {
                     throw ConfigError(variable: "CORS_ALLOWED_ORIGINS", message: "expected origins like https://app.example.com or *, got '\(origin)'")
                 }
             }
         }
-        config.rateLimitPerMinute = try reader.int("RATE_LIMIT_PER_MINUTE", default: config.rateLimitPerMinute, range: 1...10_000_000)
-        config.rateLimitBurst = try reader.int("RATE_LIMIT_BURST", default: config.rateLimitBurst, range: 1...10_000_000)
-        config.signInPerMinute = try reader.int("SIGNIN_RATE_LIMIT_PER_MINUTE", default: config.signInPerMinute, range: 1...10_000_000)
-        config.signInBurst = try reader.int("SIGNIN_RATE_LIMIT_BURST", default: config.signInBurst, range: 1...10_000_000)
-        config.signInPerUserPerMinute = try reader.int("SIGNIN_PER_USER_PER_MINUTE", default: config.signInPerUserPerMinute, range: 1...10_000_000)
-        config.signInPerUserBurst = try reader.int("SIGNIN_PER_USER_BURST", default: config.signInPerUserBurst, range: 1...10_000_000)
-        config.authFailuresPerMinute = try reader.int("AUTH_FAILURES_PER_MINUTE", default: config.authFailuresPerMinute, range: 1...10_000_000)
+        rateLimitPerMinute = try reader.int("RATE_LIMIT_PER_MINUTE", default: rateLimitPerMinute, range: 1...10_000_000)
+        rateLimitBurst = try reader.int("RATE_LIMIT_BURST", default: rateLimitBurst, range: 1...10_000_000)
+        signInPerMinute = try reader.int("SIGNIN_RATE_LIMIT_PER_MINUTE", default: signInPerMinute, range: 1...10_000_000)
+        signInBurst = try reader.int("SIGNIN_RATE_LIMIT_BURST", default: signInBurst, range: 1...10_000_000)
+        signInPerUserPerMinute = try reader.int("SIGNIN_PER_USER_PER_MINUTE", default: signInPerUserPerMinute, range: 1...10_000_000)
+        signInPerUserBurst = try reader.int("SIGNIN_PER_USER_BURST", default: signInPerUserBurst, range: 1...10_000_000)
+        authFailuresPerMinute = try reader.int("AUTH_FAILURES_PER_MINUTE", default: authFailuresPerMinute, range: 1...10_000_000)
         if let proxies = try reader.optionalString("TRUSTED_PROXIES") {
-            config.trustedProxies = proxies.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            for proxy in config.trustedProxies where CIDR(proxy) == nil {
+            trustedProxies = proxies.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            for proxy in trustedProxies where CIDR(proxy) == nil {
                 throw ConfigError(variable: "TRUSTED_PROXIES", message: "expected comma-separated addresses or CIDRs such as 10.0.0.0/8, got '\(proxy)'")
             }
         }
-        config.linkPreviewAllowPrivate = try reader.bool("LINK_PREVIEW_ALLOW_PRIVATE", default: false)
-        config.linkPreviewTimeoutMilliseconds = try reader.int("LINK_PREVIEW_TIMEOUT_MS", default: config.linkPreviewTimeoutMilliseconds, range: 100...60_000)
-        config.linkPreviewMaxBytes = try reader.int("LINK_PREVIEW_MAX_BYTES", default: config.linkPreviewMaxBytes, range: 1024...(16 << 20))
-        config.linkPreviewConcurrency = try reader.int("LINK_PREVIEW_CONCURRENCY", default: config.linkPreviewConcurrency, range: 1...256)
-        config.livenessStallSeconds = try reader.int("LIVENESS_STALL_S", default: config.livenessStallSeconds, range: 2...3600)
+        linkPreviewAllowPrivate = try reader.bool("LINK_PREVIEW_ALLOW_PRIVATE", default: false)
+        linkPreviewTimeoutMilliseconds = try reader.int("LINK_PREVIEW_TIMEOUT_MS", default: linkPreviewTimeoutMilliseconds, range: 100...60_000)
+        linkPreviewMaxBytes = try reader.int("LINK_PREVIEW_MAX_BYTES", default: linkPreviewMaxBytes, range: 1024...(16 << 20))
+        linkPreviewConcurrency = try reader.int("LINK_PREVIEW_CONCURRENCY", default: linkPreviewConcurrency, range: 1...256)
+        livenessStallSeconds = try reader.int("LIVENESS_STALL_S", default: livenessStallSeconds, range: 2...3600)
+    }
+
+    /// Reports, the sync, the outbox, logging, assets.
+    private mutating func readJobs(_ reader: EnvironmentReader) throws {
         if let zones = try reader.optionalString("REPORT_TIME_ZONES") {
-            config.reportTimeZones = zones.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            guard !config.reportTimeZones.isEmpty else {
+            reportTimeZones = zones.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            guard !reportTimeZones.isEmpty else {
                 throw ConfigError(variable: "REPORT_TIME_ZONES", message: "expected a comma-separated list of IANA zones such as UTC,Asia/Kolkata")
             }
-            for zone in config.reportTimeZones where TimeZone(identifier: zone) == nil {
+            for zone in reportTimeZones where TimeZone(identifier: zone) == nil {
                 throw ConfigError(variable: "REPORT_TIME_ZONES", message: "'\(zone)' is not an IANA time zone")
             }
         }
-        config.reportMaxDays = try reader.int("REPORT_MAX_DAYS", default: config.reportMaxDays, range: 1...3660)
-        config.reportCacheSeconds = try reader.int("REPORT_CACHE_S", default: config.reportCacheSeconds, range: 0...3600)
-        config.syncIntervalSeconds = try reader.int("SYNC_INTERVAL_S", default: config.syncIntervalSeconds, range: 0...86_400)
-        config.syncRequestsPerSecond = try reader.int("SYNC_REQUESTS_PER_SECOND", default: config.syncRequestsPerSecond, range: 1...100)
-        config.outboxMaxBackoffSeconds = try reader.int("OUTBOX_MAX_BACKOFF_S", default: config.outboxMaxBackoffSeconds, range: 1...86_400)
-        config.outboxWarnAgeSeconds = try reader.int("OUTBOX_WARN_AGE_S", default: config.outboxWarnAgeSeconds, range: 1...604_800)
-        config.outboxRelay = try reader.bool("OUTBOX_RELAY", default: true)
-        config.logLevel = try reader.logLevel("LOG_LEVEL", default: config.logLevel)
-        config.assetsDirectory = try reader.optionalString("ASSETS_DIR")
-        return config
+        reportMaxDays = try reader.int("REPORT_MAX_DAYS", default: reportMaxDays, range: 1...3660)
+        reportCacheSeconds = try reader.int("REPORT_CACHE_S", default: reportCacheSeconds, range: 0...3600)
+        syncIntervalSeconds = try reader.int("SYNC_INTERVAL_S", default: syncIntervalSeconds, range: 0...86_400)
+        syncRequestsPerSecond = try reader.int("SYNC_REQUESTS_PER_SECOND", default: syncRequestsPerSecond, range: 1...100)
+        outboxMaxBackoffSeconds = try reader.int("OUTBOX_MAX_BACKOFF_S", default: outboxMaxBackoffSeconds, range: 1...86_400)
+        outboxWarnAgeSeconds = try reader.int("OUTBOX_WARN_AGE_S", default: outboxWarnAgeSeconds, range: 1...604_800)
+        outboxRelay = try reader.bool("OUTBOX_RELAY", default: true)
+        logLevel = try reader.logLevel("LOG_LEVEL", default: logLevel)
+        assetsDirectory = try reader.optionalString("ASSETS_DIR")
     }
-
     public var description: String {
         "GatewayConfig(host: \(host), port: \(port), httpThreads: \(httpThreads), database: \(databaseURL == nil ? "embedded" : "<redacted>"), dbPoolSize: \(dbPoolSize), desk: \(deskBaseURL ?? "embedded emulator"), deskApiToken: \(deskAPIToken == nil ? "unset" : "<redacted>"), sessionKey: \(sessionKey == nil ? "generated" : "<redacted>"), logLevel: \(logLevel))"
     }

@@ -52,6 +52,13 @@ public struct CustomerRoutes: Sendable {
     }
 
     public func register(in routes: inout RouteTable) {
+        registerSessionsAndReads(in: &routes)
+        registerQueuedWrites(in: &routes)
+        registerCustomerTools(in: &routes)
+    }
+
+    /// Sign-in and sign-out; ticket creation and reads (cache first, Desk when stale).
+    private func registerSessionsAndReads(in routes: inout RouteTable) {
         routes.add("POST", "/v1/sessions", .async { request, _ in try await createSession(request) })
         routes.add("DELETE", "/v1/sessions/current", .async { request, _ in
             let session = try await authenticator.authenticate(request)
@@ -77,6 +84,10 @@ public struct CustomerRoutes: Sendable {
             let channel = request.pathParameters["channelUrl"] ?? ""
             return Self.respond(try await tickets.get(channelUrl: channel, session: session))
         })
+    }
+
+    /// Writes that go through the outbox (answered 202 when Desk is away), and their status.
+    private func registerQueuedWrites(in routes: inout RouteTable) {
         routes.add("PATCH", "/v1/tickets/{id}/custom-fields", .async { request, _ in
             try await queue(request, kind: "custom_fields") { body in
                 let fields = body.fieldMap("customFields", required: true, maxCount: DeskLimits.maxCustomFields,
@@ -122,6 +133,10 @@ public struct CustomerRoutes: Sendable {
             }
             return .json(Operations.json(operation), headers: [("Cache-Control", "no-store")])
         })
+    }
+
+    /// The customer's own fields, link previews, message classification.
+    private func registerCustomerTools(in routes: inout RouteTable) {
         routes.add("PATCH", "/v1/customers/me/custom-fields", .async { request, _ in
             let session = try await authenticator.authenticate(request)
             var body = try JSONBody(request)
@@ -144,7 +159,6 @@ public struct CustomerRoutes: Sendable {
             return .json(try MessageClassification.classify(request))
         })
     }
-
     static func respond(_ served: ServedTicket, status: Int = 200, extraHeaders: [(name: String, value: String)] = []) -> HTTPResponse {
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("X-Cache", served.cache)]
         if let etag = served.etag { headers.append(("ETag", etag)) }
