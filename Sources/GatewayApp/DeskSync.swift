@@ -164,7 +164,7 @@ public struct DeskSync: Sendable {
         for message in messages where message.isCSATRequest {
             summary.requests += 1
             if try await ratings.recordRequest(ticketId: ticket.id, messageId: message.messageId, agentId: ticket.agent?.id,
-                                               teamId: ticket.groupId, channelType: channel, priority: ticket.priority.rawValue,
+                                               teamId: ticket.groupId, channelType: channel, priority: ticket.priority,
                                                requestedAt: message.createdAt ?? ticket.closedAt ?? 0) {
                 summary.newRequests += 1
             }
@@ -172,16 +172,16 @@ public struct DeskSync: Sendable {
             summary.ratings += 1
             let recorded = try await ratings.record(RatingRecord(
                 ticketId: ticket.id, messageId: message.messageId, score: score, comment: message.comment, agentId: ticket.agent?.id,
-                teamId: ticket.groupId, channelType: channel, priority: ticket.priority.rawValue, customerSendbirdId: ticket.customerSendbirdId,
-                ratedAt: message.updatedAt ?? ticket.updatedAt ?? 0, source: "sync"))
+                teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: ticket.customerSendbirdId,
+                ratedAt: message.updatedAt ?? ticket.updatedAt ?? 0, source: .sync))
             if recorded { summary.newRatings += 1 }
         }
         if messages.isEmpty, let score = ticket.satisfactionScore {
             summary.ratings += 1
             let recorded = try await ratings.recordTicketLevel(RatingRecord(
                 ticketId: ticket.id, messageId: 0, score: score, comment: ticket.satisfactionComment, agentId: ticket.agent?.id,
-                teamId: ticket.groupId, channelType: channel, priority: ticket.priority.rawValue, customerSendbirdId: ticket.customerSendbirdId,
-                ratedAt: ticket.updatedAt ?? ticket.closedAt ?? 0, source: "sync"), closedAt: ticket.closedAt ?? 0)
+                teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: ticket.customerSendbirdId,
+                ratedAt: ticket.updatedAt ?? ticket.closedAt ?? 0, source: .sync), closedAt: ticket.closedAt ?? 0)
             if recorded { summary.newRatings += 1 }
         }
         return complete

@@ -1,35 +1,6 @@
+public import Domain
 import Postgres
 import Reports
-
-/// One rating as it is recorded: the agent, team, channel and priority are those of the ticket when it was rated.
-public struct RatingRecord: Sendable {
-    public let ticketId: Int
-    public let messageId: Int
-    public let score: Int?
-    public let comment: String?
-    public let agentId: Int?
-    public let teamId: Int?
-    public let channelType: String
-    public let priority: String
-    public let customerSendbirdId: String?
-    public let ratedAt: Double
-    public let source: String
-
-    public init(ticketId: Int, messageId: Int, score: Int?, comment: String?, agentId: Int?, teamId: Int?, channelType: String,
-                priority: String, customerSendbirdId: String?, ratedAt: Double, source: String) {
-        self.ticketId = ticketId
-        self.messageId = messageId
-        self.score = score
-        self.comment = comment
-        self.agentId = agentId
-        self.teamId = teamId
-        self.channelType = channelType
-        self.priority = priority
-        self.customerSendbirdId = customerSendbirdId
-        self.ratedAt = ratedAt
-        self.source = source
-    }
-}
 
 /// CSAT ratings and requests in PostgreSQL. The same rating arriving again (gateway, webhook, sync) is stored once.
 public struct CSATStore: Sendable {
@@ -66,10 +37,10 @@ public struct CSATStore: Sendable {
             ON CONFLICT (ticket_id, message_id) DO NOTHING
             RETURNING id
             """, [rating.ticketId, rating.messageId, rating.score, rating.comment, rating.agentId, rating.teamId,
-                  rating.channelType, rating.priority, rating.customerSendbirdId, rating.ratedAt, rating.source])
+                  rating.channelType, rating.priority.rawValue, rating.customerSendbirdId, rating.ratedAt, rating.source.rawValue])
         if !inserted.isEmpty {
             try addToRollups(on: tx, at: rating.ratedAt, agentId: rating.agentId, teamId: rating.teamId, channelType: rating.channelType,
-                             priority: rating.priority, requests: 0, score: rating.score)
+                             priority: rating.priority.rawValue, requests: 0, score: rating.score)
             return true
         }
         guard let existing = try tx.query("""
@@ -83,7 +54,7 @@ public struct CSATStore: Sendable {
         // A zone being backfilled reads rows as they are: wait for it instead of adjusting under its feet.
         try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [zoneLock])
         try tx.query("UPDATE csat_ratings SET score = $2, comment = $3, rated_at = to_timestamp($4), source = $5, recorded_at = now() WHERE id = $1",
-                     [try existing.decode(0, as: Int.self), rating.score, rating.comment, rating.ratedAt, rating.source])
+                     [try existing.decode(0, as: Int.self), rating.score, rating.comment, rating.ratedAt, rating.source.rawValue])
         let agentId: Int? = try existing.decodeIfPresent(3)
         let teamId: Int? = try existing.decodeIfPresent(4)
         let channelType: String = try existing.decode(5)
@@ -259,7 +230,7 @@ public struct CSATStore: Sendable {
     }
 
     @discardableResult
-    public func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: String,
+    public func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: TicketPriority,
                               requestedAt: Double) async throws -> Bool {
         try await pool.transaction { tx in
             try Self.recordRequest(ticketId: ticketId, messageId: messageId, agentId: agentId, teamId: teamId, channelType: channelType,
@@ -267,15 +238,15 @@ public struct CSATStore: Sendable {
         }
     }
 
-    static func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: String,
-                                     requestedAt: Double, on tx: PostgresConnection) throws -> Bool {
+    static func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: TicketPriority,
+                               requestedAt: Double, on tx: PostgresConnection) throws -> Bool {
         let inserted = try tx.query("""
             INSERT INTO csat_requests (ticket_id, message_id, agent_id, team_id, channel_type, priority, requested_at)
             VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7))
             ON CONFLICT DO NOTHING RETURNING 1
-            """, [ticketId, messageId, agentId, teamId, channelType, priority, requestedAt])
+            """, [ticketId, messageId, agentId, teamId, channelType, priority.rawValue, requestedAt])
         guard !inserted.isEmpty else { return false }
-        try addToRollups(on: tx, at: requestedAt, agentId: agentId, teamId: teamId, channelType: channelType, priority: priority,
+        try addToRollups(on: tx, at: requestedAt, agentId: agentId, teamId: teamId, channelType: channelType, priority: priority.rawValue,
                          requests: 1, score: nil)
         return true
     }

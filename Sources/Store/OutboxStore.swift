@@ -1,3 +1,4 @@
+public import Domain
 import Postgres
 
 /// One customer write waiting for (or done with) Desk.
@@ -6,10 +7,10 @@ public struct OutboxOperation: Sendable {
     public let ticketId: Int
     public let customerId: Int
     public let sessionId: Int
-    public let kind: String
+    public let kind: OperationKind
     /// JSON object text.
     public let payload: String
-    public let status: String
+    public let status: OperationStatus
     public let attempts: Int
     public let lastError: String?
     public let createdAt: Double
@@ -31,29 +32,33 @@ public struct OutboxStore: Sendable {
         """
 
     static func decode(_ row: PostgresRow) throws -> OutboxOperation {
-        OutboxOperation(id: try row.decode(0), ticketId: try row.decode(1), customerId: try row.decode(2), sessionId: try row.decode(3),
-                        kind: try row.decode(4), payload: try row.decode(5), status: try row.decode(6), attempts: try row.decode(7),
+        let kind: String = try row.decode(4), status: String = try row.decode(6)
+        guard let knownKind = OperationKind(rawValue: kind), let knownStatus = OperationStatus(rawValue: status) else {
+            throw DomainError(.storeFailure, "The outbox holds an operation this version does not know.", internalDetail: "kind \(kind), status \(status)")
+        }
+        return OutboxOperation(id: try row.decode(0), ticketId: try row.decode(1), customerId: try row.decode(2), sessionId: try row.decode(3),
+                               kind: knownKind, payload: try row.decode(5), status: knownStatus, attempts: try row.decode(7),
                         lastError: row[8], createdAt: try row.decode(9), finishedAt: try row.decodeIfPresent(10))
     }
 
     /// Queues an operation, already claimed by `owner` for an immediate attempt, and marks the cached ticket (when
     /// cached) as having it pending. Returns the operation and whether an earlier operation of the same ticket is
     /// still pending (then it must wait its turn: call `release`).
-    public func enqueue(ticketId: Int, customerId: Int, sessionId: Int, kind: String, payload: String,
+    public func enqueue(ticketId: Int, customerId: Int, sessionId: Int, kind: OperationKind, payload: String,
                         owner: String, leaseSeconds: Int) async throws -> (OutboxOperation, Bool) {
         try await pool.transaction { tx in
             let row = try tx.query("""
                 INSERT INTO outbox (ticket_id, customer_id, session_id, kind, payload, claimed_until, claimed_by)
                 VALUES ($1, $2, $3, $4, $5::jsonb, now() + make_interval(secs => $6), $7)
                 RETURNING \(Self.columns)
-                """, [ticketId, customerId, sessionId, kind, payload, leaseSeconds, owner])
+                """, [ticketId, customerId, sessionId, kind.rawValue, payload, leaseSeconds, owner])
             let operation = try Self.decode(row[0])
             let earlier = try tx.query("SELECT 1 FROM outbox WHERE ticket_id = $1 AND status = 'pending' AND id < $2 LIMIT 1",
                                        [ticketId, operation.id])
             try tx.query("""
                 UPDATE tickets SET pending_operations = pending_operations || jsonb_build_array(jsonb_build_object('id', $2::bigint, 'kind', $3::text))
                  WHERE id = $1
-                """, [ticketId, operation.id, kind])
+                """, [ticketId, operation.id, kind.rawValue])
             return (operation, !earlier.isEmpty)
         }
     }

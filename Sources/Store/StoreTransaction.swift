@@ -1,3 +1,4 @@
+public import Domain
 import Postgres
 
 /// The writes an inbox event may make, all inside the inbox's transaction: what the webhook applier sees of the
@@ -16,7 +17,7 @@ public struct StoreTransaction {
     }
 
     @discardableResult
-    public func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: String,
+    public func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: TicketPriority,
                               requestedAt: Double) throws -> Bool {
         try CSATStore.recordRequest(ticketId: ticketId, messageId: messageId, agentId: agentId, teamId: teamId,
                                     channelType: channelType, priority: priority, requestedAt: requestedAt, on: connection)

@@ -1,3 +1,4 @@
+public import Domain
 import Postgres
 
 /// A ticket as the cache holds it: the rendered document plus what ownership, lists and freshness need.
@@ -240,7 +241,7 @@ extension TicketStore {
         public let customerId: Int
         public let agentId: Int?
         public let teamId: Int?
-        public let priority: String
+        public let priority: TicketPriority
         public let channelType: String
     }
 
@@ -248,7 +249,7 @@ extension TicketStore {
         try await pool.query("SELECT customer_id, agent_id, team_id, priority, coalesce(desk->>'channelType', 'UNKNOWN') FROM tickets WHERE id = $1",
                              [ticketId]).first.map { row in
             Snapshot(customerId: try row.decode(0), agentId: try row.decodeIfPresent(1), teamId: try row.decodeIfPresent(2),
-                     priority: try row.decode(3), channelType: try row.decode(4))
+                     priority: TicketPriority(rawValue: try row.decode(3)) ?? .medium, channelType: try row.decode(4))
         }
     }
 }

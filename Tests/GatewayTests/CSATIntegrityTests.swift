@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 import GatewayApp
 import Postgres
@@ -106,15 +107,15 @@ import TestSupport
         try await withGateway(configure: { $0.reportTimeZones = ["UTC", "Asia/Kolkata"] }) { app in
             let store = CSATStore(pool: app.pool)
             let base = Date().timeIntervalSince1970 - 86_400 * 3
-            func answer(_ ticket: Int, _ score: Int?, at offset: Double, source: String = "webhook") async throws -> Bool {
+            func answer(_ ticket: Int, _ score: Int?, at offset: Double, source: RatingSource = .webhook) async throws -> Bool {
                 try await store.record(RatingRecord(ticketId: ticket, messageId: 7, score: score, comment: score.map { "s\($0)" }, agentId: 501,
-                                                    teamId: 11, channelType: "SENDBIRD", priority: "HIGH", customerSendbirdId: "c",
+                                                    teamId: 11, channelType: "SENDBIRD", priority: .high, customerSendbirdId: "c",
                                                     ratedAt: base + offset, source: source))
             }
             #expect(try await answer(1, 3, at: 0))
             #expect(try await answer(1, 5, at: 60))            // rate, then change: Desk ends at 5
             #expect(!(try await answer(1, 2, at: 30)))          // an older answer arriving late changes nothing
-            #expect(!(try await answer(1, 5, at: 90, source: "sync")))   // the same answer seen again changes nothing
+            #expect(!(try await answer(1, 5, at: 90, source: .sync)))   // the same answer seen again changes nothing
             #expect(try await answer(2, nil, at: 0))
             #expect(try await answer(2, 1, at: 86_400 * 2))     // a decline, then a rating two days later: the response moves day
             #expect(try await Self.ratings(app, ticket: 1).map(\.score) == [5])

@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 import GatewayApp
 import JSON
@@ -117,13 +118,13 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
                 if index % 3 == 0 {
                     let event = GeneratedEvent(at: at, agent: agent, team: team, channel: channel, priority: priority, score: nil, isRequest: true)
                     try await store.recordRequest(ticketId: 10_000 + index, messageId: index + 1, agentId: agent, teamId: team,
-                                                  channelType: channel, priority: priority, requestedAt: at)
+                                                  channelType: channel, priority: TicketPriority(rawValue: priority)!, requestedAt: at)
                     events.append(event)
                 } else {
                     let score: Int? = index % 13 == 0 ? nil : Int.random(in: 1...5, using: &generator)
                     try await store.record(RatingRecord(ticketId: 10_000 + index, messageId: index + 1, score: score, comment: nil,
-                                                        agentId: agent, teamId: team, channelType: channel, priority: priority,
-                                                        customerSendbirdId: "c", ratedAt: at, source: "gateway"))
+                                                        agentId: agent, teamId: team, channelType: channel, priority: TicketPriority(rawValue: priority)!,
+                                                        customerSendbirdId: "c", ratedAt: at, source: .gateway))
                     events.append(GeneratedEvent(at: at, agent: agent, team: team, channel: channel, priority: priority, score: score, isRequest: false))
                 }
             }
@@ -191,8 +192,8 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
             // New York switches to EDT on 2026-03-08: local midnight of the 9th is 04:00Z, not 05:00Z.
             for (index, instant) in ["2026-03-09T03:59:00Z", "2026-03-09T04:01:00Z", "2026-03-08T04:59:00Z"].enumerated() {
                 try await store.record(RatingRecord(ticketId: 1 + index, messageId: 1, score: 5, comment: nil, agentId: 501, teamId: 11,
-                                                    channelType: "SENDBIRD_IOS", priority: "LOW", customerSendbirdId: nil,
-                                                    ratedAt: ISOTimestamp.parse(instant)!, source: "gateway"))
+                                                    channelType: "SENDBIRD_IOS", priority: .low, customerSendbirdId: nil,
+                                                    ratedAt: ISOTimestamp.parse(instant)!, source: .gateway))
             }
             let reporter = try await reporter(app)
             for zone in ["America/New_York", "America/Detroit"] {  // rollup, then raw (same rules)
@@ -214,8 +215,8 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
             try await app.pool.query("INSERT INTO agents (id, display_name) VALUES (501, 'Ada, \"the\" Agent') ON CONFLICT (id) DO UPDATE SET display_name = EXCLUDED.display_name")
             for index in 0..<40 {
                 try await store.record(RatingRecord(ticketId: index, messageId: 1, score: index % 5 + 1, comment: "c\(index)", agentId: index % 2 == 0 ? 501 : 502,
-                                                    teamId: 11, channelType: "SENDBIRD_IOS", priority: "LOW", customerSendbirdId: nil,
-                                                    ratedAt: ISOTimestamp.parse("2026-05-0\(index % 9 + 1)T12:00:00Z")!, source: "gateway"))
+                                                    teamId: 11, channelType: "SENDBIRD_IOS", priority: .low, customerSendbirdId: nil,
+                                                    ratedAt: ISOTimestamp.parse("2026-05-0\(index % 9 + 1)T12:00:00Z")!, source: .gateway))
             }
             let reporter = try await reporter(app)
             let query = "?bucket=week&from=2026-05-01&to=2026-05-31"
@@ -246,8 +247,8 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
             let store = CSATStore(pool: app.pool)
             for index in 0..<25 {
                 try await store.record(RatingRecord(ticketId: index, messageId: 1, score: index % 5 + 1, comment: "comment \(index)", agentId: 501,
-                                                    teamId: 11, channelType: "SENDBIRD_IOS", priority: "LOW", customerSendbirdId: nil,
-                                                    ratedAt: ISOTimestamp.parse("2026-04-01T00:00:00Z")! + Double(index) * 3600, source: "gateway"))
+                                                    teamId: 11, channelType: "SENDBIRD_IOS", priority: .low, customerSendbirdId: nil,
+                                                    ratedAt: ISOTimestamp.parse("2026-04-01T00:00:00Z")! + Double(index) * 3600, source: .gateway))
             }
             let reporter = try await reporter(app)
             var seen: [Int] = []

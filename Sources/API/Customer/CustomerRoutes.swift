@@ -89,7 +89,7 @@ public struct CustomerRoutes: Sendable {
     /// Writes that go through the outbox (answered 202 when Desk is away), and their status.
     private func registerQueuedWrites(in routes: inout RouteTable) {
         routes.add("PATCH", "/v1/tickets/{id}/custom-fields", .async { request, _ in
-            try await queue(request, kind: "custom_fields") { body in
+            try await queue(request, kind: .customFields) { body in
                 let fields = body.fieldMap("customFields", required: true, maxCount: DeskLimits.maxCustomFields,
                                            keyLength: DeskLimits.customFieldKeyLength, valueLength: DeskLimits.customFieldValueLength)
                 try body.finish()
@@ -97,27 +97,27 @@ public struct CustomerRoutes: Sendable {
             }
         })
         routes.add("PUT", "/v1/tickets/{id}/related-channels", .async { request, _ in
-            try await queue(request, kind: "related_channels") { body in
+            try await queue(request, kind: .relatedChannels) { body in
                 let urls = body.stringArray("channelUrls", required: true, maxCount: DeskLimits.maxRelatedChannels)
                 try body.finish()
                 return .object([("channelUrls", .array((urls ?? []).map(JSONValue.string)))])
             }
         })
         routes.add("POST", "/v1/tickets/{id}/close", .async { request, _ in
-            try await queue(request, kind: "close", bodyOptional: true) { body in
+            try await queue(request, kind: .close, bodyOptional: true) { body in
                 let comment = body.string("comment", maxLength: 1000, allowBlank: true)
                 try body.finish()
                 return .object([("comment", .string(comment ?? ""))])
             }
         })
         routes.add("POST", "/v1/tickets/{id}/reopen", .async { request, _ in
-            try await queue(request, kind: "reopen", bodyOptional: true) { body in
+            try await queue(request, kind: .reopen, bodyOptional: true) { body in
                 try body.finish()
                 return .object([])
             }
         })
         routes.add("POST", "/v1/tickets/{id}/closure-confirmation", .async { request, _ in
-            try await queue(request, kind: "closure_confirmation") { body in
+            try await queue(request, kind: .closureConfirmation) { body in
                 let messageId = body.integer("messageId", required: true, range: 1...Int.max)
                 let confirm = body.bool("confirm", required: true)
                 try body.finish()
@@ -286,7 +286,7 @@ public struct CustomerRoutes: Sendable {
 
     /// A customer change to one of their tickets: validated here, ownership checked against the cache, then queued
     /// for Desk through the outbox (delivered at once when Desk answers).
-    func queue(_ request: HTTPRequest, kind: String, bodyOptional: Bool = false,
+    func queue(_ request: HTTPRequest, kind: OperationKind, bodyOptional: Bool = false,
                _ validate: (inout JSONBody) throws -> JSONValue) async throws -> HTTPResponse {
         let session = try await authenticator.authenticate(request)
         let id = try request.idParameter()
@@ -300,18 +300,6 @@ public struct CustomerRoutes: Sendable {
         try await tickets.confirmOwnership(id, session: session)
         return try await operations.submit(session: session, ticketId: id, kind: kind, payload: payload)
     }
-
-    /// What a 409 says for each queued operation kind.
-    static func conflictDetail(kind: String) -> String {
-        switch kind {
-        case "close": return "Customers can close only ACTIVE or IDLE tickets."
-        case "reopen": return "Only CLOSED tickets can be reopened."
-        case "closure_confirmation": return "The closure inquiry is not WAITING for an answer."
-        case "feedback": return "The CSAT request is not WAITING for an answer."
-        default: return "The ticket's state does not allow this change."
-        }
-    }
-
 
     /// CSAT feedback on the caller's own ticket: queued for Desk like the other writes and recorded, with the agent and
     /// team the ticket has at this moment, once Desk has accepted it (Desk checks the message is the ticket's CSAT
@@ -344,16 +332,16 @@ public struct CustomerRoutes: Sendable {
             try await ratings.record(RatingRecord(
                 ticketId: id, messageId: messageId!, score: nil, comment: comment, agentId: snapshot.agentId, teamId: snapshot.teamId,
                 channelType: snapshot.channelType, priority: snapshot.priority, customerSendbirdId: session.sendbirdId,
-                ratedAt: now, source: "gateway"))
+                ratedAt: now, source: .gateway))
             return Self.respond(try await tickets.get(id, session: session))
         }
         let payload: JSONValue = .object([
             ("messageId", .integer(messageId!)), ("score", .integer(score)), ("comment", comment.map(JSONValue.string) ?? .null),
             ("ratedAt", .number(now)), ("agentId", snapshot.agentId.map(JSONValue.integer) ?? .null),
             ("teamId", snapshot.teamId.map(JSONValue.integer) ?? .null), ("channelType", .string(snapshot.channelType)),
-            ("priority", .string(snapshot.priority)), ("customerSendbirdId", .string(session.sendbirdId)),
+            ("priority", .string(snapshot.priority.rawValue)), ("customerSendbirdId", .string(session.sendbirdId)),
         ])
-        return try await operations.submit(session: session, ticketId: id, kind: "feedback", payload: payload)
+        return try await operations.submit(session: session, ticketId: id, kind: .feedback, payload: payload)
     }
 }
 

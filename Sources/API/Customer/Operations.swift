@@ -56,7 +56,7 @@ final class Operations: Sendable {
     /// Queues `kind` for the ticket and tries it once right away unless an earlier one of the ticket is waiting.
     /// 200 with the fresh ticket when Desk accepts; 202 with the operation when it cannot be reached; the mapped
     /// error when Desk refuses (the operation is then failed).
-    func submit(session: SessionRecord, ticketId: Int, kind: String, payload: JSONValue) async throws -> HTTPResponse {
+    func submit(session: SessionRecord, ticketId: Int, kind: OperationKind, payload: JSONValue) async throws -> HTTPResponse {
         let (operation, earlier) = try await outbox.enqueue(ticketId: ticketId, customerId: session.customerId, sessionId: session.sessionId,
                                                             kind: kind, payload: payload.serialized(), owner: owner,
                                                             leaseSeconds: settings.leaseSeconds)
@@ -80,15 +80,15 @@ final class Operations: Sendable {
     }
 
     /// The client-facing error of a permanent refusal (a conflict names the ticket's state now).
-    private func failure(_ error: DomainError, kind: String) -> any Error {
+    private func failure(_ error: DomainError, kind: OperationKind) -> any Error {
         guard error.code == .conflict else { return error }
-        return APIError(.ticketStateConflict, detail: CustomerRoutes.conflictDetail(kind: kind))
+        return APIError(.ticketStateConflict, detail: kind.stateConflict)
     }
 
     static func json(_ operation: OutboxOperation) -> JSONValue {
         .object([
-            ("id", .integer(operation.id)), ("kind", .string(operation.kind.replacingOccurrences(of: "_", with: "-"))),
-            ("ticketId", .integer(operation.ticketId)), ("status", .string(operation.status)), ("attempts", .integer(operation.attempts)),
+            ("id", .integer(operation.id)), ("kind", .string(operation.kind.publicName)),
+            ("ticketId", .integer(operation.ticketId)), ("status", .string(operation.status.rawValue)), ("attempts", .integer(operation.attempts)),
             ("reason", operation.lastError.map(JSONValue.string) ?? .null),
             ("createdAt", .string(ISOTimestamp.format(operation.createdAt))),
             ("finishedAt", operation.finishedAt.map { .string(ISOTimestamp.format($0)) } ?? .null),
@@ -106,7 +106,7 @@ final class Operations: Sendable {
         let id = operation.ticketId
         do throws(DomainError) {
             switch operation.kind {
-            case "feedback":
+            case .feedback:
                 let messageId = payload["messageId"]?.intValue ?? 0
                 if let score = payload["score"]?.intValue {
                     do throws(DomainError) {
@@ -121,7 +121,7 @@ final class Operations: Sendable {
                 let ticket = try await desk.ticket(session, id: id)
                 await recordRating(operation, payload: payload, ticket: ticket, inline: inline)
                 return .delivered(ticket)
-            case "closure_confirmation":
+            case .closureConfirmation:
                 do throws(DomainError) {
                     try await desk.confirmClosure(session, ticketId: id, messageId: payload["messageId"]?.intValue ?? 0,
                                                   confirm: payload["confirm"]?.boolValue ?? false)
@@ -129,7 +129,7 @@ final class Operations: Sendable {
                     guard error.code == .conflict, operation.attempts > 0 else { throw error }
                 }
                 return .delivered(try await desk.ticket(session, id: id))
-            case "close":
+            case .close:
                 do throws(DomainError) {
                     return .delivered(try await desk.close(session, ticketId: id, comment: payload["comment"]?.stringValue ?? ""))
                 } catch {
@@ -138,7 +138,7 @@ final class Operations: Sendable {
                     guard ticket.status == .closed else { throw error }
                     return .delivered(ticket)
                 }
-            case "reopen":
+            case .reopen:
                 do throws(DomainError) {
                     return .delivered(try await desk.reopen(session, ticketId: id))
                 } catch {
@@ -147,14 +147,12 @@ final class Operations: Sendable {
                     guard ticket.status != .closed else { throw error }
                     return .delivered(ticket)
                 }
-            case "custom_fields":
+            case .customFields:
                 let fields = (payload["customFields"]?.objectValue ?? []).map { (key: $0.0, value: $0.1.stringValue ?? "") }
                 return .delivered(try await desk.setTicketCustomFields(session, ticketId: id, fields))
-            case "related_channels":
+            case .relatedChannels:
                 let urls = payload["channelUrls"]?.arrayValue?.compactMap(\.stringValue) ?? []
                 return .delivered(try await desk.setRelatedChannels(session, ticketId: id, urls))
-            default:
-                return .failed(DomainError(.invalid, "Unknown operation kind \(operation.kind)."))
             }
         } catch {
             switch error.code {
@@ -175,10 +173,10 @@ final class Operations: Sendable {
             score: ticket.satisfactionScore ?? payload["score"]?.intValue,
             comment: ticket.satisfactionScore != nil ? ticket.satisfactionComment : payload["comment"]?.stringValue, agentId: agentId, teamId: teamId,
             channelType: payload["channelType"]?.stringValue ?? ticket.channelType ?? "UNKNOWN",
-            priority: payload["priority"]?.stringValue ?? ticket.priority.rawValue,
+            priority: payload["priority"]?.stringValue.flatMap(TicketPriority.init) ?? ticket.priority,
             customerSendbirdId: payload["customerSendbirdId"]?.stringValue,
             ratedAt: payload["ratedAt"].flatMap { if case .number(let d) = $0 { return d } else { return $0.intValue.map(Double.init) } } ?? Date().timeIntervalSince1970,
-            source: "gateway")
+            source: .gateway)
         do { try await ratings.record(rating) } catch {
             logger.error("could not record a delivered rating", metadata: ["ticket": "\(operation.ticketId)", "error": "\(error)"])
         }

@@ -115,12 +115,12 @@ public struct WebhookRoutes: Sendable {
         let channel = ticket.channelType ?? "UNKNOWN"
         func rating(messageId: Int, score: Int, comment: String?, at time: Double) -> RatingRecord {
             RatingRecord(ticketId: ticket.id, messageId: messageId, score: score, comment: comment, agentId: ticket.agent?.id,
-                         teamId: ticket.groupId, channelType: channel, priority: ticket.priority.rawValue, customerSendbirdId: sendbirdId,
-                         ratedAt: time, source: "webhook")
+                         teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: sendbirdId,
+                         ratedAt: time, source: .webhook)
         }
         if let message = parsed.message, message.isCSATRequest {
             try tx.recordRequest(ticketId: ticket.id, messageId: message.messageId, agentId: ticket.agent?.id,
-                                 teamId: ticket.groupId, channelType: channel, priority: ticket.priority.rawValue,
+                                 teamId: ticket.groupId, channelType: channel, priority: ticket.priority,
                                  requestedAt: message.createdAt ?? ticket.updatedAt ?? 0)
             if message.state == .confirmed, let score = message.score {
                 try tx.record(rating(messageId: message.messageId, score: score, comment: message.comment,

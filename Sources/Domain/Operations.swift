@@ -1,0 +1,67 @@
+/// A customer write the gateway queues for Desk (the outbox's `kind` column).
+public enum OperationKind: String, Sendable, CaseIterable {
+    case close
+    case reopen
+    case closureConfirmation = "closure_confirmation"
+    case feedback
+    case customFields = "custom_fields"
+    case relatedChannels = "related_channels"
+
+    /// As clients see it (`closure-confirmation`).
+    public var publicName: String { rawValue.replacingOccurrences(of: "_", with: "-") }
+
+    /// Why Desk refusing this write for the ticket's state is a 409, in words.
+    public var stateConflict: String {
+        switch self {
+        case .close: return "Customers can close only ACTIVE or IDLE tickets."
+        case .reopen: return "Only CLOSED tickets can be reopened."
+        case .closureConfirmation: return "The closure inquiry is not WAITING for an answer."
+        case .feedback: return "The CSAT request is not WAITING for an answer."
+        case .customFields, .relatedChannels: return "The ticket's state does not allow this change."
+        }
+    }
+}
+
+/// Where a queued write stands (the outbox's `status` column).
+public enum OperationStatus: String, Sendable, CaseIterable {
+    case pending
+    case delivered
+    case failed
+}
+
+/// Which path recorded a rating: the gateway's own feedback route, a Desk webhook, or the Platform API sync.
+public enum RatingSource: String, Sendable, CaseIterable {
+    case gateway
+    case webhook
+    case sync
+}
+
+/// One rating as it is recorded: the agent, team, channel and priority are those of the ticket when it was rated.
+public struct RatingRecord: Sendable, Equatable {
+    public let ticketId: Int
+    public let messageId: Int
+    public let score: Int?
+    public let comment: String?
+    public let agentId: Int?
+    public let teamId: Int?
+    public let channelType: String
+    public let priority: TicketPriority
+    public let customerSendbirdId: String?
+    public let ratedAt: Double
+    public let source: RatingSource
+
+    public init(ticketId: Int, messageId: Int, score: Int?, comment: String?, agentId: Int?, teamId: Int?, channelType: String,
+                priority: TicketPriority, customerSendbirdId: String?, ratedAt: Double, source: RatingSource) {
+        self.ticketId = ticketId
+        self.messageId = messageId
+        self.score = score
+        self.comment = comment
+        self.agentId = agentId
+        self.teamId = teamId
+        self.channelType = channelType
+        self.priority = priority
+        self.customerSendbirdId = customerSendbirdId
+        self.ratedAt = ratedAt
+        self.source = source
+    }
+}
