@@ -25,7 +25,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
         .target(name: "JSON", swiftSettings: strict),
-        .target(name: "Domain", swiftSettings: strict),
+        .target(name: "Domain", dependencies: ["JSON"], swiftSettings: strict),
         .target(name: "Reports", dependencies: ["JSON"], swiftSettings: strict),
         .target(name: "DeskClient", dependencies: ["Domain", "JSON"], swiftSettings: strict),
         .target(name: "DeskEmulator", dependencies: ["HTTPServer", "JSON", "Domain",
@@ -33,12 +33,13 @@ let package = Package(
         .executableTarget(name: "desk-emulator", dependencies: [
             "DeskEmulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
+        .target(name: "Services", dependencies: ["Domain", "JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "Telemetry", dependencies: ["JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "Store", dependencies: ["Postgres", "JSON", "Domain", "Reports", .product(name: "Crypto", package: "swift-crypto")],
                 swiftSettings: strict),
-        .target(name: "API", dependencies: ["CCurl", "Store", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain", "DeskClient",
+        .target(name: "API", dependencies: ["CCurl", "Store", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain", "DeskClient",
                                             .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .target(name: "GatewayApp", dependencies: ["API", "Store", "HTTPServer", "Telemetry", "DeskClient", "DeskEmulator", "Domain",
+        .target(name: "GatewayApp", dependencies: ["API", "Services", "Store", "HTTPServer", "Telemetry", "DeskClient", "DeskEmulator", "Domain",
                                                    .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .executableTarget(name: "desk-gateway", dependencies: [
             "GatewayApp", "Telemetry", "Domain", "Store",
@@ -51,6 +52,7 @@ let package = Package(
 
         .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
+        .testTarget(name: "ServicesTests", dependencies: ["Services", "Domain", "JSON", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "JSON", "Domain"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "DeskContractTests", dependencies: ["DeskClient", "DeskEmulator", "Domain", "JSON", "HTTPServer", "TestSupport",

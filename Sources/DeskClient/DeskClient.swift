@@ -330,3 +330,11 @@ extension DeskClient {
         }
     }
 }
+
+extension DeskClient: DeskPlatformReader {
+    public func ticketPage(limit: Int, offset: Int, status: [TicketStatus], startDate: String?, endDate: String?) async throws(DomainError) -> DeskPage<DeskTicket> {
+        try await platformTickets(limit: limit, offset: offset, status: status, startDate: startDate, endDate: endDate)
+    }
+
+    public var isPaused: Bool { breaker.state == .open }
+}

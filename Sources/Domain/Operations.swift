@@ -65,3 +65,11 @@ public struct RatingRecord: Sendable, Equatable {
         self.source = source
     }
 }
+
+extension RatingRecord {
+    /// Whether this answer replaces an earlier recorded answer to the same CSAT request: only a different answer
+    /// that is not older does (Desk keeps the customer's last word; a late copy of an old one changes nothing).
+    public func replaces(score: Int?, comment: String?, ratedAt: Double) -> Bool {
+        (score != self.score || comment != self.comment) && self.ratedAt >= ratedAt
+    }
+}

@@ -1,4 +1,5 @@
 import API
+public import Services
 public import Store
 public import DeskClient
 public import DeskEmulator
@@ -132,7 +133,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
                                      customer: customer, metrics: metrics, logger: logger)
         webhooks.register(in: &wiring.routes)
         try await registerReports(&wiring)
-        let sync = DeskSync(desk: desk, pool: pool, logger: logger, requestsPerSecond: Double(config.syncRequestsPerSecond))
+        let sync = deskSync(wiring)
         let zoneBackfill = backfillZones(wiring)
         for loop in [zoneBackfill, BackgroundLoop("watchdog") { await watchdog.run() },
                      BackgroundLoop("webhook processor") { await webhooks.runProcessor() }] {
@@ -149,6 +150,12 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         await services.stop()
         throw error
     }
+}
+
+/// The Platform API sync, on the client and the stores.
+func deskSync(_ wiring: Wiring) -> DeskSync {
+    DeskSync(desk: wiring.desk, state: SyncStateStore(pool: wiring.pool), ratings: CSATStore(pool: wiring.pool), logger: wiring.logger,
+             requestsPerSecond: Double(wiring.config.syncRequestsPerSecond))
 }
 
 /// The embedded cluster when needed, the pool, the schema.

@@ -1,5 +1,6 @@
 import DeskClient
 import Foundation
+public import Services
 public import Logging
 public import Store
 import Telemetry
@@ -45,7 +46,8 @@ public func runSync(_ config: GatewayConfig, logger: Logger, progress: @escaping
     return try await withMigratedDatabase(config, logger: logger) { pool in
         let (desk, _) = try startDesk(config, metrics: MetricsRegistry(), logger: logger)
         try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
-        return try await DeskSync(desk: desk, pool: pool, logger: logger, requestsPerSecond: Double(config.syncRequestsPerSecond)).run(progress: progress)
+        return try await DeskSync(desk: desk, state: SyncStateStore(pool: pool), ratings: CSATStore(pool: pool), logger: logger,
+                                  requestsPerSecond: Double(config.syncRequestsPerSecond)).run(progress: progress)
     }
 }
 

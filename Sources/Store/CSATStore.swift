@@ -3,7 +3,7 @@ import Postgres
 import Reports
 
 /// CSAT ratings and requests in PostgreSQL. The same rating arriving again (gateway, webhook, sync) is stored once.
-public struct CSATStore: Sendable {
+public struct CSATStore: RatingStore {
     let pool: Database
 
     public init(pool: Database) {
@@ -50,7 +50,7 @@ public struct CSATStore: Sendable {
         let oldScore: Int? = try existing.decodeIfPresent(1)
         let oldComment: String? = try existing.decodeIfPresent(2)
         let oldRatedAt: Double = try existing.decode(7)
-        guard oldScore != rating.score || oldComment != rating.comment, rating.ratedAt >= oldRatedAt else { return false }
+        guard rating.replaces(score: oldScore, comment: oldComment, ratedAt: oldRatedAt) else { return false }
         // A zone being backfilled reads rows as they are: wait for it instead of adjusting under its feet.
         try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [zoneLock])
         try tx.query("UPDATE csat_ratings SET score = $2, comment = $3, rated_at = to_timestamp($4), source = $5, recorded_at = now() WHERE id = $1",
@@ -227,6 +227,12 @@ public struct CSATStore: Sendable {
     /// Zones whose rollups are complete (reports may read them).
     public func zones() async throws -> Set<String> {
         Set(try await pool.query("SELECT zone FROM report_zones WHERE backfilled_at IS NOT NULL").map { try $0.decode(0, as: String.self) })
+    }
+
+    @discardableResult
+    public func recordRequest(_ request: CSATRequestRecord) async throws -> Bool {
+        try await recordRequest(ticketId: request.ticketId, messageId: request.messageId, agentId: request.agentId, teamId: request.teamId,
+                                channelType: request.channelType, priority: request.priority, requestedAt: request.requestedAt)
     }
 
     @discardableResult

@@ -16,20 +16,18 @@ public struct StoreTransaction {
         try TicketStore.upsert(row, on: connection)
     }
 
+    /// Records one CSAT fact; returns whether anything changed.
     @discardableResult
-    public func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: TicketPriority,
-                              requestedAt: Double) throws -> Bool {
-        try CSATStore.recordRequest(ticketId: ticketId, messageId: messageId, agentId: agentId, teamId: teamId,
-                                    channelType: channelType, priority: priority, requestedAt: requestedAt, on: connection)
-    }
-
-    @discardableResult
-    public func record(_ rating: RatingRecord) throws -> Bool {
-        try CSATStore.record(rating, on: connection)
-    }
-
-    @discardableResult
-    public func recordTicketLevel(_ rating: RatingRecord, closedAt: Double) throws -> Bool {
-        try CSATStore.recordTicketLevel(rating, closedAt: closedAt, on: connection)
+    public func apply(_ write: RatingWrite) throws -> Bool {
+        switch write {
+        case .request(let request):
+            return try CSATStore.recordRequest(ticketId: request.ticketId, messageId: request.messageId, agentId: request.agentId,
+                                               teamId: request.teamId, channelType: request.channelType, priority: request.priority,
+                                               requestedAt: request.requestedAt, on: connection)
+        case .rating(let rating):
+            return try CSATStore.record(rating, on: connection)
+        case .ticketLevel(let rating, let closedAt):
+            return try CSATStore.recordTicketLevel(rating, closedAt: closedAt, on: connection)
+        }
     }
 }

@@ -1,7 +1,8 @@
+public import Domain
 import Postgres
 
 /// `sync_state` and the agent directory: where the Desk sync keeps its lease and its position.
-public struct SyncStateStore: Sendable {
+public struct SyncStateStore: SyncState {
     let pool: Database
 
     public init(pool: Database) {
@@ -42,7 +43,7 @@ public struct SyncStateStore: Sendable {
             """, [day, retry.sorted().map(String.init).joined(separator: ",")])
     }
 
-    public func upsertAgents(_ agents: [(id: Int, displayName: String, sendbirdId: String?)]) async throws {
+    public func upsertAgents(_ agents: [DeskAgent]) async throws {
         try await pool.transaction { tx in
             for agent in agents {
                 try tx.query("""
@@ -51,5 +52,9 @@ public struct SyncStateStore: Sendable {
                     """, [agent.id, agent.displayName, agent.sendbirdId])
             }
         }
+    }
+
+    public func upsertTeams(_ teams: [DeskTeam]) async throws {
+        try await TicketStore(pool: pool).upsertTeams(teams.map { (id: $0.id, key: $0.key, name: $0.name) })
     }
 }

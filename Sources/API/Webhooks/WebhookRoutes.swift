@@ -6,6 +6,7 @@ import Foundation
 import HTTPServer
 import JSON
 public import Logging
+import Services
 public import Store
 public import Telemetry
 
@@ -112,24 +113,9 @@ public struct WebhookRoutes: Sendable {
             logger.warning("Desk reports a cached ticket with another customer or channel; the cache now follows Desk",
                            metadata: moved.metadata.mapValues { .string($0) })
         }
-        let channel = ticket.channelType ?? "UNKNOWN"
-        func rating(messageId: Int, score: Int, comment: String?, at time: Double) -> RatingRecord {
-            RatingRecord(ticketId: ticket.id, messageId: messageId, score: score, comment: comment, agentId: ticket.agent?.id,
-                         teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: sendbirdId,
-                         ratedAt: time, source: .webhook)
-        }
-        if let message = parsed.message, message.isCSATRequest {
-            try tx.recordRequest(ticketId: ticket.id, messageId: message.messageId, agentId: ticket.agent?.id,
-                                 teamId: ticket.groupId, channelType: channel, priority: ticket.priority,
-                                 requestedAt: message.createdAt ?? ticket.updatedAt ?? 0)
-            if message.state == .confirmed, let score = message.score {
-                try tx.record(rating(messageId: message.messageId, score: score, comment: message.comment,
-                                     at: message.updatedAt ?? ticket.updatedAt ?? 0))
-            }
-        } else if let answer = parsed.ticketRating {
-            try tx.recordTicketLevel(rating(messageId: 0, score: answer.score, comment: answer.comment,
-                                            at: ticket.updatedAt ?? ticket.closedAt ?? 0),
-                                     closedAt: ticket.closedAt ?? 0)
+        let messages = parsed.message.map { [$0] } ?? []
+        for write in RatingRecorder.writes(ticket: ticket, messages: messages, ticketRating: parsed.ticketRating, source: .webhook) {
+            try tx.apply(write)
         }
         return ticket.id
     }

@@ -1,4 +1,4 @@
-public import Domain
+
 public import JSON
 
 /// The assigned agent as tickets carry it (`recentAssignment.agent`).
@@ -103,7 +103,7 @@ public struct DeskAgent: Sendable {
     public let status: String?
     public let teamIds: [Int]
 
-    init(json: JSONValue) throws(DomainError) {
+    public init(json: JSONValue) throws(DomainError) {
         guard let id = json["id"]?.intValue else { throw DeskDecoding.failure("agent without id") }
         self.id = id
         displayName = json["displayName"]?.stringValue ?? ""
@@ -120,7 +120,7 @@ public struct DeskTeam: Sendable {
     public let name: String
     public let memberIds: [Int]
 
-    init(json: JSONValue) throws(DomainError) {
+    public init(json: JSONValue) throws(DomainError) {
         guard let id = json["id"]?.intValue else { throw DeskDecoding.failure("group without id") }
         self.id = id
         key = json["key"]?.stringValue ?? ""
@@ -136,7 +136,7 @@ public struct DeskCustomer: Sendable {
     public let displayName: String
     public let customFields: [(key: String, value: String)]
 
-    init(json: JSONValue) throws(DomainError) {
+    public init(json: JSONValue) throws(DomainError) {
         id = json["id"]?.intValue
         sendbirdId = json["sendbirdId"]?.stringValue ?? ""
         displayName = json["displayName"]?.stringValue ?? ""
@@ -180,11 +180,20 @@ public struct DeskPage<Item: Sendable>: Sendable {
     public let count: Int
     public let hasNext: Bool
     public let results: [Item]
+
+    public init(count: Int, hasNext: Bool, results: [Item]) {
+        self.count = count
+        self.hasNext = hasNext
+        self.results = results
+    }
 }
 
 /// Ticket counts per status as `/tickets/count/` reports them.
 public struct DeskTicketCounts: Sendable {
     public let counts: [String: Int]
+
+    public init(counts: [String: Int]) { self.counts = counts }
+
     /// PENDING + ACTIVE + IDLE + WORK_IN_PROGRESS + PROACTIVE + INITIALIZED (everything not closed).
     public var open: Int {
         if counts["PENDING"] != nil || counts["ACTIVE"] != nil {
@@ -201,10 +210,14 @@ public struct DeskURLPreview: Sendable {
     public let siteName: String?
     public let description: String?
     public let image: String?
+
+    public init(url: String, title: String?, siteName: String?, description: String?, image: String?) {
+        (self.url, self.title, self.siteName, self.description, self.image) = (url, title, siteName, description, image)
+    }
 }
 
-enum DeskDecoding {
-    static func failure(_ what: String) -> DomainError {
+package enum DeskDecoding {
+    package static func failure(_ what: String) -> DomainError {
         DomainError(.upstreamProtocol, "Desk answered in an unexpected shape.", internalDetail: what)
     }
 }

@@ -1,8 +1,6 @@
-public import DeskClient
-import Domain
+public import Domain
 import Foundation
 public import Logging
-public import Store
 import Synchronization
 import JSON
 
@@ -35,22 +33,27 @@ public struct SyncSummary: Sendable, CustomStringConvertible {
 /// `start_date` / `end_date` from the day before the last run to today (tickets seen twice are read once). A ticket
 /// whose messages cannot be read (any status, any shape) never stops the run: it is counted, logged and read again
 /// next run. Requests are paced (`SYNC_REQUESTS_PER_SECOND`) and a 429 waits for `Retry-After` and tries again.
-/// Several instances may run it: a lease in `sync_state` lets one work at a time.
+/// Several instances may run it: a lease lets one work at a time. It sees Desk and the database only through the
+/// ports it is given (`DeskPlatformReader`, `SyncState`, `RatingStore`).
 /// Ratings found here get the agent and team the ticket has at sync time; the gateway's own feedback and webhooks
 /// record them when they happen, and the same rating is stored once whichever path sees it first.
 public struct DeskSync: Sendable {
-    let desk: DeskClient
-    let pool: Database
-    let state: SyncStateStore
+    let desk: any DeskPlatformReader
+    let state: any SyncState
+    let ratings: any RatingStore
     let logger: Logger
     let instance = UUID().uuidString
     let pacer: Pacer
+    /// Today, as `YYYY-MM-DD` (a test may fix it).
+    let today: @Sendable () -> String
 
-    public init(desk: DeskClient, pool: Database, logger: Logger, requestsPerSecond: Double = 5) {
+    public init(desk: any DeskPlatformReader, state: any SyncState, ratings: any RatingStore, logger: Logger,
+                requestsPerSecond: Double = 5, today: (@Sendable () -> String)? = nil) {
         self.desk = desk
-        self.pool = pool
-        state = SyncStateStore(pool: pool)
+        self.state = state
+        self.ratings = ratings
         self.logger = logger
+        self.today = today ?? { DeskSync.day(Date()) }
         pacer = Pacer(perSecond: requestsPerSecond)
     }
 
@@ -69,7 +72,7 @@ public struct DeskSync: Sendable {
                 let seconds = min(60, max(1, error.retryAfterSeconds ?? (1 << attempt)))
                 logger.notice("Desk rate-limits the sync; waiting", metadata: ["seconds": "\(seconds)"])
                 try await Task.sleep(for: .seconds(seconds))
-            } catch let error as DomainError where error.code == .upstreamUnavailable && desk.breaker.state == .open && attempt < 8 {
+            } catch let error as DomainError where error.code == .upstreamUnavailable && desk.isPaused && attempt < 8 {
                 // Failures on a few tickets can open the circuit breaker; the run waits for its trial call instead of ending.
                 attempt += 1
                 try await Task.sleep(for: .seconds(min(30, max(1, error.retryAfterSeconds ?? 1))))
@@ -77,35 +80,43 @@ public struct DeskSync: Sendable {
         }
     }
 
+    /// One run under the lease, which is given back when the run ends, however it ends.
     public func run(progress: @Sendable (SyncSummary) -> Void = { _ in }) async throws -> SyncSummary {
-        let started = Date()
         var summary = SyncSummary()
         guard try await state.takeLease(instance) else {
             summary.skipped = true
             return summary
         }
-        defer { Task { [state, instance] in try? await state.releaseLease(instance) } }
+        do {
+            try await run(&summary, progress: progress)
+        } catch {
+            try? await state.releaseLease(instance)
+            throw error
+        }
+        try? await state.releaseLease(instance)
+        return summary
+    }
 
+    private func run(_ summary: inout SyncSummary, progress: @Sendable (SyncSummary) -> Void) async throws {
+        let started = Date()
         try await forEachDeskPage { offset in
             try await paced(&summary) { try await desk.agents(limit: 100, offset: offset) }
         } each: { agents in
-            try await state.upsertAgents(agents.map { (id: $0.id, displayName: $0.displayName, sendbirdId: $0.sendbirdId) })
+            try await state.upsertAgents(agents)
             summary.agents += agents.count
         }
-        let store = TicketStore(pool: pool)
         try await forEachDeskPage { offset in
             try await paced(&summary) { try await desk.teams(limit: 100, offset: offset) }
         } each: { teams in
-            try await store.upsertTeams(teams.map { (id: $0.id, key: $0.key, name: $0.name) })
+            try await state.upsertTeams(teams)
             summary.teams += teams.count
         }
         progress(summary)
 
         let position = try await state.ticketPosition()
-        let today = Self.day(Date())
+        let today = today()
         // A day of overlap: whatever changed late on the last run's day is read again (and deduplicated).
         let startDate = position.syncedThrough.flatMap(Self.date).map { Self.day($0.addingTimeInterval(-86_400)) }
-        let ratings = CSATStore(pool: pool)
         var seen = Set<Int>()
         var failed = Set<Int>()
         for id in position.retry {
@@ -115,17 +126,17 @@ public struct DeskSync: Sendable {
             }
             seen.insert(id)
             summary.tickets += 1
-            if try await !collect(ticket, into: &summary, ratings: ratings) { failed.insert(id) }
+            if try await !collect(ticket, into: &summary) { failed.insert(id) }
         }
         try await forEachDeskPage { offset in
             try await paced(&summary) {
-                try await desk.platformTickets(limit: 100, offset: offset, status: [.closed], startDate: startDate, endDate: today)
+                try await desk.ticketPage(limit: 100, offset: offset, status: [.closed], startDate: startDate, endDate: today)
             }
         } each: { tickets in
             summary.pages += 1
             for ticket in tickets where seen.insert(ticket.id).inserted {
                 summary.tickets += 1
-                if try await !collect(ticket, into: &summary, ratings: ratings) { failed.insert(ticket.id) }
+                if try await !collect(ticket, into: &summary) { failed.insert(ticket.id) }
             }
             progress(summary)
             try await state.renewLease(instance)
@@ -133,7 +144,6 @@ public struct DeskSync: Sendable {
         summary.failedTickets = failed.count
         try await state.saveTicketPosition(syncedThrough: today, retry: Array(failed))
         summary.seconds = Date().timeIntervalSince(started)
-        return summary
     }
 
     static func day(_ date: Date) -> String {
@@ -144,10 +154,10 @@ public struct DeskSync: Sendable {
         ISOTimestamp.parse(day + "T00:00:00Z").map { Date(timeIntervalSince1970: $0) }
     }
 
-    /// Records one closed ticket's CSAT requests and answers; false when its messages could not be read (the ticket's
-    /// own rating, if it has one, is recorded meanwhile and absorbed once the message is read).
-    private func collect(_ ticket: DeskTicket, into summary: inout SyncSummary, ratings: CSATStore) async throws -> Bool {
-        let channel = ticket.channelType ?? "UNKNOWN"
+    /// Records one closed ticket's CSAT requests and answers (through `RatingRecorder`); false when its messages
+    /// could not be read (the ticket's own rating, if it has one, is recorded meanwhile and absorbed once the message
+    /// is read).
+    private func collect(_ ticket: DeskTicket, into summary: inout SyncSummary) async throws -> Bool {
         var messages: [DeskMessage] = []
         var complete = true
         switch await allMessages(ticket.id, &summary) {
@@ -161,29 +171,16 @@ public struct DeskSync: Sendable {
                                metadata: ["ticket": "\(ticket.id)", "error": "\(error.code)"])
             }
         }
-        for message in messages where message.isCSATRequest {
-            summary.requests += 1
-            if try await ratings.recordRequest(ticketId: ticket.id, messageId: message.messageId, agentId: ticket.agent?.id,
-                                               teamId: ticket.groupId, channelType: channel, priority: ticket.priority,
-                                               requestedAt: message.createdAt ?? ticket.closedAt ?? 0) {
-                summary.newRequests += 1
+        let writes = RatingRecorder.writes(ticket: ticket, messages: messages, source: .sync)
+        for write in writes {
+            switch write {
+            case .request: summary.requests += 1
+            case .rating, .ticketLevel: summary.ratings += 1
             }
-            guard message.state == .confirmed, let score = message.score else { continue }
-            summary.ratings += 1
-            let recorded = try await ratings.record(RatingRecord(
-                ticketId: ticket.id, messageId: message.messageId, score: score, comment: message.comment, agentId: ticket.agent?.id,
-                teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: ticket.customerSendbirdId,
-                ratedAt: message.updatedAt ?? ticket.updatedAt ?? 0, source: .sync))
-            if recorded { summary.newRatings += 1 }
         }
-        if messages.isEmpty, let score = ticket.satisfactionScore {
-            summary.ratings += 1
-            let recorded = try await ratings.recordTicketLevel(RatingRecord(
-                ticketId: ticket.id, messageId: 0, score: score, comment: ticket.satisfactionComment, agentId: ticket.agent?.id,
-                teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: ticket.customerSendbirdId,
-                ratedAt: ticket.updatedAt ?? ticket.closedAt ?? 0, source: .sync), closedAt: ticket.closedAt ?? 0)
-            if recorded { summary.newRatings += 1 }
-        }
+        let changed = try await RatingRecorder.apply(writes, to: ratings)
+        summary.newRequests += changed.requests
+        summary.newRatings += changed.ratings
         return complete
     }
 
