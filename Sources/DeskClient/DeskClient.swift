@@ -338,3 +338,12 @@ extension DeskClient: DeskPlatformReader {
 
     public var isPaused: Bool { breaker.state == .open }
 }
+
+extension DeskClient: DeskTicketSource {
+    public func ticket(_ key: TicketKey, deskToken: String) async throws(DomainError) -> DeskTicket {
+        switch key {
+        case .id(let id): return try await ticket(DeskSession(token: deskToken), id: id)
+        case .channel(let url): return try await ticket(DeskSession(token: deskToken), channelUrl: url)
+        }
+    }
+}

@@ -58,3 +58,51 @@ public enum RatingWrite: Sendable, Equatable {
     /// The ticket's own rating, for a ticket whose CSAT message is not known.
     case ticketLevel(RatingRecord, closedAt: Double)
 }
+
+/// How a client names a ticket.
+public enum TicketKey: Sendable, Hashable, CustomStringConvertible {
+    case id(Int)
+    case channel(String)
+
+    public var description: String {
+        switch self {
+        case .id(let id): return "ticket \(id)"
+        case .channel(let url): return "channel \(url)"
+        }
+    }
+}
+
+/// A ticket as the gateway caches it.
+public struct CachedTicket: Sendable {
+    public let id: Int
+    public let customerId: Int
+    public let channelUrl: String
+    public let status: String
+    /// The gateway's JSON for this ticket, without the `stale` member (added when served).
+    public let document: String
+    /// Seconds since 1970 when Desk last confirmed this state.
+    public let fetchedAt: Double
+    public let createdAt: Double
+    /// JSON array text of operations queued for Desk and not yet delivered.
+    public let pendingOperations: String
+
+    public init(id: Int, customerId: Int, channelUrl: String, status: String, document: String, fetchedAt: Double, createdAt: Double,
+                pendingOperations: String) {
+        (self.id, self.customerId, self.channelUrl, self.status) = (id, customerId, channelUrl, status)
+        (self.document, self.fetchedAt, self.createdAt, self.pendingOperations) = (document, fetchedAt, createdAt, pendingOperations)
+    }
+}
+
+/// The ticket cache as the read rules use it.
+public protocol TicketCache: Sendable {
+    func find(_ key: TicketKey) async throws -> CachedTicket?
+    /// Keeps Desk's view of `ticket` for `customerId` (Desk owns ownership) and returns it as cached now.
+    func save(_ ticket: DeskTicket, customerId: Int) async throws -> CachedTicket
+    /// Drops what is remembered of `key` (Desk says it does not exist).
+    func forget(_ key: TicketKey)
+}
+
+/// Desk's customer API, read with the customer's own session.
+public protocol DeskTicketSource: Sendable {
+    func ticket(_ key: TicketKey, deskToken: String) async throws(DomainError) -> DeskTicket
+}

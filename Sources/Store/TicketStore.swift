@@ -2,20 +2,6 @@ public import Domain
 import Postgres
 
 /// A ticket as the cache holds it: the rendered document plus what ownership, lists and freshness need.
-public struct CachedTicket: Sendable {
-    public let id: Int
-    public let customerId: Int
-    public let channelUrl: String
-    public let status: String
-    /// The gateway's JSON for this ticket, without the `stale` member (added when served).
-    public let document: String
-    /// Seconds since 1970 when Desk last confirmed this state.
-    public let fetchedAt: Double
-    public let createdAt: Double
-    /// JSON array text of operations queued for Desk and not yet delivered.
-    public let pendingOperations: String
-}
-
 /// What a cache write needs; built by the API from a Desk ticket.
 public struct TicketRow: Sendable {
     public let id: Int

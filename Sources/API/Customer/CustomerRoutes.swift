@@ -224,7 +224,7 @@ public struct CustomerRoutes: Sendable {
         let ticket = try await desk.createTicket(DeskSession(token: session.deskToken), .init(
             title: new.title, userName: new.userName, userId: session.sendbirdId, groupKey: new.groupKey, customFields: new.customFields,
             priority: new.priority, relatedChannelUrls: new.related))
-        let served = try await tickets.save(ticket, customerId: session.customerId)
+        let served = TicketService.served(try await tickets.save(ticket, customerId: session.customerId))
         return Self.respond(served, status: 201, extraHeaders: [("Location", "/v1/tickets/\(ticket.id)")])
     }
 

@@ -68,7 +68,7 @@ final class Operations: Sendable {
             try await complete(operation, outcome)
             switch outcome {
             case .delivered(let ticket):
-                return CustomerRoutes.respond(try await tickets.save(ticket, customerId: session.customerId))
+                return CustomerRoutes.respond(TicketService.served(try await tickets.save(ticket, customerId: session.customerId)))
             case .failed(let error):
                 throw failure(error, kind: kind)
             case .retry:

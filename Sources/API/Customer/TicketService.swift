@@ -2,6 +2,7 @@ import DeskClient
 import Domain
 import Foundation
 import Logging
+import Services
 import Store
 import Synchronization
 
@@ -57,7 +58,7 @@ final class TeamDirectory: Sendable {
 
 /// Ticket reads and writes for one customer: the cache first while fresh, Desk otherwise, every change written
 /// through to PostgreSQL and the memory cache.
-final class TicketService: Sendable {
+final class TicketService: TicketCache {
     let desk: DeskClient
     let store: TicketStore
     let memory: TicketMemoryCache
@@ -83,71 +84,58 @@ final class TicketService: Sendable {
         return entry
     }
 
-    @discardableResult
-    func save(_ ticket: DeskTicket, customerId: Int) async throws -> ServedTicket {
-        let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current(needing: ticket.groupId))
-        report(try await store.upsert([row]))
-        let pending = try await store.pendingOperations(ticketId: ticket.id)
-        memory.put(ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
-                   fetchedAt: Self.now(), pending: pending)
-        let body = TicketDocument.serve(row.document, stale: false, pending: pending)
-        return ServedTicket(body: body, etag: nil, cache: "MISS")
-    }
+    /// The read rules (cache, Desk, stale copy), on this service as the cache and the Desk client.
+    var reader: TicketReader { TicketReader(cache: self, desk: desk, ttl: settings.cacheTTLSeconds) }
 
     func get(_ id: Int, session: SessionRecord) async throws -> ServedTicket {
         if let entry = fastGet(id, customerId: session.customerId) {
             return ServedTicket(body: entry.body, etag: entry.etag, cache: "HIT")
         }
-        // A row cached for another customer is not proof that this one may not see the ticket (Desk owns ownership:
-        // the cache may hold another Desk's ticket of the same id); Desk is asked, and never the cached row served.
-        let cached = try await store.find(id: id).flatMap { $0.customerId == session.customerId ? $0 : nil }
-        if let cached, Self.now() - cached.fetchedAt < settings.cacheTTLSeconds {
-            memory.put(id, customerId: cached.customerId, channelUrl: cached.channelUrl, status: cached.status,
-                       document: cached.document, fetchedAt: cached.fetchedAt, pending: cached.pendingOperations)
-            return ServedTicket(body: TicketDocument.serve(cached.document, stale: false, pending: cached.pendingOperations), etag: nil, cache: "HIT")
+        let (ticket, freshness) = try await reader.read(.id(id), customerId: session.customerId, deskToken: session.deskToken)
+        if freshness == .hit {
+            memory.put(id, customerId: ticket.customerId, channelUrl: ticket.channelUrl, status: ticket.status,
+                       document: ticket.document, fetchedAt: ticket.fetchedAt, pending: ticket.pendingOperations)
         }
-        do {
-            let ticket = try await desk.ticket(DeskSession(token: session.deskToken), id: id)
-            return try await save(ticket, customerId: session.customerId)
-        } catch let error as DomainError where error.code == .upstreamUnavailable || error.code == .rateLimited {
-            guard let cached else { throw error }
-            return ServedTicket(body: TicketDocument.serve(cached.document, stale: true, pending: cached.pendingOperations), etag: nil, cache: "STALE")
-        } catch let error as DomainError where error.code == .notFound {
-            memory.remove(id)
-            throw APIError.notFound("No ticket has this id.")
-        }
+        return Self.served(ticket, freshness)
     }
 
     func get(channelUrl: String, session: SessionRecord) async throws -> ServedTicket {
-        let cached = try await store.find(channelUrl: channelUrl).flatMap { $0.customerId == session.customerId ? $0 : nil }
-        if let cached, Self.now() - cached.fetchedAt < settings.cacheTTLSeconds {
-            return ServedTicket(body: TicketDocument.serve(cached.document, stale: false, pending: cached.pendingOperations), etag: nil, cache: "HIT")
-        }
-        do {
-            let ticket = try await desk.ticket(DeskSession(token: session.deskToken), channelUrl: channelUrl)
-            return try await save(ticket, customerId: session.customerId)
-        } catch let error as DomainError where error.code == .upstreamUnavailable || error.code == .rateLimited {
-            guard let cached else { throw error }
-            return ServedTicket(body: TicketDocument.serve(cached.document, stale: true, pending: cached.pendingOperations), etag: nil, cache: "STALE")
-        } catch let error as DomainError where error.code == .notFound {
-            throw APIError.notFound("No ticket has this channel URL.")
+        let (ticket, freshness) = try await reader.read(.channel(channelUrl), customerId: session.customerId, deskToken: session.deskToken)
+        return Self.served(ticket, freshness)
+    }
+
+    func confirmOwnership(_ id: Int, session: SessionRecord, requireCached: Bool = false) async throws {
+        try await reader.confirmOwnership(id, customerId: session.customerId, deskToken: session.deskToken, requireCached: requireCached)
+    }
+
+    static func served(_ ticket: CachedTicket, _ freshness: TicketReader.Freshness = .miss) -> ServedTicket {
+        ServedTicket(body: TicketDocument.serve(ticket.document, stale: freshness == .stale, pending: ticket.pendingOperations),
+                     etag: nil, cache: freshness.rawValue)
+    }
+
+    // MARK: TicketCache
+
+    func find(_ key: TicketKey) async throws -> CachedTicket? {
+        switch key {
+        case .id(let id): return try await store.find(id: id)
+        case .channel(let url): return try await store.find(channelUrl: url)
         }
     }
 
-    /// Before a write: a ticket cached for another customer is re-read from Desk with this customer's session, which
-    /// moves it to them if Desk says it is theirs and answers 404 otherwise.
-    /// With `requireCached`, a ticket the cache does not hold at all is read from Desk too (and must be the caller's).
-    func confirmOwnership(_ id: Int, session: SessionRecord, requireCached: Bool = false) async throws {
-        let cached = try await store.find(id: id)
-        if let cached, cached.customerId == session.customerId { return }
-        if cached == nil, !requireCached { return }
-        do {
-            let ticket = try await desk.ticket(DeskSession(token: session.deskToken), id: id)
-            try await save(ticket, customerId: session.customerId)
-        } catch let error as DomainError where error.code == .notFound {
-            throw APIError.notFound("No ticket has this id.")
-        }
-        guard try await store.find(id: id)?.customerId == session.customerId else { throw APIError.notFound("No ticket has this id.") }
+    @discardableResult
+    func save(_ ticket: DeskTicket, customerId: Int) async throws -> CachedTicket {
+        let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current(needing: ticket.groupId))
+        report(try await store.upsert([row]))
+        let pending = try await store.pendingOperations(ticketId: ticket.id)
+        let now = Self.now()
+        memory.put(ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
+                   fetchedAt: now, pending: pending)
+        return CachedTicket(id: ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
+                            fetchedAt: now, createdAt: row.createdAt, pendingOperations: pending)
+    }
+
+    func forget(_ key: TicketKey) {
+        if case .id(let id) = key { memory.remove(id) }
     }
 
     /// Desk gave cached tickets to another customer or channel: worth a warning each time it happens (then the row agrees).
