@@ -347,3 +347,29 @@ extension DeskClient: DeskTicketSource {
         }
     }
 }
+
+extension DeskClient: DeskTicketWriter {
+    public func submitFeedback(ticketId: Int, messageId: Int, score: Int, comment: String?, deskToken: String) async throws(DomainError) {
+        try await submitFeedback(DeskSession(token: deskToken), ticketId: ticketId, messageId: messageId, score: score, comment: comment)
+    }
+
+    public func confirmClosure(ticketId: Int, messageId: Int, confirm: Bool, deskToken: String) async throws(DomainError) {
+        _ = try await confirmClosure(DeskSession(token: deskToken), ticketId: ticketId, messageId: messageId, confirm: confirm)
+    }
+
+    public func close(ticketId: Int, comment: String, deskToken: String) async throws(DomainError) -> DeskTicket {
+        try await close(DeskSession(token: deskToken), ticketId: ticketId, comment: comment)
+    }
+
+    public func reopen(ticketId: Int, deskToken: String) async throws(DomainError) -> DeskTicket {
+        try await reopen(DeskSession(token: deskToken), ticketId: ticketId)
+    }
+
+    public func setCustomFields(ticketId: Int, _ fields: [(key: String, value: String)], deskToken: String) async throws(DomainError) -> DeskTicket {
+        try await setTicketCustomFields(DeskSession(token: deskToken), ticketId: ticketId, fields)
+    }
+
+    public func setRelatedChannels(ticketId: Int, _ urls: [String], deskToken: String) async throws(DomainError) -> DeskTicket {
+        try await setRelatedChannels(DeskSession(token: deskToken), ticketId: ticketId, urls)
+    }
+}

@@ -106,3 +106,58 @@ public protocol TicketCache: Sendable {
 public protocol DeskTicketSource: Sendable {
     func ticket(_ key: TicketKey, deskToken: String) async throws(DomainError) -> DeskTicket
 }
+
+/// One customer write waiting for (or done with) Desk.
+public struct OutboxOperation: Sendable {
+    public let id: Int
+    public let ticketId: Int
+    public let customerId: Int
+    public let sessionId: Int
+    public let kind: OperationKind
+    /// JSON object text.
+    public let payload: String
+    public let status: OperationStatus
+    public let attempts: Int
+    public let lastError: String?
+    public let createdAt: Double
+    public let finishedAt: Double?
+
+    public init(id: Int, ticketId: Int, customerId: Int, sessionId: Int, kind: OperationKind, payload: String, status: OperationStatus,
+                attempts: Int, lastError: String?, createdAt: Double, finishedAt: Double?) {
+        (self.id, self.ticketId, self.customerId, self.sessionId, self.kind) = (id, ticketId, customerId, sessionId, kind)
+        (self.payload, self.status, self.attempts, self.lastError) = (payload, status, attempts, lastError)
+        (self.createdAt, self.finishedAt) = (createdAt, finishedAt)
+    }
+}
+
+/// The outbox: customer writes queued for Desk, claimed by one deliverer at a time (a lease), in order per ticket.
+public protocol OutboxQueue: Sendable {
+    /// Queues an operation already claimed by `owner`; says whether an earlier one of the same ticket is still pending.
+    func enqueue(ticketId: Int, customerId: Int, sessionId: Int, kind: OperationKind, payload: String,
+                 owner: String, leaseSeconds: Int) async throws -> (operation: OutboxOperation, earlierPending: Bool)
+    /// Hands a claimed operation over to the relays.
+    func release(id: Int, owner: String) async throws
+    /// Due operations, each the oldest pending one of its ticket, claimed for `leaseSeconds`.
+    func claimBatch(by owner: String, leaseSeconds: Int, limit: Int) async throws -> [OutboxOperation]
+    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, owner: String) async throws
+    func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String) async throws
+    func find(id: Int) async throws -> OutboxOperation?
+    func depth() async throws -> (pending: Int, oldestSeconds: Double)
+}
+
+/// The Desk session token a queued operation is delivered with.
+public protocol DeskSessionTokens: Sendable {
+    func deskToken(sessionId: Int) async throws -> String?
+}
+
+/// Desk's customer API writes, with the customer's own session.
+public protocol DeskTicketWriter: DeskTicketSource {
+    func submitFeedback(ticketId: Int, messageId: Int, score: Int, comment: String?, deskToken: String) async throws(DomainError)
+    func confirmClosure(ticketId: Int, messageId: Int, confirm: Bool, deskToken: String) async throws(DomainError)
+    func close(ticketId: Int, comment: String, deskToken: String) async throws(DomainError) -> DeskTicket
+    func reopen(ticketId: Int, deskToken: String) async throws(DomainError) -> DeskTicket
+    func setCustomFields(ticketId: Int, _ fields: [(key: String, value: String)], deskToken: String) async throws(DomainError) -> DeskTicket
+    func setRelatedChannels(ticketId: Int, _ urls: [String], deskToken: String) async throws(DomainError) -> DeskTicket
+    /// True while calls fail fast without reaching Desk.
+    var isPaused: Bool { get }
+}

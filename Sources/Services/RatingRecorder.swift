@@ -1,4 +1,6 @@
 public import Domain
+import Foundation
+public import JSON
 
 /// The one place that turns what Desk says about a ticket into CSAT records: which agent, team, channel and
 /// priority a rating counts for, which time it carries, and when a ticket's own rating stands in for the message's.
@@ -29,6 +31,22 @@ public enum RatingRecorder {
                 ratedAt: ticket.updatedAt ?? ticket.closedAt ?? 0, source: source), closedAt: ticket.closedAt ?? 0))
         }
         return writes
+    }
+
+    /// The customer's answer given through the gateway, once Desk accepted it: Desk's score and comment when the
+    /// ticket carries them (the payload's otherwise), with the agent and team of the moment it was given (the fresh
+    /// ticket when delivered at once, the cached state captured at submission when delivered later).
+    public static func feedback(_ operation: OutboxOperation, payload: JSONValue, ticket: DeskTicket, inline: Bool) -> RatingRecord {
+        let ratedAt: Double? = payload["ratedAt"].flatMap { if case .number(let d) = $0 { return d } else { return $0.intValue.map(Double.init) } }
+        return RatingRecord(
+            ticketId: operation.ticketId, messageId: payload["messageId"]?.intValue ?? 0,
+            score: ticket.satisfactionScore ?? payload["score"]?.intValue,
+            comment: ticket.satisfactionScore != nil ? ticket.satisfactionComment : payload["comment"]?.stringValue,
+            agentId: inline ? ticket.agent?.id : payload["agentId"]?.intValue, teamId: inline ? ticket.groupId : payload["teamId"]?.intValue,
+            channelType: payload["channelType"]?.stringValue ?? ticket.channelType ?? "UNKNOWN",
+            priority: payload["priority"]?.stringValue.flatMap(TicketPriority.init) ?? ticket.priority,
+            customerSendbirdId: payload["customerSendbirdId"]?.stringValue,
+            ratedAt: ratedAt ?? Date().timeIntervalSince1970, source: .gateway)
     }
 
     /// Hands `writes` to `store` in order; counts what changed.

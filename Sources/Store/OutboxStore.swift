@@ -1,25 +1,9 @@
 public import Domain
 import Postgres
 
-/// One customer write waiting for (or done with) Desk.
-public struct OutboxOperation: Sendable {
-    public let id: Int
-    public let ticketId: Int
-    public let customerId: Int
-    public let sessionId: Int
-    public let kind: OperationKind
-    /// JSON object text.
-    public let payload: String
-    public let status: OperationStatus
-    public let attempts: Int
-    public let lastError: String?
-    public let createdAt: Double
-    public let finishedAt: Double?
-}
-
 /// The transactional outbox: written in the same transaction as the cache's pending marker, delivered in order per
 /// ticket, claimed with `FOR UPDATE SKIP LOCKED` plus a lease so two instances never deliver the same operation.
-public struct OutboxStore: Sendable {
+public struct OutboxStore: OutboxQueue {
     let pool: Database
 
     public init(pool: Database) {
@@ -45,7 +29,7 @@ public struct OutboxStore: Sendable {
     /// cached) as having it pending. Returns the operation and whether an earlier operation of the same ticket is
     /// still pending (then it must wait its turn: call `release`).
     public func enqueue(ticketId: Int, customerId: Int, sessionId: Int, kind: OperationKind, payload: String,
-                        owner: String, leaseSeconds: Int) async throws -> (OutboxOperation, Bool) {
+                        owner: String, leaseSeconds: Int) async throws -> (operation: OutboxOperation, earlierPending: Bool) {
         try await pool.transaction { tx in
             let row = try tx.query("""
                 INSERT INTO outbox (ticket_id, customer_id, session_id, kind, payload, claimed_until, claimed_by)
@@ -59,7 +43,7 @@ public struct OutboxStore: Sendable {
                 UPDATE tickets SET pending_operations = pending_operations || jsonb_build_array(jsonb_build_object('id', $2::bigint, 'kind', $3::text))
                  WHERE id = $1
                 """, [ticketId, operation.id, kind.rawValue])
-            return (operation, !earlier.isEmpty)
+            return (operation: operation, earlierPending: !earlier.isEmpty)
         }
     }
 

@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 import Postgres
 import Foundation
 
@@ -12,7 +12,7 @@ public struct SessionRecord: Sendable {
 }
 
 /// Customers and bearer sessions in PostgreSQL.
-public struct SessionStore: Sendable {
+public struct SessionStore: DeskSessionTokens {
     let pool: Database
     let vault: TokenVault
 

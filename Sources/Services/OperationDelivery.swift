@@ -1,0 +1,218 @@
+public import Domain
+import Foundation
+public import JSON
+public import Logging
+
+public struct OutboxPolicy: Sendable {
+    /// Ceiling of the exponential backoff between delivery attempts.
+    public var maxBackoffSeconds: Double = 300
+    /// How long a claimed operation is left alone by other instances.
+    public var leaseSeconds = 60
+
+    public init() {}
+}
+
+/// The delivery rules of customer writes. A write is queued in the outbox first (nothing acknowledged is lost), then
+/// tried at once unless an earlier write of the same ticket is still waiting or Desk is paused; the relay delivers
+/// the rest later, in order per ticket. Desk refusing a write ends it (the cache goes back to Desk's state); Desk
+/// being away brings it back after a jittered exponential backoff. A refusal on a repeated attempt whose effect is
+/// already visible counts as delivered (an earlier attempt reached Desk but its answer was lost).
+public final class OperationDelivery: Sendable {
+    public enum Outcome: Sendable {
+        case delivered(DeskTicket)
+        case retry(DomainError)
+        case failed(DomainError)
+    }
+
+    /// What became of a submitted write.
+    public enum Submission: Sendable {
+        /// Desk accepted it just now; the ticket as now cached.
+        case delivered(CachedTicket)
+        /// Queued for the relay (Desk away, or an earlier write of the ticket waits).
+        case queued(OutboxOperation)
+    }
+
+    let desk: any DeskTicketWriter
+    let outbox: any OutboxQueue
+    let sessions: any DeskSessionTokens
+    let tickets: any TicketCache
+    let ratings: any RatingStore
+    let policy: OutboxPolicy
+    let logger: Logger
+    /// Told each attempt's outcome (`delivered`, `retry`, `failed`), for metrics.
+    let observe: @Sendable (String) -> Void
+    let owner = UUID().uuidString
+
+    public init(desk: any DeskTicketWriter, outbox: any OutboxQueue, sessions: any DeskSessionTokens, tickets: any TicketCache,
+                ratings: any RatingStore, policy: OutboxPolicy, logger: Logger, observe: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.desk = desk
+        self.outbox = outbox
+        self.sessions = sessions
+        self.tickets = tickets
+        self.ratings = ratings
+        self.policy = policy
+        self.logger = logger
+        self.observe = observe
+    }
+
+    /// Queues `kind` and tries it once right away when it may go first. Throws Desk's refusal (the operation is then
+    /// failed); a conflict names what the ticket's state did not allow.
+    public func submit(customerId: Int, sessionId: Int, ticketId: Int, kind: OperationKind, payload: JSONValue) async throws -> Submission {
+        let (operation, earlier) = try await outbox.enqueue(ticketId: ticketId, customerId: customerId, sessionId: sessionId, kind: kind,
+                                                            payload: payload.serialized(), owner: owner, leaseSeconds: policy.leaseSeconds)
+        tickets.forget(.id(ticketId))
+        guard !earlier, !desk.isPaused else {
+            try await outbox.release(id: operation.id, owner: owner)
+            return .queued(try await outbox.find(id: operation.id) ?? operation)
+        }
+        let outcome = await deliver(operation, inline: true)
+        try await complete(operation, outcome)
+        switch outcome {
+        case .delivered(let ticket):
+            return .delivered(try await tickets.save(ticket, customerId: customerId))
+        case .failed(let error):
+            guard error.code == .conflict else { throw error }
+            throw DomainError(.conflict, kind.stateConflict, internalDetail: error.internalDetail)
+        case .retry:
+            return .queued(try await outbox.find(id: operation.id) ?? operation)
+        }
+    }
+
+    /// One delivery attempt.
+    public func deliver(_ operation: OutboxOperation, inline: Bool) async -> Outcome {
+        guard let token = try? await sessions.deskToken(sessionId: operation.sessionId) else {
+            return .failed(DomainError(.unauthorized, "The session behind this operation is gone."))
+        }
+        let payload = (try? JSONParser.parse(operation.payload)) ?? .object([])
+        do throws(DomainError) {
+            let ticket = try await attempt(operation, payload: payload, token: token)
+            if operation.kind == .feedback {
+                await recordRating(RatingRecorder.feedback(operation, payload: payload, ticket: ticket, inline: inline))
+            }
+            return .delivered(ticket)
+        } catch {
+            switch error.code {
+            case .upstreamUnavailable, .rateLimited: return .retry(error)
+            default: return .failed(error)
+            }
+        }
+    }
+
+    private func attempt(_ operation: OutboxOperation, payload: JSONValue, token: String) async throws(DomainError) -> DeskTicket {
+        let id = operation.ticketId
+        let repeated = operation.attempts > 0
+        switch operation.kind {
+        case .feedback:
+            if let score = payload["score"]?.intValue {
+                try await visibleAfterRefusal(repeated, token: token, id: id, { $0.satisfactionScore == score }) { () throws(DomainError) in
+                    try await desk.submitFeedback(ticketId: id, messageId: payload["messageId"]?.intValue ?? 0, score: score,
+                                                  comment: payload["comment"]?.stringValue, deskToken: token)
+                }
+            }
+            return try await desk.ticket(.id(id), deskToken: token)
+        case .closureConfirmation:
+            try await visibleAfterRefusal(repeated, token: token, id: id, nil) { () throws(DomainError) in
+                try await desk.confirmClosure(ticketId: id, messageId: payload["messageId"]?.intValue ?? 0,
+                                              confirm: payload["confirm"]?.boolValue ?? false, deskToken: token)
+            }
+            return try await desk.ticket(.id(id), deskToken: token)
+        case .close:
+            return try await refusedButDone(repeated, token: token, id: id, { $0.status == .closed }) { () throws(DomainError) in
+                try await desk.close(ticketId: id, comment: payload["comment"]?.stringValue ?? "", deskToken: token)
+            }
+        case .reopen:
+            return try await refusedButDone(repeated, token: token, id: id, { $0.status != .closed }) { () throws(DomainError) in
+                try await desk.reopen(ticketId: id, deskToken: token)
+            }
+        case .customFields:
+            let fields = (payload["customFields"]?.objectValue ?? []).map { (key: $0.0, value: $0.1.stringValue ?? "") }
+            return try await desk.setCustomFields(ticketId: id, fields, deskToken: token)
+        case .relatedChannels:
+            return try await desk.setRelatedChannels(ticketId: id, payload["channelUrls"]?.arrayValue?.compactMap(\.stringValue) ?? [], deskToken: token)
+        }
+    }
+
+    /// Runs `write`; a conflict on a repeated attempt is forgiven when Desk's ticket shows the effect (`done`; any
+    /// repeated conflict when there is no way to tell).
+    private func visibleAfterRefusal(_ repeated: Bool, token: String, id: Int, _ done: ((DeskTicket) -> Bool)?,
+                                     _ write: () async throws(DomainError) -> Void) async throws(DomainError) {
+        do {
+            try await write()
+        } catch {
+            guard error.code == .conflict, repeated else { throw error }
+            if let done { guard done(try await desk.ticket(.id(id), deskToken: token)) else { throw error } }
+        }
+    }
+
+    /// Like `visibleAfterRefusal`, for writes that answer with the ticket.
+    private func refusedButDone(_ repeated: Bool, token: String, id: Int, _ done: (DeskTicket) -> Bool,
+                                _ write: () async throws(DomainError) -> DeskTicket) async throws(DomainError) -> DeskTicket {
+        do {
+            return try await write()
+        } catch {
+            guard error.code == .conflict, repeated else { throw error }
+            let ticket = try await desk.ticket(.id(id), deskToken: token)
+            guard done(ticket) else { throw error }
+            return ticket
+        }
+    }
+
+    private func recordRating(_ rating: RatingRecord) async {
+        do { _ = try await ratings.record(rating) } catch {
+            logger.error("could not record a delivered rating", metadata: ["ticket": "\(rating.ticketId)", "error": "\(error)"])
+        }
+    }
+
+    /// Books the outcome: delivered and failed operations end (a refusal resets the cache to Desk's state),
+    /// transient failures come back after a jittered exponential backoff.
+    public func complete(_ operation: OutboxOperation, _ outcome: Outcome) async throws {
+        switch outcome {
+        case .delivered(let ticket):
+            observe("delivered")
+            try await outbox.finish(operation, delivered: true, error: nil, owner: owner)
+            _ = try? await tickets.save(ticket, customerId: operation.customerId)
+        case .failed(let error):
+            observe("failed")
+            logger.notice("operation refused by Desk", metadata: ["operation": "\(operation.id)", "kind": "\(operation.kind)",
+                                                                  "detail": "\(error.internalDetail ?? error.message)"])
+            try await outbox.finish(operation, delivered: false, error: Self.reason(error), owner: owner)
+            if let token = try? await sessions.deskToken(sessionId: operation.sessionId),
+               let truth = try? await desk.ticket(.id(operation.ticketId), deskToken: token) {
+                _ = try? await tickets.save(truth, customerId: operation.customerId)
+            } else {
+                tickets.forget(.id(operation.ticketId))
+            }
+        case .retry(let error):
+            observe("retry")
+            try await outbox.reschedule(operation, afterSeconds: Self.backoff(attempts: operation.attempts, ceiling: policy.maxBackoffSeconds),
+                                        error: Self.reason(error))
+        }
+    }
+
+    /// Seconds before the next attempt: between half and all of 2^attempts, capped at `ceiling`.
+    public static func backoff(attempts: Int, ceiling: Double) -> Double {
+        let top = min(ceiling, pow(2, Double(min(attempts, 20))))
+        return Double.random(in: (top / 2)...max(top / 2, top))
+    }
+
+    /// Why an operation failed, as clients read it on `GET /v1/operations/{id}`.
+    public static func reason(_ error: DomainError) -> String {
+        switch error.code {
+        case .conflict: return "ticket_state_conflict: the ticket's state did not allow this"
+        case .invalid: return "desk_rejected: Desk refused a value"
+        case .notFound: return "not_found: Desk has no such ticket or message"
+        case .unauthorized: return "desk_session_expired: Desk no longer accepts the customer's session"
+        case .upstreamUnavailable, .rateLimited: return "desk_unavailable: Desk could not be reached"
+        default: return "\(error.code): \(error.message)"
+        }
+    }
+
+    /// One relay pass over due operations; returns how many it handled.
+    public func relayOnce(limit: Int = 20) async throws -> Int {
+        let batch = try await outbox.claimBatch(by: owner, leaseSeconds: policy.leaseSeconds, limit: limit)
+        for operation in batch {
+            try await complete(operation, await deliver(operation, inline: false))
+        }
+        return batch.count
+    }
+}

@@ -1,0 +1,231 @@
+import Domain
+import JSON
+import Logging
+import Services
+import Synchronization
+import Testing
+
+/// The outbox in memory, with the store's claim rule: only the oldest pending operation of a ticket is due.
+final class FakeOutbox: OutboxQueue {
+    struct Entry {
+        var operation: OutboxOperation
+        var claimedBy: String?
+        var delay: Double?
+    }
+    let entries = Mutex<[Entry]>([])
+
+    static func with(_ operation: OutboxOperation, status: OperationStatus? = nil, attempts: Int? = nil, error: String? = nil) -> OutboxOperation {
+        OutboxOperation(id: operation.id, ticketId: operation.ticketId, customerId: operation.customerId, sessionId: operation.sessionId,
+                        kind: operation.kind, payload: operation.payload, status: status ?? operation.status,
+                        attempts: attempts ?? operation.attempts, lastError: error ?? operation.lastError, createdAt: 0, finishedAt: nil)
+    }
+
+    func enqueue(ticketId: Int, customerId: Int, sessionId: Int, kind: OperationKind, payload: String,
+                 owner: String, leaseSeconds: Int) async throws -> (operation: OutboxOperation, earlierPending: Bool) {
+        entries.withLock { entries in
+            let operation = OutboxOperation(id: entries.count + 1, ticketId: ticketId, customerId: customerId, sessionId: sessionId, kind: kind,
+                                            payload: payload, status: .pending, attempts: 0, lastError: nil, createdAt: 0, finishedAt: nil)
+            let earlier = entries.contains { $0.operation.ticketId == ticketId && $0.operation.status == .pending }
+            entries.append(Entry(operation: operation, claimedBy: owner))
+            return (operation, earlier)
+        }
+    }
+
+    func release(id: Int, owner: String) async throws {
+        entries.withLock { entries in
+            for index in entries.indices where entries[index].operation.id == id { entries[index].claimedBy = nil }
+        }
+    }
+
+    func claimBatch(by owner: String, leaseSeconds: Int, limit: Int) async throws -> [OutboxOperation] {
+        entries.withLock { entries in
+            var claimed: [OutboxOperation] = []
+            var seen = Set<Int>()
+            for index in entries.indices where entries[index].operation.status == .pending {
+                let ticket = entries[index].operation.ticketId
+                guard seen.insert(ticket).inserted, entries[index].claimedBy == nil, claimed.count < limit else { continue }
+                entries[index].claimedBy = owner
+                claimed.append(entries[index].operation)
+            }
+            return claimed
+        }
+    }
+
+    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, owner: String) async throws {
+        update(operation.id) { $0.operation = Self.with($0.operation, status: delivered ? .delivered : .failed, attempts: $0.operation.attempts + 1, error: error) }
+    }
+
+    func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String) async throws {
+        update(operation.id) { entry in
+            entry.operation = Self.with(entry.operation, attempts: entry.operation.attempts + 1, error: error)
+            entry.claimedBy = nil
+            entry.delay = delay
+        }
+    }
+
+    func find(id: Int) async throws -> OutboxOperation? { entries.withLock { $0.first { $0.operation.id == id }?.operation } }
+
+    func depth() async throws -> (pending: Int, oldestSeconds: Double) {
+        (entries.withLock { $0.filter { $0.operation.status == .pending }.count }, 0)
+    }
+
+    private func update(_ id: Int, _ change: (inout Entry) -> Void) {
+        entries.withLock { entries in
+            for index in entries.indices where entries[index].operation.id == id { change(&entries[index]) }
+        }
+    }
+
+    var statuses: [OperationStatus] { entries.withLock { $0.map(\.operation.status) } }
+}
+
+/// Desk's customer API writes in memory: each ticket's status, and a failure to answer with, per operation kind.
+final class FakeWriter: DeskTicketWriter {
+    struct State {
+        var closed: Set<Int> = []
+        var failures: [String: DomainError] = [:]
+        var writes: [String] = []
+        var paused = false
+    }
+    let state = Mutex(State())
+
+    private func write(_ name: String, _ id: Int, _ change: (inout State) -> Void = { _ in }) throws(DomainError) {
+        let failure = state.withLock { state -> DomainError? in
+            state.writes.append("\(name) \(id)")
+            if let failure = state.failures[name] { return failure }
+            change(&state)
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    func ticket(_ key: TicketKey, deskToken: String) async throws(DomainError) -> DeskTicket {
+        guard case .id(let id) = key else { throw DomainError(.notFound, "no") }
+        let closed = state.withLock { $0.closed.contains(id) }
+        return Make.ticket(id, closedAt: closed ? "2026-11-20T09:00:00Z" : nil)
+    }
+
+    func submitFeedback(ticketId: Int, messageId: Int, score: Int, comment: String?, deskToken: String) async throws(DomainError) {
+        try write("feedback", ticketId)
+    }
+
+    func confirmClosure(ticketId: Int, messageId: Int, confirm: Bool, deskToken: String) async throws(DomainError) {
+        try write("closure_confirmation", ticketId)
+    }
+
+    func close(ticketId: Int, comment: String, deskToken: String) async throws(DomainError) -> DeskTicket {
+        try write("close", ticketId) { _ = $0.closed.insert(ticketId) }
+        return try await ticket(.id(ticketId), deskToken: deskToken)
+    }
+
+    func reopen(ticketId: Int, deskToken: String) async throws(DomainError) -> DeskTicket {
+        try write("reopen", ticketId) { _ = $0.closed.remove(ticketId) }
+        return try await ticket(.id(ticketId), deskToken: deskToken)
+    }
+
+    func setCustomFields(ticketId: Int, _ fields: [(key: String, value: String)], deskToken: String) async throws(DomainError) -> DeskTicket {
+        try write("custom_fields", ticketId)
+        return try await ticket(.id(ticketId), deskToken: deskToken)
+    }
+
+    func setRelatedChannels(ticketId: Int, _ urls: [String], deskToken: String) async throws(DomainError) -> DeskTicket {
+        try write("related_channels", ticketId)
+        return try await ticket(.id(ticketId), deskToken: deskToken)
+    }
+
+    var isPaused: Bool { state.withLock { $0.paused } }
+}
+
+struct FakeSessions: DeskSessionTokens {
+    func deskToken(sessionId: Int) async throws -> String? { "token-\(sessionId)" }
+}
+
+@Suite struct OperationDeliveryTests {
+    static func delivery(_ desk: FakeWriter, _ outbox: FakeOutbox, _ cache: FakeTicketCache = FakeTicketCache(),
+                         _ ratings: FakeRatings = FakeRatings()) -> OperationDelivery {
+        var policy = OutboxPolicy()
+        policy.maxBackoffSeconds = 60
+        return OperationDelivery(desk: desk, outbox: outbox, sessions: FakeSessions(), tickets: cache, ratings: ratings, policy: policy,
+                                 logger: Logger(label: "test"))
+    }
+
+    static func submit(_ delivery: OperationDelivery, _ ticket: Int, _ kind: OperationKind,
+                       _ payload: JSONValue = .object([])) async throws -> OperationDelivery.Submission {
+        try await delivery.submit(customerId: 7, sessionId: 3, ticketId: ticket, kind: kind, payload: payload)
+    }
+
+    @Test func aWriteGoesAtOnceWhenItMayAndWaitsItsTurnOtherwise() async throws {
+        let (desk, outbox) = (FakeWriter(), FakeOutbox())
+        let delivery = Self.delivery(desk, outbox)
+        guard case .delivered(let ticket) = try await Self.submit(delivery, 1, .close) else { Issue.record("not delivered at once"); return }
+        #expect(ticket.customerId == 7 && ticket.status == "CLOSED")
+        // Desk away: the write is queued, not lost.
+        desk.state.withLock { $0.failures["reopen"] = DomainError(.upstreamUnavailable, "away") }
+        guard case .queued(let waiting) = try await Self.submit(delivery, 1, .reopen) else { Issue.record("not queued"); return }
+        #expect(waiting.status == .pending && waiting.attempts == 1)
+        let delay = try #require(outbox.entries.withLock { $0[1].delay })
+        #expect(delay >= 0.5 && delay <= 1)   // the first retry: half to all of 2^0 s
+        for attempts in [0, 3, 10, 40] {
+            let later = OperationDelivery.backoff(attempts: attempts, ceiling: 60)
+            let top = min(60, Double(1 << min(attempts, 20)))
+            #expect(later >= top / 2 && later <= top, "\(attempts): \(later)")
+        }
+        // A later write of the same ticket waits for it without asking Desk, even once Desk is back.
+        desk.state.withLock { $0.failures = [:] }
+        let before = desk.state.withLock { $0.writes.count }
+        guard case .queued = try await Self.submit(delivery, 1, .customFields) else { Issue.record("jumped the queue"); return }
+        #expect(desk.state.withLock { $0.writes.count } == before)
+        // Paused Desk: queued without an attempt.
+        desk.state.withLock { $0.paused = true }
+        guard case .queued = try await Self.submit(delivery, 2, .close) else { Issue.record("tried while paused"); return }
+        #expect(desk.state.withLock { $0.writes.count } == before)
+        // The relay delivers each ticket's writes in order: ticket 1's reopen, then its custom fields; ticket 2's close.
+        desk.state.withLock { $0.paused = false }
+        while try await delivery.relayOnce() > 0 {}
+        #expect(desk.state.withLock { Array($0.writes.suffix(3)) } == ["reopen 1", "close 2", "custom_fields 1"])
+        #expect(outbox.statuses == [.delivered, .delivered, .delivered, .delivered])
+    }
+
+    @Test func desksRefusalFailsTheWriteNamesTheStateAndResetsTheCache() async throws {
+        let (desk, outbox, cache) = (FakeWriter(), FakeOutbox(), FakeTicketCache())
+        desk.state.withLock { $0.failures["reopen"] = DomainError(.conflict, "Desk: not closed", internalDetail: "HTTP 409") }
+        do {
+            _ = try await Self.submit(Self.delivery(desk, outbox, cache), 4, .reopen)
+            Issue.record("a refused write was acknowledged")
+        } catch let error as DomainError {
+            #expect(error.code == .conflict && error.message == OperationKind.reopen.stateConflict)
+        }
+        #expect(outbox.statuses == [.failed])
+        #expect(outbox.entries.withLock { $0[0].operation.lastError }?.hasPrefix("ticket_state_conflict") == true)
+        // The cache holds Desk's view again.
+        #expect(try await cache.find(.id(4))?.status == "ACTIVE")
+    }
+
+    @Test func aRepeatedAttemptWhoseEffectIsAlreadyVisibleCountsAsDelivered() async throws {
+        let (desk, outbox) = (FakeWriter(), FakeOutbox())
+        let delivery = Self.delivery(desk, outbox)
+        // The first attempt reached Desk but its answer was lost; Desk now refuses the repeat, and shows it closed.
+        desk.state.withLock { $0.closed = [5]; $0.failures["close"] = DomainError(.conflict, "already closed") }
+        let first = OutboxOperation(id: 1, ticketId: 5, customerId: 7, sessionId: 3, kind: .close, payload: "{}", status: .pending,
+                                    attempts: 0, lastError: nil, createdAt: 0, finishedAt: nil)
+        guard case .failed = await delivery.deliver(first, inline: false) else { Issue.record("a first refusal was forgiven"); return }
+        guard case .delivered = await delivery.deliver(FakeOutbox.with(first, attempts: 1), inline: false) else {
+            Issue.record("a visible effect was not taken as delivered")
+            return
+        }
+        // Not visible: still a refusal.
+        desk.state.withLock { $0.closed = [] }
+        guard case .failed = await delivery.deliver(FakeOutbox.with(first, attempts: 1), inline: false) else { Issue.record("forgiven blindly"); return }
+    }
+
+    @Test func deliveredFeedbackIsRecordedOnceWithDesksAnswer() async throws {
+        let (desk, outbox, ratings) = (FakeWriter(), FakeOutbox(), FakeRatings())
+        let payload: JSONValue = .object([("messageId", .integer(9)), ("score", .integer(4)), ("comment", .string("fine")),
+                                          ("ratedAt", .number(1_800_000_000)), ("agentId", .integer(77)), ("channelType", .string("SENDBIRD"))])
+        _ = try await Self.submit(Self.delivery(desk, outbox, FakeTicketCache(), ratings), 6, .feedback, payload)
+        let recorded = ratings.state.withLock { $0.ratings }
+        #expect(recorded.count == 1)
+        #expect(recorded.first?.score == 4 && recorded.first?.messageId == 9 && recorded.first?.source == .gateway)
+        // Delivered at once: the agent is the ticket's now, not the one captured at submission.
+        #expect(recorded.first?.agentId == 501 && recorded.first?.ratedAt == 1_800_000_000)
+    }
+}
