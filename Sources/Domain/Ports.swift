@@ -161,3 +161,47 @@ public protocol DeskTicketWriter: DeskTicketSource {
     /// True while calls fail fast without reaching Desk.
     var isPaused: Bool { get }
 }
+
+/// A cached ticket that Desk reports with another customer or channel than the cache held.
+public struct OwnershipChange: Sendable, Equatable {
+    public let ticketId: Int
+    public let previousCustomerId: Int
+    public let customerId: Int
+    public let previousChannelUrl: String
+    public let channelUrl: String
+
+    public init(ticketId: Int, previousCustomerId: Int, customerId: Int, previousChannelUrl: String, channelUrl: String) {
+        self.ticketId = ticketId
+        self.previousCustomerId = previousCustomerId
+        self.customerId = customerId
+        self.previousChannelUrl = previousChannelUrl
+        self.channelUrl = channelUrl
+    }
+
+    /// Log fields: both values of each (gateway customer ids and channel URLs, no ticket content).
+    public var metadata: [String: String] {
+        ["ticket": "\(ticketId)", "cached_customer": "\(previousCustomerId)", "desk_customer": "\(customerId)",
+         "cached_channel": previousChannelUrl, "desk_channel": channelUrl]
+    }
+}
+
+/// The writes a Desk webhook event makes, inside the inbox's transaction (synchronous: it runs on a database thread).
+public protocol InboxWriter {
+    /// Caches Desk's view of `ticket` for the customer with this Sendbird id (created on first sight). An older
+    /// state (by Desk's `updatedAt`) never overwrites a newer one; Desk's customer and channel always win. Returns
+    /// the ownership change when Desk moved the ticket.
+    func cacheTicket(_ ticket: DeskTicket, customerSendbirdId: String) throws -> OwnershipChange?
+    /// Records one CSAT fact; returns whether anything changed.
+    @discardableResult
+    func apply(_ write: RatingWrite) throws -> Bool
+}
+
+extension DeskTicket {
+    /// Whether this state of the ticket replaces a cached one: an older state (by Desk's `updatedAt`) never does, so
+    /// late or reordered webhooks are harmless; Desk's customer and channel always win. `Store` applies the same
+    /// rule inside its upsert statement, so concurrent writers cannot race past it.
+    public func supersedes(cachedUpdatedAt: Double?, cachedChannelUrl: String, sameCustomer: Bool) -> Bool {
+        guard sameCustomer, cachedChannelUrl == channelUrl, let cachedUpdatedAt else { return true }
+        return (updatedAt ?? 0) >= cachedUpdatedAt
+    }
+}

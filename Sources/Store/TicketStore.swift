@@ -44,28 +44,6 @@ public struct TicketRow: Sendable {
     }
 }
 
-/// A cached ticket that Desk reports with another customer or channel than the cache held.
-public struct OwnershipChange: Sendable, Equatable {
-    public let ticketId: Int
-    public let previousCustomerId: Int
-    public let customerId: Int
-    public let previousChannelUrl: String
-    public let channelUrl: String
-
-    public init(ticketId: Int, previousCustomerId: Int, customerId: Int, previousChannelUrl: String, channelUrl: String) {
-        self.ticketId = ticketId
-        self.previousCustomerId = previousCustomerId
-        self.customerId = customerId
-        self.previousChannelUrl = previousChannelUrl
-        self.channelUrl = channelUrl
-    }
-
-    /// Log fields: both values of each (gateway customer ids and channel URLs, no ticket content).
-    public var metadata: [String: String] {
-        ["ticket": "\(ticketId)", "cached_customer": "\(previousCustomerId)", "desk_customer": "\(customerId)",
-         "cached_channel": previousChannelUrl, "desk_channel": channelUrl]
-    }
-}
 
 /// The PostgreSQL ticket cache.
 public struct TicketStore: Sendable {
@@ -97,8 +75,9 @@ public struct TicketStore: Sendable {
         }
     }
 
-    /// Writes one ticket on an open connection (used inside larger transactions too). An older state (by Desk's
-    /// `updatedAt`) never overwrites a newer one, so late or reordered webhooks are harmless. Desk owns the ticket's
+    /// Writes one ticket on an open connection (used inside larger transactions too), by the rule
+    /// `DeskTicket.supersedes`, applied here inside the statement: an older state (by Desk's `updatedAt`) never
+    /// overwrites a newer one, so late or reordered webhooks are harmless. Desk owns the ticket's
     /// customer and channel: when they differ from the cached row (the database once cached another Desk, or the
     /// ticket moved), Desk's values win whatever the timestamps say, a cached row of another id holding the same channel
     /// is dropped, and the change is returned so the caller can report it.

@@ -1,3 +1,4 @@
+import Domain
 import DeskEmulator
 import Foundation
 import GatewayApp

@@ -1,3 +1,4 @@
+import Domain
 import API
 import Crypto
 import DeskClient
@@ -62,6 +63,23 @@ import TestSupport
             try await Task.sleep(for: .milliseconds(100))
         }
         Issue.record("webhook events still pending after \(seconds) s")
+    }
+
+    /// The database keeps `DeskTicket.supersedes` too: a late webhook with an older state leaves the newer one cached.
+    @Test func aLateOlderEventLeavesTheNewerStateCached() async throws {
+        try await withGateway(configure: { $0.deskWebhookSecret = "order-secret" }) { app in
+            func event(_ status: String, _ updatedAt: String) -> [UInt8] {
+                Array(#"{"eventType":"TICKET.UPDATED","data":{"ticket":{"id":4201,"status2":"\#(status)","channelUrl":"order-channel","updatedAt":"\#(updatedAt)","customer":{"sendbirdId":"order-customer"}}}}"#.utf8)
+            }
+            for body in [event("CLOSED", "2026-11-20T10:00:00Z"), event("ACTIVE", "2026-11-20T09:00:00Z")] {
+                let mac = HMAC<Insecure.SHA1>.authenticationCode(for: body, using: SymmetricKey(data: Array("order-secret".utf8)))
+                let response = try await httpRequest(port: app.port, "POST", "/v1/webhooks/desk",
+                                                     headers: [("x-hub-signature", "sha1=" + Codec.hex(Array(mac)))], body: body)
+                #expect(response.status == 200, "\(response.text)")
+                try await Self.waitForInbox(app)
+            }
+            #expect(try await TicketStore(pool: app.pool).find(id: 4201)?.status == "CLOSED")
+        }
     }
 
     @Test func everyShapeIsStoredAndAppliedAndTheRatingCountsOnce() async throws {

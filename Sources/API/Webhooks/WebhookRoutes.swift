@@ -99,25 +99,34 @@ public struct WebhookRoutes: Sendable {
     /// ticket's own CSAT fields as a ticket-level rating. Returns the ticket id (0 when the ticket names no customer),
     /// or nil when the event holds no ticket the gateway can read: it stays stored as `unrecognized`.
     static func apply(_ event: InboxEvent, teams: [Int: (key: String?, name: String)], logger: Logger, on tx: StoreTransaction) throws -> Int? {
-        let json = try JSONParser.parse(event.body)
-        guard let parsed = DeskWebhookEvent.parse(json) else {
+        switch try WebhookApplier.apply(try JSONParser.parse(event.body), to: InboxTicketWriter(tx: tx, teams: teams)) {
+        case .unrecognized(let keys):
             logger.warning("a Desk webhook event could not be interpreted; it is kept as unrecognized (desk-gateway webhooks replay)",
-                           metadata: ["event": "\(event.id)", "type": "\(event.type)",
-                                      "keys": "\(DeskWebhookEvent.topLevelKeys(json).prefix(20).joined(separator: ","))"])
+                           metadata: ["event": "\(event.id)", "type": "\(event.type)", "keys": "\(keys.prefix(20).joined(separator: ","))"])
             return nil
+        case .noCustomer:
+            return 0
+        case .applied(let id, let moved):
+            if let moved {
+                logger.warning("Desk reports a cached ticket with another customer or channel; the cache now follows Desk",
+                               metadata: moved.metadata.mapValues { .string($0) })
+            }
+            return id
         }
-        let ticket = parsed.ticket
-        guard let sendbirdId = ticket.customerSendbirdId else { return 0 }
-        let customerId = try tx.customerId(sendbirdId: sendbirdId)
-        if let moved = try tx.upsert(TicketDocument.row(ticket, customerId: customerId, teams: teams)) {
-            logger.warning("Desk reports a cached ticket with another customer or channel; the cache now follows Desk",
-                           metadata: moved.metadata.mapValues { .string($0) })
-        }
-        let messages = parsed.message.map { [$0] } ?? []
-        for write in RatingRecorder.writes(ticket: ticket, messages: messages, ticketRating: parsed.ticketRating, source: .webhook) {
-            try tx.apply(write)
-        }
-        return ticket.id
+    }
+}
+
+/// The inbox transaction as the webhook applier writes to it, with tickets rendered as the customer API serves them.
+struct InboxTicketWriter: InboxWriter {
+    let tx: StoreTransaction
+    let teams: [Int: (key: String?, name: String)]
+
+    func cacheTicket(_ ticket: DeskTicket, customerSendbirdId: String) throws -> OwnershipChange? {
+        try tx.upsert(TicketDocument.row(ticket, customerId: try tx.customerId(sendbirdId: customerSendbirdId), teams: teams))
+    }
+
+    func apply(_ write: RatingWrite) throws -> Bool {
+        try tx.apply(write)
     }
 }
 

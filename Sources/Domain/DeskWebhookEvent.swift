@@ -1,5 +1,5 @@
 public import JSON
-public import Domain
+
 
 /// A Desk webhook as the gateway understands it, whichever envelope it came in. Documented by Sendbird: the body is
 /// JSON, `eventType` names the event and `data` holds the ticket as the Platform API renders it. Assumed (not

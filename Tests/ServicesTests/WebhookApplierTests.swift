@@ -1,0 +1,72 @@
+import Domain
+import JSON
+import Services
+import Testing
+
+/// The inbox transaction in memory, keeping the cache by the rule `DeskTicket.supersedes`.
+final class FakeInboxWriter: InboxWriter {
+    var cached: [Int: (ticket: DeskTicket, customer: String)] = [:]
+    var writes: [RatingWrite] = []
+
+    func cacheTicket(_ ticket: DeskTicket, customerSendbirdId: String) throws -> OwnershipChange? {
+        let old = cached[ticket.id]
+        guard ticket.supersedes(cachedUpdatedAt: old?.ticket.updatedAt, cachedChannelUrl: old?.ticket.channelUrl ?? ticket.channelUrl,
+                                sameCustomer: old.map { $0.customer == customerSendbirdId } ?? true) else { return nil }
+        cached[ticket.id] = (ticket, customerSendbirdId)
+        return nil
+    }
+
+    func apply(_ write: RatingWrite) throws -> Bool {
+        writes.append(write)
+        return true
+    }
+}
+
+@Suite struct WebhookApplierTests {
+    static func event(_ id: Int, status: String, updatedAt: String, customer: String? = "c-1", message: JSONValue? = nil) -> JSONValue {
+        var ticket: [(String, JSONValue)] = [("id", .integer(id)), ("status2", .string(status)), ("updatedAt", .string(updatedAt)),
+                                             ("channelUrl", .string("channel-\(id)"))]
+        if let customer { ticket.append(("customer", .object([("sendbirdId", .string(customer))]))) }
+        var data: [(String, JSONValue)] = [("ticket", .object(ticket))]
+        if let message { data.append(("message", message)) }
+        return .object([("eventType", .string("TICKET.UPDATED")), ("data", .object(data))])
+    }
+
+    @Test func anOlderStateNeverOverwritesANewerOneWhateverTheOrder() throws {
+        let newer = Self.event(1, status: "CLOSED", updatedAt: "2026-11-20T10:00:00Z")
+        let older = Self.event(1, status: "ACTIVE", updatedAt: "2026-11-20T09:00:00Z")
+        for order in [[newer, older], [older, newer]] {
+            let writer = FakeInboxWriter()
+            for event in order { #expect(try WebhookApplier.apply(event, to: writer) == .applied(ticketId: 1, moved: nil)) }
+            #expect(writer.cached[1]?.ticket.status == .closed)
+        }
+        // Desk moving the ticket to another customer wins whatever the timestamps say.
+        let writer = FakeInboxWriter()
+        _ = try WebhookApplier.apply(newer, to: writer)
+        _ = try WebhookApplier.apply(Self.event(1, status: "ACTIVE", updatedAt: "2026-11-19T00:00:00Z", customer: "c-2"), to: writer)
+        #expect(writer.cached[1]?.customer == "c-2")
+    }
+
+    @Test func csatFromTheEventsMessageIsRecordedThroughTheRecorder() throws {
+        let data: JSONValue = .object([("type", .string(RichMessageType.customerSatisfaction.rawValue)),
+                                       ("body", .object([("state", .string("CONFIRMED")), ("customerSatisfactionScore", .integer(5))]))])
+        let message: JSONValue = .object([("messageId", .integer(31)), ("data", .string(data.serialized()))])
+        let writer = FakeInboxWriter()
+        _ = try WebhookApplier.apply(Self.event(2, status: "CLOSED", updatedAt: "2026-11-20T10:00:00Z", message: message), to: writer)
+        #expect(writer.writes.count == 2)
+        guard case .rating(let rating) = writer.writes.last else { Issue.record("\(writer.writes)"); return }
+        #expect(rating.score == 5 && rating.messageId == 31 && rating.source == .webhook && rating.customerSendbirdId == "c-1")
+    }
+
+    @Test func eventsWithoutATicketOrACustomerChangeNothing() throws {
+        let writer = FakeInboxWriter()
+        guard case .unrecognized(let keys) = try WebhookApplier.apply(.object([("hello", .string("world"))]), to: writer) else {
+            Issue.record("an event without a ticket was applied")
+            return
+        }
+        #expect(keys == ["hello"])
+        #expect(try WebhookApplier.apply(Self.event(3, status: "ACTIVE", updatedAt: "2026-11-20T10:00:00Z", customer: nil), to: writer)
+                == .noCustomer(ticketId: 3))
+        #expect(writer.cached.isEmpty && writer.writes.isEmpty)
+    }
+}
