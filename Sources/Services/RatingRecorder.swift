@@ -2,6 +2,21 @@ public import Domain
 import Foundation
 public import JSON
 
+/// Who and what a rating given through the gateway counts for: the ticket's state when the customer answered.
+public struct RatingContext: Sendable {
+    public let ticketId: Int
+    public let agentId: Int?
+    public let teamId: Int?
+    public let channelType: String
+    public let priority: TicketPriority
+    public let customerSendbirdId: String?
+
+    public init(ticketId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: TicketPriority, customerSendbirdId: String?) {
+        (self.ticketId, self.agentId, self.teamId) = (ticketId, agentId, teamId)
+        (self.channelType, self.priority, self.customerSendbirdId) = (channelType, priority, customerSendbirdId)
+    }
+}
+
 /// The one place that turns what Desk says about a ticket into CSAT records: which agent, team, channel and
 /// priority a rating counts for, which time it carries, and when a ticket's own rating stands in for the message's.
 public enum RatingRecorder {
@@ -31,6 +46,25 @@ public enum RatingRecorder {
                 ratedAt: ticket.updatedAt ?? ticket.closedAt ?? 0, source: source), closedAt: ticket.closedAt ?? 0))
         }
         return writes
+    }
+
+    /// A decline through the gateway (never sent to Desk, whose CSAT message cannot hold an empty score): a response
+    /// without a score, for the ticket as it is now.
+    public static func decline(_ context: RatingContext, messageId: Int, comment: String?, at time: Double) -> RatingRecord {
+        RatingRecord(ticketId: context.ticketId, messageId: messageId, score: nil, comment: comment, agentId: context.agentId,
+                     teamId: context.teamId, channelType: context.channelType, priority: context.priority,
+                     customerSendbirdId: context.customerSendbirdId, ratedAt: time, source: .gateway)
+    }
+
+    /// What a queued answer carries for `feedback(_:payload:ticket:inline:)`: the answer and the ticket's state when it
+    /// was given, used when it is delivered later.
+    public static func feedbackPayload(_ context: RatingContext, messageId: Int, score: Int, comment: String?, at time: Double) -> JSONValue {
+        .object([
+            ("messageId", .integer(messageId)), ("score", .integer(score)), ("comment", comment.map(JSONValue.string) ?? .null),
+            ("ratedAt", .number(time)), ("agentId", context.agentId.map(JSONValue.integer) ?? .null),
+            ("teamId", context.teamId.map(JSONValue.integer) ?? .null), ("channelType", .string(context.channelType)),
+            ("priority", .string(context.priority.rawValue)), ("customerSendbirdId", context.customerSendbirdId.map(JSONValue.string) ?? .null),
+        ])
     }
 
     /// The customer's answer given through the gateway, once Desk accepted it: Desk's score and comment when the

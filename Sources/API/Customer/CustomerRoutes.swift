@@ -3,6 +3,7 @@ public import Domain
 import Foundation
 public import HTTPServer
 import JSON
+import Services
 public import Store
 public import Telemetry
 public import Logging
@@ -320,6 +321,8 @@ public struct CustomerRoutes: Sendable {
         let snapshot = try await tickets.store.snapshot(ticketId: id)
         guard let snapshot, snapshot.customerId == session.customerId else { throw APIError.notFound("No ticket has this id.") }
         let now = Date().timeIntervalSince1970
+        let context = RatingContext(ticketId: id, agentId: snapshot.agentId, teamId: snapshot.teamId, channelType: snapshot.channelType,
+                                    priority: snapshot.priority, customerSendbirdId: session.sendbirdId)
         guard let score else {
             // A decline never reaches Desk (its CSAT message cannot hold an empty score), so it is recorded only for a
             // CSAT request the gateway has seen Desk send on this very ticket.
@@ -329,18 +332,10 @@ public struct CustomerRoutes: Sendable {
                                                                        ("message", .string("is not a CSAT request of this ticket"))])]),
                                             "errorCount": .integer(1)])
             }
-            try await ratings.record(RatingRecord(
-                ticketId: id, messageId: messageId!, score: nil, comment: comment, agentId: snapshot.agentId, teamId: snapshot.teamId,
-                channelType: snapshot.channelType, priority: snapshot.priority, customerSendbirdId: session.sendbirdId,
-                ratedAt: now, source: .gateway))
+            try await ratings.record(RatingRecorder.decline(context, messageId: messageId!, comment: comment, at: now))
             return Self.respond(try await tickets.get(id, session: session))
         }
-        let payload: JSONValue = .object([
-            ("messageId", .integer(messageId!)), ("score", .integer(score)), ("comment", comment.map(JSONValue.string) ?? .null),
-            ("ratedAt", .number(now)), ("agentId", snapshot.agentId.map(JSONValue.integer) ?? .null),
-            ("teamId", snapshot.teamId.map(JSONValue.integer) ?? .null), ("channelType", .string(snapshot.channelType)),
-            ("priority", .string(snapshot.priority.rawValue)), ("customerSendbirdId", .string(session.sendbirdId)),
-        ])
+        let payload = RatingRecorder.feedbackPayload(context, messageId: messageId!, score: score, comment: comment, at: now)
         return try await operations.submit(session: session, ticketId: id, kind: .feedback, payload: payload)
     }
 }
