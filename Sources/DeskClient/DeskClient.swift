@@ -15,7 +15,7 @@ public struct DeskSession: Sendable, CustomStringConvertible {
 /// Outcome of one upstream call, for metrics.
 public struct DeskCallRecord: Sendable {
     public let operation: String
-    /// `ok`, `client_error`, `server_error`, `timeout`, `unreachable`, `breaker_open`.
+    /// `ok`, `client_error`, `server_error`, `timeout`, `unreachable`, `breaker_open`, `abandoned` (the caller stopped waiting).
     public let outcome: String
     public let seconds: Double
 }
