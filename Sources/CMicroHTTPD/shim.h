@@ -104,17 +104,25 @@ static inline struct dg_mhd_conn *dg_mhd_entry(struct MHD_Connection *connection
     return info ? info->socket_context : NULL;
 }
 
-/* libmicrohttpd's URI logger: it sees the request target raw, before any unescaping. Returns NULL so the access
-   handler's per-request context starts empty as before. */
+/* libmicrohttpd's URI logger: it sees the request target raw, before any unescaping. It also starts the deadline of
+   a later request on a kept-alive connection, from the moment its request line is in (the wait before it is idle
+   time, under the idle timeout). Returns NULL so the access handler's per-request context starts empty as before. */
 static inline void *dg_mhd_target_seen(void *cls, const char *uri, struct MHD_Connection *connection)
 {
-    (void) cls;
+    struct dg_mhd_state *state = cls;
     struct dg_mhd_conn *entry = dg_mhd_entry(connection);
-    if (entry && uri) entry->target_end = uri + strlen(uri);
+    if (!entry || !uri) return NULL;
+    entry->target_end = uri + strlen(uri);
+    if (state && state->request_timeout > 0 && entry->listed && __atomic_load_n(&entry->headers_done, __ATOMIC_ACQUIRE) == 1) {
+        __atomic_store_n(&entry->started_ms, dg_mhd_now_ms(), __ATOMIC_RELAXED);
+        __atomic_store_n(&entry->headers_done, 0, __ATOMIC_RELEASE);
+        MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, state->request_timeout);
+    }
     return NULL;
 }
 
-/* The first request is in, headers and body: the idle timeout applies from now on and the sweeper leaves it alone. */
+/* The request is in, headers and body: the idle timeout applies until the next request line, and the sweeper leaves
+   the connection alone until then. */
 static inline void dg_mhd_headers_done(struct MHD_Connection *connection, unsigned int idle_timeout)
 {
     struct dg_mhd_conn *entry = dg_mhd_entry(connection);
@@ -130,7 +138,7 @@ static inline int dg_mhd_sweep(struct dg_mhd_state *state)
     long long deadline = dg_mhd_now_ms() - (long long) state->request_timeout * 1000;
     pthread_mutex_lock(&state->lock);
     for (struct dg_mhd_conn *entry = state->head; entry; entry = entry->next) {
-        if (__atomic_load_n(&entry->headers_done, __ATOMIC_RELAXED) || entry->started_ms > deadline) continue;
+        if (__atomic_load_n(&entry->headers_done, __ATOMIC_ACQUIRE) || __atomic_load_n(&entry->started_ms, __ATOMIC_RELAXED) > deadline) continue;
         __atomic_store_n(&entry->headers_done, 2, __ATOMIC_RELAXED);
         shutdown(entry->fd, SHUT_RDWR);
         ended++;
@@ -226,7 +234,7 @@ static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *ho
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
                             MHD_OPTION_UNESCAPE_CALLBACK, dg_mhd_unescape, NULL,
-                            MHD_OPTION_URI_LOG_CALLBACK, dg_mhd_target_seen, NULL,
+                            MHD_OPTION_URI_LOG_CALLBACK, dg_mhd_target_seen, (void *) state,
                             MHD_OPTION_NOTIFY_CONNECTION, dg_mhd_connection_event, (void *) state,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
                             MHD_OPTION_LISTEN_BACKLOG_SIZE, listen_backlog,

@@ -150,6 +150,29 @@ public protocol DeskSessionTokens: Sendable {
     func deskToken(sessionId: Int) async throws -> String?
 }
 
+/// A live gateway session as the API needs it on every request.
+public struct SessionRecord: Sendable {
+    public let sessionId: Int
+    public let customerId: Int
+    public let sendbirdId: String
+    public let deskToken: String
+    public let expiresAt: Double
+
+    public init(sessionId: Int, customerId: Int, sendbirdId: String, deskToken: String, expiresAt: Double) {
+        (self.sessionId, self.customerId, self.sendbirdId, self.deskToken, self.expiresAt) = (sessionId, customerId, sendbirdId, deskToken, expiresAt)
+    }
+}
+
+/// Bearer sessions: each holds the customer's Desk session; only a hash of the bearer token is kept.
+public protocol SessionDirectory: DeskSessionTokens {
+    /// Opens a session for the customer (created on first sight); returns the new bearer token and its record.
+    func open(sendbirdId: String, displayName: String?, deskCustomerId: Int?, deskToken: String,
+              lifetimeSeconds: Int) async throws -> (token: String, record: SessionRecord)
+    /// The live session a bearer token names, if any.
+    func find(token: String) async throws -> SessionRecord?
+    func revoke(sessionId: Int) async throws
+}
+
 /// Desk's customer API writes, with the customer's own session.
 public protocol DeskTicketWriter: DeskTicketSource {
     func submitFeedback(ticketId: Int, messageId: Int, score: Int, comment: String?, deskToken: String) async throws(DomainError)

@@ -2,17 +2,8 @@ public import Domain
 import Postgres
 import Foundation
 
-/// A live session as the API needs it on every request.
-public struct SessionRecord: Sendable {
-    public let sessionId: Int
-    public let customerId: Int
-    public let sendbirdId: String
-    public let deskToken: String
-    public let expiresAt: Double
-}
-
 /// Customers and bearer sessions in PostgreSQL.
-public struct SessionStore: DeskSessionTokens {
+public struct SessionStore: SessionDirectory {
     let pool: Database
     let vault: TokenVault
 

@@ -78,6 +78,19 @@ import TestSupport
             return statuses
         }
         #expect(answers == [200, 200])
+        // A later request on a kept-alive connection has its own deadline, from its request line.
+        let later = try await onBlockingThread { () -> String in
+            let connection = try RawHTTPConnection(port: server.port)
+            try connection.send(Array("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+            guard try connection.readResponse()?.status == 200 else { return "first request failed" }
+            try connection.send(Array("GET /hello HTTP/1.1\r\nHost: x\r\n".utf8))
+            for index in 0..<40 {
+                Thread.sleep(forTimeInterval: 0.2)
+                do { try connection.send(Array("X-Drip-\(index): 1\r\n".utf8)) } catch { return "closed" }
+            }
+            return "still open"
+        }
+        #expect(later == "closed")
         await server.stop(drainDeadline: .seconds(1))
     }
 }

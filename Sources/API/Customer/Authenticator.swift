@@ -8,11 +8,11 @@ import Synchronization
 /// database round trip. A revocation is immediate on the instance that revokes and takes at most `cacheSeconds`
 /// elsewhere.
 final class Authenticator: Sendable {
-    private let store: SessionStore
+    private let store: any SessionDirectory
     private let cache: TTLCache<String, SessionRecord>
     private let verified: VerifiedCallers
 
-    init(store: SessionStore, cacheSeconds: Double, verified: VerifiedCallers) {
+    init(store: any SessionDirectory, cacheSeconds: Double, verified: VerifiedCallers) {
         self.store = store
         cache = TTLCache(ttl: cacheSeconds, capacity: 100_000)
         self.verified = verified

@@ -10,7 +10,7 @@ public import Logging
 
 /// The customer API (`/v1/…`) for web and mobile clients.
 public struct CustomerRoutes: Sendable {
-    let sessions: SessionStore
+    let sessions: any SessionDirectory
     let authenticator: Authenticator
     let tickets: TicketService
     let ratings: CSATStore
@@ -21,7 +21,7 @@ public struct CustomerRoutes: Sendable {
     let outbox: OutboxStore
     let signInsPerUser: RateLimiter
 
-    public init(desk: DeskClient, sessions: SessionStore, ticketStore: TicketStore, ratings: CSATStore,
+    public init(desk: DeskClient, sessions: any SessionDirectory, ticketStore: TicketStore, ratings: CSATStore,
                 previews: LinkPreviewFetcher, settings: CustomerAPISettings, outbox: OutboxStore, outboxSettings: OutboxSettings,
                 metrics: MetricsRegistry, logger: Logger, verified: VerifiedCallers = VerifiedCallers()) {
         self.desk = desk

@@ -24,12 +24,12 @@ public struct OutboxSettings: Sendable {
 /// answers (200 with the fresh ticket, 202 with the queued operation) and keeps the relay running with its metrics.
 final class Operations: Sendable {
     let delivery: OperationDelivery
-    let outbox: OutboxStore
+    let outbox: any OutboxQueue
     let metrics: MetricsRegistry
     let logger: Logger
     let settings: OutboxSettings
 
-    init(desk: DeskClient, outbox: OutboxStore, sessions: SessionStore, tickets: TicketService, ratings: CSATStore,
+    init(desk: any DeskTicketWriter, outbox: any OutboxQueue, sessions: any SessionDirectory, tickets: TicketService, ratings: any RatingStore,
          metrics: MetricsRegistry, logger: Logger, settings: OutboxSettings) {
         var policy = OutboxPolicy()
         policy.maxBackoffSeconds = settings.maxBackoffSeconds

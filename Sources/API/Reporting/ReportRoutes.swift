@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 import Foundation
 import HTTPServer
 import JSON
@@ -24,12 +24,12 @@ public struct ReportRoutes: Sendable {
     let settings: ReportSettings
     let knownZones: Set<String>
     let rollupZones: RollupZones
-    let sessions: SessionStore
+    let sessions: any SessionDirectory
     private let cache = KeyCache()
     private let verified: VerifiedCallers
     private let results = ResultCache()
 
-    public init(keys: ApiKeyStore, reports: ReportStore, sessions: SessionStore, settings: ReportSettings, knownZones: Set<String>,
+    public init(keys: ApiKeyStore, reports: ReportStore, sessions: any SessionDirectory, settings: ReportSettings, knownZones: Set<String>,
                 zones: CSATStore, verified: VerifiedCallers = VerifiedCallers()) {
         self.verified = verified
         self.keys = keys
