@@ -48,6 +48,15 @@ import TestSupport
         await server.stop(drainDeadline: .seconds(1))
     }
 
+    /// A header line every 200 ms for 8 s: "closed" once the server has ended the connection.
+    static func drip(_ connection: RawHTTPConnection) -> String {
+        for index in 0..<40 {
+            Thread.sleep(forTimeInterval: 0.2)
+            do { try connection.send(Array("X-Drip-\(index): 1\r\n".utf8)) } catch { return "closed" }
+        }
+        return "still open"
+    }
+
     @Test func headersTrickledInPastTheRequestDeadlineEndTheConnection() async throws {
         var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2)
         configuration.requestTimeoutSeconds = 1
@@ -58,11 +67,7 @@ import TestSupport
         let outcome = try await onBlockingThread { () -> String in
             let connection = try RawHTTPConnection(port: server.port)
             try connection.send(Array("GET /hello HTTP/1.1\r\nHost: x\r\n".utf8))
-            for index in 0..<40 {
-                Thread.sleep(forTimeInterval: 0.2)
-                do { try connection.send(Array("X-Drip-\(index): 1\r\n".utf8)) } catch { return "closed" }
-            }
-            return "still open"
+            return Self.drip(connection)
         }
         #expect(outcome == "closed")
         #expect(ContinuousClock.now - started < .seconds(4))
@@ -84,11 +89,7 @@ import TestSupport
             try connection.send(Array("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
             guard try connection.readResponse()?.status == 200 else { return "first request failed" }
             try connection.send(Array("GET /hello HTTP/1.1\r\nHost: x\r\n".utf8))
-            for index in 0..<40 {
-                Thread.sleep(forTimeInterval: 0.2)
-                do { try connection.send(Array("X-Drip-\(index): 1\r\n".utf8)) } catch { return "closed" }
-            }
-            return "still open"
+            return Self.drip(connection)
         }
         #expect(later == "closed")
         await server.stop(drainDeadline: .seconds(1))
