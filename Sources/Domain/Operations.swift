@@ -52,17 +52,9 @@ public struct RatingRecord: Sendable, Equatable {
 
     public init(ticketId: Int, messageId: Int, score: Int?, comment: String?, agentId: Int?, teamId: Int?, channelType: String,
                 priority: TicketPriority, customerSendbirdId: String?, ratedAt: Double, source: RatingSource) {
-        self.ticketId = ticketId
-        self.messageId = messageId
-        self.score = score
-        self.comment = comment
-        self.agentId = agentId
-        self.teamId = teamId
-        self.channelType = channelType
-        self.priority = priority
-        self.customerSendbirdId = customerSendbirdId
-        self.ratedAt = ratedAt
-        self.source = source
+        (self.ticketId, self.messageId, self.score, self.comment) = (ticketId, messageId, score, comment)
+        (self.agentId, self.teamId, self.channelType, self.priority) = (agentId, teamId, channelType, priority)
+        (self.customerSendbirdId, self.ratedAt, self.source) = (customerSendbirdId, ratedAt, source)
     }
 }
 

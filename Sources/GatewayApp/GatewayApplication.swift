@@ -86,8 +86,8 @@ func migrate(pool: Database, assets: String, config: GatewayConfig, logger: Logg
     let deadline = ContinuousClock.now.advanced(by: .seconds(config.dbStartupWaitSeconds))
     while true {
         do {
-            let applied = try await pool.migrate(directory: assets + "/sql")
-            logger.info("schema is current", metadata: ["applied": "\(applied)"])
+            let (applied, known) = try await pool.migrate(directory: assets + "/sql")
+            logger.info("schema is current", metadata: ["applied": "\(applied)", "known": "\(known)"])
             return
         } catch let error as DomainError where error.code == .storeUnavailable && ContinuousClock.now < deadline {
             logger.warning("database not reachable yet; retrying", metadata: ["error": "\(error.internalDetail ?? "")"])

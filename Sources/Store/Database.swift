@@ -40,11 +40,13 @@ public final class Database: Sendable {
         try await query("SELECT 1")
     }
 
-    /// Applies the migrations in `directory` that are not applied yet; returns how many it applied.
-    public func migrate(directory: String) async throws -> Int {
+    /// Applies the migrations in `directory` that are not applied yet; returns the versions it applied and how many
+    /// migrations the directory holds.
+    public func migrate(directory: String) async throws -> (applied: [Int], known: Int) {
         let migrations = try Migration.load(directory: directory)
         let migrator = Migrator(pool: pool)
-        return try await translating { () async throws -> Int in try await migrator.migrate(migrations).count }
+        let applied = try await translating { () async throws -> [Int] in try await migrator.migrate(migrations) }
+        return (applied, migrations.count)
     }
 
     /// Creates database `name` when the server (reached through this handle) has none of that name.
