@@ -154,8 +154,12 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
 
 /// The Platform API sync, on the client and the stores.
 func deskSync(_ wiring: Wiring) -> DeskSync {
-    DeskSync(desk: wiring.desk, state: SyncStateStore(pool: wiring.pool), ratings: CSATStore(pool: wiring.pool), logger: wiring.logger,
-             requestsPerSecond: Double(wiring.config.syncRequestsPerSecond))
+    deskSync(desk: wiring.desk, pool: wiring.pool, config: wiring.config, logger: wiring.logger)
+}
+
+func deskSync(desk: DeskClient, pool: Database, config: GatewayConfig, logger: Logger) -> DeskSync {
+    DeskSync(desk: desk, state: SyncStateStore(pool: pool), ratings: CSATStore(pool: pool), logger: logger,
+             requestsPerSecond: Double(config.syncRequestsPerSecond))
 }
 
 /// The embedded cluster when needed, the pool, the schema.

@@ -46,8 +46,7 @@ public func runSync(_ config: GatewayConfig, logger: Logger, progress: @escaping
     return try await withMigratedDatabase(config, logger: logger) { pool in
         let (desk, _) = try startDesk(config, metrics: MetricsRegistry(), logger: logger)
         try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
-        return try await DeskSync(desk: desk, state: SyncStateStore(pool: pool), ratings: CSATStore(pool: pool), logger: logger,
-                                  requestsPerSecond: Double(config.syncRequestsPerSecond)).run(progress: progress)
+        return try await deskSync(desk: desk, pool: pool, config: config, logger: logger).run(progress: progress)
     }
 }
 

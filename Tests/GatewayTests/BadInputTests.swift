@@ -68,6 +68,7 @@ import TestSupport
                 "GET /livez HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\u{0}tail\r\n\r\n",
                 "GET /livez HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\u{0}\u{0}t\r\n\r\n",
                 "GET /livez HTTP/1.1\nHost: a\u{0}b\nX: y\n\n",
+                "GET /livez HTTP/1.1\r\nCookie: session=abc\u{0}tail\r\nHost: a\r\n\r\n",
                 // An obsolete folded line (libmicrohttpd would glue it onto the header name).
                 "GET /livez HTTP/1.1\r\nHost: a\r\nX-A: b\r\n  folded\r\nX-B: c\r\n\r\n",
             ]

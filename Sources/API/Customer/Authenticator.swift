@@ -40,8 +40,10 @@ final class Authenticator: Sendable {
     /// The cached session, without any I/O (nil on a miss).
     func cached(_ request: HTTPRequest) -> SessionRecord? {
         guard let token = Self.bearer(request) else { return nil }
-        guard let record = cache.get(token), record.expiresAt > TTLCache<String, SessionRecord>.now else { return nil }
-        return record
+        guard let entry = cache.lookup(token) else { return nil }
+        let now = TTLCache<String, SessionRecord>.now
+        guard now - entry.at < cache.ttl, entry.value.expiresAt > now else { return nil }
+        return entry.value
     }
 
     func authenticate(_ request: HTTPRequest) async throws -> SessionRecord {

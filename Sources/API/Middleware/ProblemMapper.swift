@@ -18,15 +18,13 @@ public struct ProblemMapper: Sendable {
         switch error {
         case let error as APIError:
             return error
-        case let error as DomainError where error.code == .storeUnavailable:
-            logger.warning("database unavailable", metadata: ["request_id": "\(info.id)", "error": "\(error.internalDetail ?? "")"])
-            return .serviceUnavailable("The database is unavailable; retry shortly.")
-        case let error as DomainError where error.code == .storeFailure:
-            logger.error("database error", metadata: ["request_id": "\(info.id)", "route": "\(info.route)",
-                                                      "error": "\(error.internalDetail ?? "")"])
-            return .internalError()
         case let error as DomainError:
-            if let detail = error.internalDetail {
+            if error.code == .storeUnavailable {
+                logger.warning("database unavailable", metadata: ["request_id": "\(info.id)", "error": "\(error.internalDetail ?? "")"])
+            } else if error.code == .storeFailure {
+                logger.error("database error", metadata: ["request_id": "\(info.id)", "route": "\(info.route)",
+                                                          "error": "\(error.internalDetail ?? "")"])
+            } else if let detail = error.internalDetail {
                 logger.notice("upstream refused", metadata: ["request_id": "\(info.id)", "code": "\(error.code)", "detail": "\(detail)"])
             }
             return Self.map(error)
