@@ -124,7 +124,9 @@ public final class APIResponder: HTTPResponder {
     }
 
     public func shuttingDown(_ request: HTTPRequest) -> HTTPResponse {
-        APIError.shuttingDown().response(instance: request.path, requestID: ids.id(for: request))
+        var response = APIError.shuttingDown().response(instance: request.path, requestID: ids.id(for: request))
+        cors.decorate(&response, for: request)
+        return response
     }
 
     /// Every answer's way out: failed-authentication bookkeeping, ETag, request id, rate-limit and CORS headers,

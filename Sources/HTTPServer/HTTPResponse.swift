@@ -25,7 +25,7 @@ public struct HTTPResponse: Sendable {
     }
 
     /// ASCII case-insensitive comparison without allocating (header names are ASCII tokens).
-    static func sameName(_ a: String, _ b: String) -> Bool {
+    public static func sameName(_ a: String, _ b: String) -> Bool {
         var left = a.utf8.makeIterator()
         var right = b.utf8.makeIterator()
         while true {
@@ -39,5 +39,15 @@ public struct HTTPResponse: Sendable {
             default: return false
             }
         }
+    }
+
+    /// ASCII case-insensitive prefix test; `prefix` must be lowercase.
+    public static func hasPrefix(_ name: String, _ prefix: String) -> Bool {
+        var left = name.utf8.makeIterator()
+        for expected in prefix.utf8 {
+            guard let x = left.next() else { return false }
+            if (x >= 65 && x <= 90 ? x + 32 : x) != expected { return false }
+        }
+        return true
     }
 }

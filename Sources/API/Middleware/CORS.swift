@@ -1,39 +1,78 @@
 public import HTTPServer
 
-/// Browser access: preflights answered here, and the allowed origin echoed on every answer to it.
+/// Browser access. Preflights are answered here; every answer (preflights included) gets its CORS headers in one
+/// place, `decorate`, which replaces any it finds, so no header is ever sent twice (browsers refuse a doubled
+/// `Access-Control-Allow-Origin`). No `Access-Control-Allow-Credentials`: the API authenticates with bearer tokens
+/// and API keys, never cookies, so a page never needs to send credentials.
 public struct CORS: Sendable {
     /// Origins allowed to call from browsers; `*` allows any.
-    let origins: [String]
+    let origins: Set<String>
+    let anyOrigin: Bool
+
+    /// The methods the API's routes answer.
+    static let allowMethods = "GET, POST, PUT, PATCH, DELETE"
+    /// The request headers the API reads.
+    static let allowHeaders = "Authorization, Content-Type, Idempotency-Key, If-None-Match, X-API-Key, X-Request-ID"
+    /// What a frontend needs to read from an answer.
+    static let exposeHeaders = "ETag, Location, Retry-After, X-Request-ID, X-Cache, RateLimit, RateLimit-Limit, "
+        + "RateLimit-Remaining, RateLimit-Reset, Idempotent-Replayed"
+    static let maxAgeSeconds = "600"
 
     public init(origins: [String]) {
-        self.origins = origins
+        self.origins = Set(origins.filter { $0 != "*" })
+        anyOrigin = origins.contains("*")
     }
+
+    var enabled: Bool { anyOrigin || !origins.isEmpty }
 
     public func isPreflight(_ request: HTTPRequest) -> Bool {
         request.method == "OPTIONS" && request.header("access-control-request-method") != nil
     }
 
+    /// The `Access-Control-Allow-Origin` value for this request, if its origin may read the answer.
     func allowedOrigin(_ request: HTTPRequest) -> String? {
-        guard let origin = request.header("origin"), !origins.isEmpty else { return nil }
-        if origins.contains("*") || origins.contains(origin) { return origin }
-        return nil
+        guard enabled, let origin = request.header("origin") else { return nil }
+        if anyOrigin { return "*" }
+        return origins.contains(origin) ? origin : nil
     }
 
+    /// The preflight's own answer; `decorate` (run on every answer) adds the origin.
     public func preflight(_ request: HTTPRequest) -> HTTPResponse {
-        guard let origin = allowedOrigin(request) else { return HTTPResponse(status: 204, headers: [("Vary", "Origin")]) }
+        guard allowedOrigin(request) != nil else { return HTTPResponse(status: 204) }
         return HTTPResponse(status: 204, headers: [
-            ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-            ("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS"),
-            ("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-ID"),
-            ("Access-Control-Max-Age", "600"),
+            ("Access-Control-Allow-Methods", Self.allowMethods),
+            ("Access-Control-Allow-Headers", Self.allowHeaders),
+            ("Access-Control-Max-Age", Self.maxAgeSeconds),
         ])
     }
 
     public func decorate(_ response: inout HTTPResponse, for request: HTTPRequest) {
-        guard let origin = allowedOrigin(request) else { return }
-        response.headers.append(("Access-Control-Allow-Origin", origin))
-        response.headers.append(("Vary", "Origin"))
-        response.headers.append(("Access-Control-Expose-Headers",
-                                 "ETag, X-Request-ID, X-Cache, Retry-After, Location, RateLimit, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Idempotent-Replayed"))
+        guard enabled else { return }
+        let allowed = allowedOrigin(request)
+        let isPreflight = self.isPreflight(request)
+        // Preflight-only headers survive on an allowed preflight; every other CORS header is set here alone.
+        response.headers.removeAll { header in
+            guard HTTPResponse.hasPrefix(header.name, "access-control-") else { return false }
+            return !(isPreflight && allowed != nil && (HTTPResponse.sameName(header.name, "access-control-allow-methods")
+                || HTTPResponse.sameName(header.name, "access-control-allow-headers")
+                || HTTPResponse.sameName(header.name, "access-control-max-age")))
+        }
+        // With a list of origins the answer depends on Origin, for any request, allowed or not.
+        if !anyOrigin { Self.addVaryOrigin(&response) }
+        guard let allowed else { return }
+        response.headers.append(("Access-Control-Allow-Origin", allowed))
+        if !isPreflight { response.headers.append(("Access-Control-Expose-Headers", Self.exposeHeaders)) }
+    }
+
+    /// One `Vary` header, with `Origin` in it once.
+    static func addVaryOrigin(_ response: inout HTTPResponse) {
+        guard let index = response.headers.firstIndex(where: { HTTPResponse.sameName($0.name, "vary") }) else {
+            response.headers.append(("Vary", "Origin"))
+            return
+        }
+        let listed = response.headers[index].value.split(separator: ",").contains {
+            HTTPResponse.sameName(String($0.filter { $0 != " " && $0 != "\t" }), "origin")
+        }
+        if !listed { response.headers[index].value += ", Origin" }
     }
 }
