@@ -2,24 +2,29 @@
 # Installs what the gateway needs on Debian, only when something is missing (idempotent, quiet when all is there).
 set -euo pipefail
 
-packages=(libmicrohttpd-dev libpq-dev libcurl4-openssl-dev postgresql postgresql-contrib postgresql-client pkg-config wrk curl python3-pip)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+# Installs the Debian packages given that are not installed yet.
+install_missing() {
+  local missing=()
+  for p in "$@"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  done
+  [ ${#missing[@]} -gt 0 ] || return 0
   echo "installing: ${missing[*]}"
-  sudo=""
+  local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   # RUNLEVEL=1 keeps the postgresql package from starting the system cluster; the gateway runs its own.
   RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+}
+
+install_missing libmicrohttpd-dev libpq-dev libcurl4-openssl-dev postgresql postgresql-contrib postgresql-client pkg-config wrk curl python3-pip
 
 command -v swift >/dev/null || { echo "the Swift toolchain is not on PATH (swift 6.x is required)" >&2; exit 1; }
 
-# Contract checks used by 'make test'.
+# Contract checks and the browser used by 'make test'.
 if [ "${1:-}" = "--test" ]; then
+  # Headless Chromium and its WebDriver for the browser test: Debian's builds, nothing downloaded at run time.
+  install_missing chromium chromium-driver
   py=(python3 -m pip install -q --disable-pip-version-check)
   python3 -c "import openapi_spec_validator" 2>/dev/null || "${py[@]}" openapi-spec-validator ||
     "${py[@]}" --break-system-packages openapi-spec-validator

@@ -29,6 +29,9 @@ python3 deploy/validate.py
 echo "== scale-out: three gateway processes, one PostgreSQL, one Desk emulator"
 python3 scripts/scale_out.py "$TEST_DATABASE_URL"
 
+echo "== browser: the web client's demo in headless Chromium from another origin, and a refused origin"
+python3 scripts/browser_test.py "$TEST_DATABASE_URL"
+
 echo "== restarts: the gateway and its embedded Desk emulator stopped and started on the same data, then another Desk"
 python3 scripts/restart_test.py
 
