@@ -41,16 +41,45 @@ extension HTTPServer {
         return String(text.drop(while: blank).reversed().drop(while: blank).reversed())
     }
 
-    static func framingProblem(_ request: HTTPRequest, hasNul: Bool) -> String? {
+    /// RFC 9110 `tchar`: what a method or a header name may hold.
+    static func isToken(_ text: String, maxLength: Int = .max) -> Bool {
+        var count = 0
+        for byte in text.utf8 {
+            count += 1
+            guard count <= maxLength else { return false }
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                continue
+            case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+                 UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+                 UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+                continue
+            default:
+                return false
+            }
+        }
+        return count > 0
+    }
+
+    /// The longest method accepted; longer ones are refused before any bookkeeping (they would only be label noise).
+    static let maxMethodLength = 32
+
+    static func framingProblem(_ request: HTTPRequest, version: String, hasNul: Bool) -> String? {
         if hasNul || request.path.utf8.contains(0x7F) || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
             return "The request holds a NUL byte."
+        }
+        if !isToken(request.method, maxLength: maxMethodLength) {
+            return "The method must be a token of at most \(maxMethodLength) characters."
         }
         // One pass, no allocation on the common path (header names are stored lowercased).
         var length: Substring?
         var lengths = 0
         var coding: String?
         var codings = 0
+        var hosts = 0
         for header in request.headers {
+            // RFC 9112 §5.1: no whitespace between a field name and its colon ("Transfer-Encoding : chunked").
+            if !isToken(header.name) { return "A header name holds a space or a character that is not allowed." }
             if header.name == "content-length" {
                 for value in header.value.split(separator: ",") {
                     let value = trimmed(value)
@@ -61,8 +90,12 @@ extension HTTPServer {
             } else if header.name == "transfer-encoding" {
                 coding = header.value
                 codings += 1
+            } else if header.name == "host" {
+                hosts += 1
             }
         }
+        // RFC 9112 §3.2: exactly one Host in HTTP/1.1.
+        if version == "HTTP/1.1", hosts != 1 { return hosts == 0 ? "Host is required." : "Host is given more than once." }
         guard let coding else { return nil }
         if lengths > 0 { return "Content-Length and Transfer-Encoding must not both be sent." }
         if codings > 1 || trimmed(coding.lowercased()[...]) != "chunked" { return "The only transfer coding accepted is chunked." }
@@ -87,7 +120,8 @@ extension HTTPServer {
                 context.tooLarge = true
                 return queue(responder.overloaded(request), on: connection, close: true)
             }
-            if let problem = Self.framingProblem(request, hasNul: dg_mhd_has_nul(connection, version) != 0) {
+            let httpVersion = version.map { String(cString: $0) } ?? ""
+            if let problem = Self.framingProblem(request, version: httpVersion, hasNul: dg_mhd_has_nul(connection, version) != 0) {
                 context.tooLarge = true
                 return queue(responder.badRequest(request, reason: problem), on: connection, close: true)
             }

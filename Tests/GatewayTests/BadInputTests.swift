@@ -71,6 +71,16 @@ import TestSupport
                 "GET /livez HTTP/1.1\r\nCookie: session=abc\u{0}tail\r\nHost: a\r\n\r\n",
                 // An obsolete folded line (libmicrohttpd would glue it onto the header name).
                 "GET /livez HTTP/1.1\r\nHost: a\r\nX-A: b\r\n  folded\r\nX-B: c\r\n\r\n",
+                // RFC 9112 §5.1: whitespace before the colon; a front proxy would frame these bodies, libmicrohttpd not.
+                "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n5\r\nGET /\r\n0\r\n\r\n",
+                "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length : 5\r\n\r\nGET /",
+                "GET /livez HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n",
+                // RFC 9112 §3.2: HTTP/1.1 needs exactly one Host.
+                "GET /livez HTTP/1.1\r\nX-A: b\r\n\r\n",
+                "GET /livez HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+                // A method that is not a token, or one long enough to be only noise.
+                "GE(T /livez HTTP/1.1\r\nHost: a\r\n\r\n",
+                "\(String(repeating: "M", count: 33)) /livez HTTP/1.1\r\nHost: a\r\n\r\n",
             ]
             for request in cases {
                 let response = try await raw(app.port, request)
@@ -87,6 +97,44 @@ import TestSupport
                 let response = try await raw(app.port, request)
                 #expect(response?.status != nil && response?.status != 400, "\(request.debugDescription): \(response?.text ?? "no answer")")
             }
+        }
+    }
+
+    /// Every label value comes from a closed set: thousands of made-up methods add no series and little memory.
+    @Test func madeUpMethodsAddNoMetricSeries() async throws {
+        try await withGateway { app in
+            let port = app.port
+            let before = try await httpRequest(port: port, "GET", "/metrics").text
+            let rssBefore = residentBytes()
+            let statuses = try await onBlockingThread { () -> [Int: Int] in
+                var statuses: [Int: Int] = [:]
+                let connection = try RawHTTPConnection(port: port)
+                for index in 0..<3000 {
+                    // Valid tokens, each new: 501 on one kept-alive connection.
+                    let method = "M\(index)" + String(repeating: "x", count: index % 20)
+                    try connection.send(Array("\(method) /livez HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+                    let response = try connection.readResponse()
+                    statuses[response?.status ?? 0, default: 0] += 1
+                }
+                for index in 0..<200 {
+                    // Over-long methods: 400 and the connection closed.
+                    let refused = try RawHTTPConnection(port: port)
+                    try refused.send(Array("M\(index)\(String(repeating: "a", count: 3000)) /livez HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+                    statuses[try refused.readResponse()?.status ?? 0, default: 0] += 1
+                }
+                return statuses
+            }
+            #expect(statuses == [501: 3000, 400: 200], "\(statuses)")
+            let after = try await httpRequest(port: port, "GET", "/metrics").text
+            func series(_ text: String) -> Int { text.split(separator: "\n").filter { $0.hasPrefix("http_requests_total{") }.count }
+            // At most the two new series: OTHER 501 and the malformed 400.
+            #expect(series(after) - series(before) <= 3, "\(series(before)) → \(series(after))")
+            #expect(!after.contains("M1x"))
+            #expect(after.contains(#"method="OTHER""#))
+            #expect(after.utf8.count < 64 * 1024, "\(after.utf8.count) bytes")
+            #expect(residentBytes() - rssBefore < 48 << 20, "RSS grew \((residentBytes() - rssBefore) >> 20) MB")
+            let known = try await httpRequest(port: port, "FOO", "/v1/tickets")
+            #expect(known.status == 501 && known.json?["code"] as? String == "not_implemented")
         }
     }
 }

@@ -15,15 +15,20 @@ public struct AccessLog: Sendable {
         self.logger = logger
     }
 
+    /// The methods the API knows; anything else is counted as `OTHER`, so no request can add a series.
+    public static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+    static func methodLabel(_ method: String) -> String { knownMethods.contains(method) ? method : "OTHER" }
+
     public func record(_ response: HTTPResponse, request: HTTPRequest, route: String, requestID: String, started: ContinuousClock.Instant) {
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        metrics.increment("http_requests_total", [("route", route), ("method", request.method), ("status", String(response.status))])
+        metrics.increment("http_requests_total", [("route", route), ("method", Self.methodLabel(request.method)), ("status", String(response.status))])
         if let cache = response.header("x-cache") { metrics.increment("ticket_cache_total", [("result", cache.lowercased())]) }
         metrics.observe("http_request_duration_seconds", [("route", route)], seconds)
         guard logger.logLevel <= .info else { return }
         logger.info("request", metadata: [
-            "request_id": "\(requestID)", "method": "\(request.method)", "path": "\(request.path)",
+            "request_id": "\(requestID)", "method": "\(Self.methodLabel(request.method))", "path": "\(request.path)",
             "route": "\(route)", "status": .stringConvertible(response.status),
             "duration_ms": .stringConvertible((seconds * 1e5).rounded() / 100),
         ])
