@@ -21,6 +21,8 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
         public static let storeUnavailable = Code("store_unavailable")
         /// The database refused a statement: a defect, never the client's fault (`internalDetail` says what).
         public static let storeFailure = Code("store_failure")
+        /// A statement ran past `statement_timeout` (SQLSTATE 57014): load, not a defect; a retry later may work.
+        public static let storeTimeout = Code("store_timeout")
     }
 
     public let code: Code

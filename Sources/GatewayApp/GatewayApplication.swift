@@ -234,6 +234,10 @@ func registerReports(_ wiring: inout Wiring) async throws {
     reportSettings.zones = config.reportTimeZones
     reportSettings.maxDays = config.reportMaxDays
     reportSettings.cacheSeconds = config.reportCacheSeconds
+    reportSettings.maxCells = config.reportMaxCells
+    // Raw reports hold one connection each: at most half the pool, so customers always keep the other half.
+    reportSettings.rawConcurrency = min(config.reportRawConcurrency, max(1, config.dbPoolSize / 2))
+    reportSettings.rawConcurrencyPerKey = config.reportRawConcurrencyPerKey
     ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey)),
                  settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: wiring.verified)
         .register(in: &wiring.routes)

@@ -75,6 +75,9 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var reportTimeZones = ["UTC"]
     public var reportMaxDays = 366
     public var reportCacheSeconds = 15
+    public var reportMaxCells = 10_000
+    public var reportRawConcurrency = 2
+    public var reportRawConcurrencyPerKey = 1
     /// Seconds between Platform API syncs while running; 0 turns the periodic sync off.
     public var syncIntervalSeconds = 300
     /// Platform API requests per second the sync allows itself.
@@ -206,6 +209,9 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         }
         reportMaxDays = try reader.int("REPORT_MAX_DAYS", default: reportMaxDays, range: 1...3660)
         reportCacheSeconds = try reader.int("REPORT_CACHE_S", default: reportCacheSeconds, range: 0...3600)
+        reportMaxCells = try reader.int("REPORT_MAX_CELLS", default: reportMaxCells, range: 10...1_000_000)
+        reportRawConcurrency = try reader.int("REPORT_RAW_CONCURRENCY", default: reportRawConcurrency, range: 1...64)
+        reportRawConcurrencyPerKey = try reader.int("REPORT_RAW_CONCURRENCY_PER_KEY", default: reportRawConcurrencyPerKey, range: 1...64)
         syncIntervalSeconds = try reader.int("SYNC_INTERVAL_S", default: syncIntervalSeconds, range: 0...86_400)
         syncRequestsPerSecond = try reader.int("SYNC_REQUESTS_PER_SECOND", default: syncRequestsPerSecond, range: 1...100)
         outboxMaxBackoffSeconds = try reader.int("OUTBOX_MAX_BACKOFF_S", default: outboxMaxBackoffSeconds, range: 1...86_400)

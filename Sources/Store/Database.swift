@@ -9,7 +9,8 @@ public struct DatabaseStatistics: Sendable {
 }
 
 /// The gateway's PostgreSQL as the rest of the program sees it. Every failure leaves `Store` as a `DomainError`
-/// (connection trouble → `storeUnavailable`, a unique violation → `conflict`, anything else → `storeFailure` with
+/// (connection trouble → `storeUnavailable`, a statement timeout → `storeTimeout`, a unique violation → `conflict`,
+/// anything else → `storeFailure` with
 /// the server's words in `internalDetail`), so no module above `Store` needs to know PostgreSQL.
 public final class Database: Sendable {
     package let pool: PostgresPool
@@ -81,6 +82,9 @@ public final class Database: Sendable {
         let detail = "\(error) \(error.detail)"
         if error.isUnavailable {
             return DomainError(.storeUnavailable, "The database is unavailable; retry shortly.", retryAfterSeconds: 1, internalDetail: detail)
+        }
+        if error.sqlState == "57014" {
+            return DomainError(.storeTimeout, "The database took too long; retry shortly.", retryAfterSeconds: 2, internalDetail: detail)
         }
         if error.isUniqueViolation {
             return DomainError(.conflict, "The record already exists.", internalDetail: detail)

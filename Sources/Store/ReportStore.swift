@@ -79,7 +79,7 @@ public struct ReportStore: Sendable {
     }
 
     /// The same sums computed from raw ratings and requests with days cut in `zone`.
-    public func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket) async throws -> [Entry] {
+    public func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, limit: Int = .max) async throws -> [Entry] {
         let group = p.groupBy == .agent ? "coalesce(agent_id, 0)" : "coalesce(team_id, 0)"
         var f = Filters(binds: [p.timeZone, from.description, to.description])
         f.addDimensions(p, nullableIds: true)
@@ -100,7 +100,8 @@ public struct ReportStore: Sendable {
                AND requested_at < ($3::date + 1)::timestamp AT TIME ZONE $1\(filters)
              GROUP BY 1, 2
             """
-        return try await pool.query(sql, binds).map(Self.entry)
+        let bounded = limit == .max ? sql : "SELECT * FROM (\(sql)) AS sums LIMIT \(limit)"
+        return try await pool.query(bounded, binds).map(Self.entry)
     }
 
     static func entry(_ row: PostgresRow) throws -> Entry {

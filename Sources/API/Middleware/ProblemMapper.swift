@@ -19,7 +19,7 @@ public struct ProblemMapper: Sendable {
         case let error as APIError:
             return error
         case let error as DomainError:
-            if error.code == .storeUnavailable {
+            if error.code == .storeUnavailable || error.code == .storeTimeout {
                 logger.warning("database unavailable", metadata: ["request_id": "\(info.id)", "error": "\(error.internalDetail ?? "")"])
             } else if error.code == .storeFailure {
                 logger.error("database error", metadata: ["request_id": "\(info.id)", "route": "\(info.route)",
@@ -53,6 +53,8 @@ public struct ProblemMapper: Sendable {
                             headers: [("Retry-After", String(error.retryAfterSeconds ?? 5))])
         case .storeUnavailable:
             return .serviceUnavailable("The database is unavailable; retry shortly.")
+        case .storeTimeout:
+            return .serviceUnavailable("The database took too long; retry shortly.", retryAfter: error.retryAfterSeconds ?? 2)
         case .storeFailure:
             return .internalError()
         default:

@@ -12,6 +12,11 @@ public struct ReportSettings: Sendable {
     public var maxDays = 366
     /// Seconds a computed report is reused for the same query (0: never); dashboards poll the same reports.
     public var cacheSeconds = 15
+    /// Most rows (groups × buckets) one report may have; more is 400 `report_too_large`.
+    public var maxCells = 10_000
+    /// Reports computed from raw ratings at once on this instance, and for one API key.
+    public var rawConcurrency = 2
+    public var rawConcurrencyPerKey = 1
 
     public init() {}
 }
@@ -28,6 +33,7 @@ public struct ReportRoutes: Sendable {
     private let cache = KeyCache()
     private let verified: VerifiedCallers
     private let results = ResultCache()
+    private let admission: ReportAdmission
 
     public init(keys: ApiKeyStore, reports: ReportStore, sessions: any SessionDirectory, settings: ReportSettings, knownZones: Set<String>,
                 zones: CSATStore, verified: VerifiedCallers = VerifiedCallers()) {
@@ -38,6 +44,7 @@ public struct ReportRoutes: Sendable {
         self.settings = settings
         self.knownZones = knownZones
         self.rollupZones = RollupZones(store: zones)
+        admission = ReportAdmission(total: settings.rawConcurrency, perKey: settings.rawConcurrencyPerKey)
     }
 
     public func register(in routes: inout RouteTable) {
@@ -122,9 +129,21 @@ public struct ReportRoutes: Sendable {
         let p = try parameters(request, listing: false)
         let useRollups = try await rollupZones.contains(p.timeZone)
         async let names = cache.names(p.groupBy) { try await reports.names(p.groupBy) }
-        let sums = try await sums(p, useRollups: useRollups)
+        let sums: (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)])
+        do {
+            if useRollups {
+                sums = try await reports.fromBlocks(p, plan: BlockPlan(p))
+            } else {
+                let key = request.header("x-api-key") ?? Authenticator.bearer(request) ?? ""
+                sums = try await admission.run(key: key) { try await rawSums(p) }
+            }
+        } catch let error as DomainError where error.code == .storeTimeout {
+            throw APIError(.reportTimeout, detail: "The report took longer than the database allows; narrow the range, use a coarser "
+                           + "bucket or a time zone with rollups (REPORT_TIME_ZONES).", headers: [("Retry-After", "5")])
+        }
         let report = CSATReportShaper.shape(parameters: p, source: useRollups ? "rollup" : "raw", current: sums.current,
                                             previous: sums.previous, names: try await names)
+        if report.rows.count > settings.maxCells { throw tooLarge(report.rows.count) }
         var headers: [(name: String, value: String)] = [("X-Report-Source", report.source), ("Cache-Control", "no-cache")]
         if !useRollups {
             headers.append(("Warning", #"199 desk-gateway "time zone not configured for rollups; computed from raw ratings""#))
@@ -137,15 +156,22 @@ public struct ReportRoutes: Sendable {
         return .json(report.json, headers: headers)
     }
 
-    /// Both periods' sums: one query over the rollup blocks in a configured zone, else two exact queries over the raw
-    /// ratings side by side.
-    func sums(_ p: ReportParameters, useRollups: Bool) async throws
-        -> (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)]) {
-        if useRollups { return try await reports.fromBlocks(p, plan: BlockPlan(p)) }
+    /// Both periods' sums from the raw ratings, one query after the other so that a report holds at most one
+    /// connection; each query returns at most enough rows to tell that the report is too large.
+    func rawSums(_ p: ReportParameters) async throws -> (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)]) {
+        // Ratings and requests come as separate rows: twice the cells, plus one to see the excess.
+        let limit = 2 * settings.maxCells + 1
+        let current = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: limit)
+        if current.count >= limit { throw tooLarge(settings.maxCells + 1) }
         let previous = p.previous
-        async let current = reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket)
-        async let before = reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none)
-        return (try await current, try await before.map { ($0.group, $0.figures) })
+        let before = try await reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, limit: limit)
+        if before.count >= limit { throw tooLarge(settings.maxCells + 1) }
+        return (current, before.map { ($0.group, $0.figures) })
+    }
+
+    func tooLarge(_ rows: Int) -> APIError {
+        APIError(.reportTooLarge, detail: "The report would have \(rows > settings.maxCells ? "more than \(settings.maxCells)" : String(rows)) "
+                 + "rows (groups × buckets; at most \(settings.maxCells)); use a coarser bucket, a shorter range or filters.")
     }
 
     func responses(_ request: HTTPRequest) async throws -> HTTPResponse {

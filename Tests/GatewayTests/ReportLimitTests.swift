@@ -1,0 +1,103 @@
+import Domain
+import Foundation
+import GatewayApp
+import JSON
+import Postgres
+import Store
+import Testing
+import TestSupport
+
+/// Reports from raw ratings are expensive: they are admitted through their own small limit, bounded in size, and a
+/// statement timeout is a 503, while customers keep being served.
+@Suite struct ReportLimitTests {
+    static func seed(_ app: GatewayApplication, ratings: Int, agents: Int) async throws {
+        try await app.pool.transaction { tx in
+            try tx.query("INSERT INTO agents (id, display_name) SELECT 600 + g, 'Agent ' || g FROM generate_series(1, $1::int) g "
+                         + "ON CONFLICT (id) DO NOTHING", [agents])
+            // Straight into the table, as ratings recorded before a zone existed: no rollups behind them.
+            try tx.query("""
+                INSERT INTO csat_ratings (ticket_id, message_id, score, agent_id, team_id, rated_at, source)
+                SELECT 100000 + g, g, 1 + g % 5, 601 + floor(random() * $2::int)::int, 11 + g % 2,
+                       now() - floor(random() * 360) * interval '1 day', 'sync'
+                  FROM generate_series(1, $1::int) g
+                """, [ratings, agents])
+        }
+    }
+
+    @Test func aStormOfRawReportsIsAdmittedBoundedAndNeverA500() async throws {
+        try await withGateway(configure: {
+            $0.reportTimeZones = ["UTC"]
+            $0.reportRawConcurrency = 2
+            $0.reportRawConcurrencyPerKey = 1
+            $0.reportMaxCells = 500
+            $0.dbAcquireTimeoutMilliseconds = 1500
+        }) { app in
+            try await Self.seed(app, ratings: 60_000, agents: 40)
+            let keys = try await (0..<3).asyncMap { _ in try await reporter(app).key }
+            let zones = ["Europe/Paris", "Asia/Tokyo", "America/Chicago", "Africa/Cairo", "Europe/Oslo", "Asia/Dubai",
+                         "America/Lima", "Europe/Rome", "Asia/Seoul", "Australia/Perth", "Europe/Madrid", "Asia/Manila"]
+            let from = ISOTimestamp.format(Date().timeIntervalSince1970 - 360 * 86_400).prefix(10)
+            let customer = try await Customer.signIn(app)
+            // 24 reports at once (2 per zone, 3 keys) while the customer keeps reading.
+            async let storm = (0..<24).concurrentMap { index -> TestResponse in
+                let query = "?from=\(from)&groupBy=team&bucket=month&tz=\(zones[index % zones.count])"
+                return try await httpRequest(port: app.port, "GET", "/v1/reports/csat" + query, headers: [("X-API-Key", keys[index % 3])])
+            }
+            async let customerReads = (0..<20).serialMap { _ in try await customer.send("GET", "/v1/tickets/open-count").status }
+            let answers = try await storm
+            let statuses = answers.map(\.status)
+            #expect(Set(statuses).isSubset(of: [200, 429, 503]), "\(statuses)")
+            #expect(statuses.contains(200))
+            #expect(statuses.contains { $0 != 200 }, "24 at once past a limit of 2 were all admitted: \(statuses)")
+            for refused in answers where refused.status != 200 {
+                #expect(refused.header("Retry-After") != nil)
+                #expect(["rate_limited", "reports_busy"].contains(refused.json?["code"] as? String ?? ""), "\(refused.text)")
+            }
+            #expect(try await customerReads.allSatisfy { $0 == 200 })
+
+            // Too many rows (40 agents × 52 weeks) is a clear 400 before any of them is sent.
+            let large = try await httpRequest(port: app.port, "GET", "/v1/reports/csat?from=\(from)&groupBy=agent&bucket=week&tz=Asia/Tokyo",
+                                              headers: [("X-API-Key", keys[0])])
+            #expect(large.status == 400 && large.json?["code"] as? String == "report_too_large", "\(large.text)")
+            #expect(large.body.count < 2048, "\(large.text.prefix(600))")
+        }
+    }
+
+    @Test func aReportPastTheStatementTimeoutIs503ReportTimeout() async throws {
+        try await withGateway(configure: { $0.dbStatementTimeoutMilliseconds = 1000 }) { app in
+            try await Self.seed(app, ratings: 100, agents: 3)
+            let key = try await reporter(app).key
+            // Another session holds the table, so the report's query waits until the statement timeout ends it.
+            // One connection, so BEGIN, LOCK and ROLLBACK share it.
+            let holder = PostgresPool(configuration: PostgresConfiguration(connectionString: app.pool.connectionString, poolSize: 1))
+            defer { holder.shutdown() }
+            try await holder.query("BEGIN")
+            try await holder.query("LOCK TABLE csat_ratings IN ACCESS EXCLUSIVE MODE")
+            let response = try await httpRequest(port: app.port, "GET", "/v1/reports/csat?tz=Asia/Tokyo", headers: [("X-API-Key", key)])
+            try await holder.query("ROLLBACK")
+            #expect(response.status == 503, "\(response.text)")
+            #expect(response.json?["code"] as? String == "report_timeout")
+            #expect(response.header("Retry-After") != nil)
+            #expect(try await httpRequest(port: app.port, "GET", "/v1/reports/csat?tz=Asia/Tokyo", headers: [("X-API-Key", key)]).status == 200)
+        }
+    }
+}
+
+extension Sequence where Element: Sendable {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        for element in self { results.append(try await transform(element)) }
+        return results
+    }
+
+    func serialMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] { try await asyncMap(transform) }
+
+    func concurrentMap<T: Sendable>(_ transform: @escaping @Sendable (Element) async throws -> T) async throws -> [T] {
+        try await withThrowingTaskGroup(of: (Int, T).self) { group in
+            for (index, element) in enumerated() { group.addTask { (index, try await transform(element)) } }
+            var results: [(Int, T)] = []
+            for try await result in group { results.append(result) }
+            return results.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+    }
+}
