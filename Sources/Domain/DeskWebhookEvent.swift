@@ -14,6 +14,30 @@ public struct DeskWebhookEvent: Sendable {
     public let message: DeskMessage?
     /// The ticket's own CSAT fields, when it carries a score.
     public let ticketRating: (score: Int, comment: String?)?
+    /// The Sendbird application the event names, when it names one: an `appId` / `applicationId` / `sendbirdAppId`
+    /// next to the ticket or in it, else the `{app}` of a channel URL shaped `sendbird_desk_{app}_{ticketId}_…`
+    /// (the shape Desk's ticket channels are assumed to have).
+    public let appId: String?
+
+    /// False when the event names another Sendbird application than `appId` (a signed event of another Desk, or a
+    /// ticket planted with another application's channel). An event that names none is taken as this Desk's.
+    public func belongs(toApp appId: String) -> Bool {
+        guard let named = self.appId else { return true }
+        return named.lowercased() == appId.lowercased()
+    }
+
+    static func namedApp(_ json: JSONValue, ticketJSON: JSONValue, ticket: DeskTicket) -> String? {
+        for scope in [ticketJSON, json, json["data"] ?? .null] {
+            for key in ["appId", "applicationId", "sendbirdAppId"] {
+                if let value = scope[key]?.stringValue, !value.isEmpty { return value }
+            }
+        }
+        let prefix = "sendbird_desk_"
+        let url = ticket.channelUrl.lowercased()
+        guard url.hasPrefix(prefix), let marker = url.range(of: "_\(ticket.id)_") else { return nil }
+        let app = url[url.index(url.startIndex, offsetBy: prefix.count)..<marker.lowerBound]
+        return app.isEmpty ? nil : String(app)
+    }
 
     /// nil when no ticket can be found in the body (the event is kept as `unrecognized`).
     public static func parse(_ body: JSONValue) -> DeskWebhookEvent? {
@@ -31,7 +55,8 @@ public struct DeskWebhookEvent: Sendable {
                 rating = (score, ticket.satisfactionComment)
             }
         }
-        return DeskWebhookEvent(type: type, eventId: eventId, ticket: ticket, message: message, ticketRating: rating)
+        return DeskWebhookEvent(type: type, eventId: eventId, ticket: ticket, message: message, ticketRating: rating,
+                                appId: namedApp(json, ticketJSON: ticketJSON, ticket: ticket))
     }
 
     /// The ticket: `data` (documented), `data.ticket`, `ticket`, or the body itself.

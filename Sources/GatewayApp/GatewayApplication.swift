@@ -129,7 +129,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         registerOps(&wiring, assets: assets, watchdog: watchdog)
         let customer = await registerCustomer(&wiring)
         let webhookSecret = config.deskWebhookSecret ?? emulator?.configuration.webhookSecret
-        let webhooks = WebhookRoutes(secrets: [webhookSecret, config.deskAPIToken].compactMap { $0 }, inbox: WebhookInbox(pool: pool),
+        let webhooks = WebhookRoutes(secrets: [webhookSecret, config.deskAPIToken].compactMap { $0 }, appId: config.deskAppId, inbox: WebhookInbox(pool: pool),
                                      customer: customer, metrics: metrics, logger: logger)
         webhooks.register(in: &wiring.routes)
         try await registerReports(&wiring)

@@ -11,10 +11,13 @@ public enum WebhookApplier {
         case noCustomer(ticketId: Int)
         /// No ticket the gateway can read: the event stays stored as unrecognized. The top-level keys, for the log.
         case unrecognized(keys: [String])
+        /// The event names another Sendbird application: stored as `foreign`, never applied.
+        case foreign(ticketId: Int, appId: String)
     }
 
-    public static func apply(_ body: JSONValue, to writer: any InboxWriter) throws -> Result {
+    public static func apply(_ body: JSONValue, appId: String, to writer: any InboxWriter) throws -> Result {
         guard let event = DeskWebhookEvent.parse(body) else { return .unrecognized(keys: DeskWebhookEvent.topLevelKeys(body)) }
+        guard event.belongs(toApp: appId) else { return .foreign(ticketId: event.ticket.id, appId: event.appId ?? "") }
         let ticket = event.ticket
         guard let sendbirdId = ticket.customerSendbirdId else { return .noCustomer(ticketId: ticket.id) }
         let moved = try writer.cacheTicket(ticket, customerSendbirdId: sendbirdId)

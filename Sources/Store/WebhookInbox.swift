@@ -22,18 +22,29 @@ public struct WebhookInbox: Sendable {
             """, [dedupeKey, type, body])).isEmpty
     }
 
+    /// What became of one event.
+    public enum Outcome: String, Sendable {
+        case applied
+        /// Not interpretable (yet): kept for `webhooks replay`.
+        case unrecognized
+        /// Another Sendbird application's ticket: kept, never applied.
+        case foreign
+    }
+
     /// What one pass over the inbox did.
     public struct Pass: Sendable {
         public var applied = 0
         public var unrecognized = 0
+        public var foreign = 0
         public var failed = 0
-        public var total: Int { applied + unrecognized + failed }
+        public var total: Int { applied + unrecognized + foreign + failed }
     }
 
     /// Applies up to `limit` pending events in one transaction (`FOR UPDATE SKIP LOCKED`, so instances share the work);
-    /// `apply` runs on the transaction's connection and returns false for an event it cannot interpret, which is kept
-    /// as `unrecognized` (never dropped). An event whose application throws is retried later, 10 times at most.
-    public func process(limit: Int, apply: @escaping @Sendable (InboxEvent, StoreTransaction) throws -> Bool) async throws -> Pass {
+    /// `apply` runs on the transaction's connection and says what became of the event; one it cannot interpret is kept
+    /// as `unrecognized`, another application's as `foreign` (never dropped). An event whose application throws is
+    /// retried later, 10 times at most.
+    public func process(limit: Int, apply: @escaping @Sendable (InboxEvent, StoreTransaction) throws -> Outcome) async throws -> Pass {
         try await pool.transaction { tx in
             let rows = try tx.query("""
                 SELECT id, event_type, body::text FROM webhook_events
@@ -44,13 +55,17 @@ public struct WebhookInbox: Sendable {
                 let event = InboxEvent(id: try row.decode(0), type: try row.decode(1), body: try row.decode(2))
                 try tx.query("SAVEPOINT event")
                 do {
-                    let recognized = try apply(event, StoreTransaction(connection: tx))
+                    let outcome = try apply(event, StoreTransaction(connection: tx))
                     try tx.query("RELEASE SAVEPOINT event")
                     try tx.query("""
                         UPDATE webhook_events SET status = $2, processed_at = CASE WHEN $2 = 'applied' THEN now() END,
                                attempts = attempts + 1, last_error = NULL WHERE id = $1
-                        """, [event.id, recognized ? "applied" : "unrecognized"])
-                    if recognized { pass.applied += 1 } else { pass.unrecognized += 1 }
+                        """, [event.id, outcome.rawValue])
+                    switch outcome {
+                    case .applied: pass.applied += 1
+                    case .unrecognized: pass.unrecognized += 1
+                    case .foreign: pass.foreign += 1
+                    }
                 } catch {
                     try tx.query("ROLLBACK TO SAVEPOINT event")
                     try tx.query("""

@@ -235,11 +235,11 @@ struct Webhooks: AsyncParsableCommand {
     struct Replay: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Apply stored events again (after an upgrade taught the gateway a new shape); running gateways pick them up.")
-        @Option(help: "Which events: unrecognized (default), failed, or applied (repeatable).") var status: [String] = []
+        @Option(help: "Which events: unrecognized (default), failed, applied or foreign (repeatable).") var status: [String] = []
 
         func validate() throws {
-            for value in status where !["unrecognized", "failed", "applied"].contains(value) {
-                throw ValidationError("unknown status '\(value)'; known: unrecognized, failed, applied")
+            for value in status where !["unrecognized", "failed", "applied", "foreign"].contains(value) {
+                throw ValidationError("unknown status '\(value)'; known: unrecognized, failed, applied, foreign")
             }
         }
 

@@ -228,6 +228,44 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             .map { String(format: "%02x", $0) }.joined()
     }
 
+    /// A validly signed event whose ticket belongs to another Sendbird application is stored as foreign, answered
+    /// 200 (so Desk stops retrying) and never applied: the owner keeps the stale copy, the intruder gets nothing.
+    @Test func webhooksOfAnotherApplicationAreForeignAndNeverApplied() async throws {
+        try await withGateway(configure: { $0.deskWebhookSecret = "hook-secret"; $0.cacheTTLSeconds = 1 }) { app in
+            let owner = try await Customer.signIn(app)
+            let intruder = try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2")
+            let ticket = try await owner.createTicket("Mine")
+            let id = try #require(ticket["id"] as? Int)
+            let planted: JSONValue = .object([("eventType", .string("TICKET.STATUS.UPDATED")), ("data", .object([
+                ("id", .integer(id)), ("status2", .string("ACTIVE")), ("channelName", .string("Hijacked")),
+                ("channelUrl", .string("sendbird_desk_otherapp_\(id)_ab12cd34")), ("updatedAt", .string("2030-01-01T00:00:00Z")),
+                ("customer", .object([("sendbirdId", .string("demo-customer-2"))])),
+            ]))])
+            let body = Array(planted.serialized().utf8)
+            let answer = try await httpRequest(port: app.port, "POST", "/v1/webhooks/desk",
+                                               headers: [("x-hub-signature", Self.sign(body, "hook-secret"))], body: body)
+            #expect(answer.status == 200)
+            let deadline = ContinuousClock.now + .seconds(10)
+            var status = ""
+            while ContinuousClock.now < deadline, status != "foreign" {
+                status = try await app.pool.query("SELECT status FROM webhook_events WHERE body::text LIKE '%otherapp%'")[0].decode(0)
+                if status != "foreign" { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(status == "foreign")
+            // Desk away: the stale copy goes to its owner only, unchanged.
+            try await DeskAgent(app).post("/faults", #"{"down":true}"#)
+            try await Task.sleep(for: .milliseconds(1100))
+            let mine = try await owner.send("GET", "/v1/tickets/\(id)")
+            #expect(mine.status == 200 && mine.json?["title"] as? String == "Mine" && mine.json?["stale"] as? Bool == true, "\(mine.text)")
+            let theirs = try await intruder.send("GET", "/v1/tickets/\(id)")
+            // Not theirs in the cache, and Desk cannot be asked: never the owner's copy.
+            #expect([404, 503].contains(theirs.status) && !theirs.text.contains("Mine"), "\(theirs.status) \(theirs.text)")
+            let list = try await intruder.send("GET", "/v1/tickets")
+            #expect((list.json?["items"] as? [Any])?.isEmpty == true, "\(list.text)")
+            #expect(try await WebhookInbox(pool: app.pool).replay(statuses: ["foreign"]) == 1)
+        }
+    }
+
     @Test func signaturesAreCheckedAndRedeliveriesAppliedOnce() async throws {
         let desk = try externalDesk()
         try await TestPostgres.withDatabase { url in

@@ -16,18 +16,21 @@ public import Telemetry
 public struct WebhookRoutes: Sendable {
     /// Keys a signature may be made with: the webhook secret and the API token (Sendbird's page names the token).
     let secrets: [String]
+    /// The configured Sendbird application: events naming another are stored as `foreign` and never applied.
+    let appId: String
     let inbox: WebhookInbox
     let customer: CustomerRoutes
     let metrics: MetricsRegistry
     let logger: Logger
 
-    public init(secrets: [String], inbox: WebhookInbox, customer: CustomerRoutes, metrics: MetricsRegistry, logger: Logger) {
+    public init(secrets: [String], appId: String, inbox: WebhookInbox, customer: CustomerRoutes, metrics: MetricsRegistry, logger: Logger) {
         self.secrets = secrets.filter { !$0.isEmpty }
+        self.appId = appId
         self.inbox = inbox
         self.customer = customer
         self.metrics = metrics
         self.logger = logger
-        metrics.describe("webhook_events_total", .counter, help: "Desk webhook events by outcome (accepted, duplicate, rejected, applied, unrecognized, failed).")
+        metrics.describe("webhook_events_total", .counter, help: "Desk webhook events by outcome (accepted, duplicate, rejected, applied, unrecognized, foreign, failed).")
     }
 
     public func register(in routes: inout RouteTable) {
@@ -77,12 +80,14 @@ public struct WebhookRoutes: Sendable {
         let touched = TouchedTickets()
         do {
             let pass = try await inbox.process(limit: 50) { event, tx in
-                guard let id = try Self.apply(event, teams: teams, logger: logger, on: tx) else { return false }
+                guard let id = try Self.apply(event, appId: appId, teams: teams, logger: logger, on: tx) else { return .unrecognized }
+                if id < 0 { return .foreign }
                 if id > 0 { touched.add(id) }
-                return true
+                return .applied
             }
             for id in touched.all { customer.forget(ticketId: id) }
-            for (outcome, count) in [("applied", pass.applied), ("unrecognized", pass.unrecognized), ("failed", pass.failed)] where count > 0 {
+            for (outcome, count) in [("applied", pass.applied), ("unrecognized", pass.unrecognized), ("foreign", pass.foreign),
+                                     ("failed", pass.failed)] where count > 0 {
                 metrics.increment("webhook_events_total", [("outcome", outcome)], by: Double(count))
             }
             if pass.failed > 0 {
@@ -96,10 +101,16 @@ public struct WebhookRoutes: Sendable {
     }
 
     /// Applies one stored event: the ticket to the cache, a CSAT request and answer from its message, or else the
-    /// ticket's own CSAT fields as a ticket-level rating. Returns the ticket id (0 when the ticket names no customer),
-    /// or nil when the event holds no ticket the gateway can read: it stays stored as `unrecognized`.
-    static func apply(_ event: InboxEvent, teams: [Int: (key: String?, name: String)], logger: Logger, on tx: StoreTransaction) throws -> Int? {
-        switch try WebhookApplier.apply(try JSONParser.parse(event.body), to: InboxTicketWriter(tx: tx, teams: teams)) {
+    /// ticket's own CSAT fields as a ticket-level rating. Returns the ticket id (0 when the ticket names no customer,
+    /// -1 when it belongs to another Sendbird application: stored as `foreign`), or nil when the event holds no ticket
+    /// the gateway can read: it stays stored as `unrecognized`.
+    static func apply(_ event: InboxEvent, appId: String, teams: [Int: (key: String?, name: String)], logger: Logger,
+                      on tx: StoreTransaction) throws -> Int? {
+        switch try WebhookApplier.apply(try JSONParser.parse(event.body), appId: appId, to: InboxTicketWriter(tx: tx, teams: teams)) {
+        case .foreign(let ticketId, let otherApp):
+            logger.warning("a signed Desk webhook names another Sendbird application; stored as foreign, not applied",
+                           metadata: ["event": "\(event.id)", "ticket": "\(ticketId)", "app": "\(otherApp.prefix(64))"])
+            return -1
         case .unrecognized(let keys):
             logger.warning("a Desk webhook event could not be interpreted; it is kept as unrecognized (desk-gateway webhooks replay)",
                            metadata: ["event": "\(event.id)", "type": "\(event.type)", "keys": "\(keys.prefix(20).joined(separator: ","))"])
