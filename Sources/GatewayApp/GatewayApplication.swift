@@ -199,6 +199,7 @@ func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
     settings.sessionCacheSeconds = Double(config.sessionCacheSeconds)
     settings.signInPerUserPerMinute = config.signInPerUserPerMinute
     settings.signInPerUserBurst = config.signInPerUserBurst
+    settings.trustedProxies = config.trustedProxies.compactMap(CIDR.init)
     var previewSettings = LinkPreviewSettings()
     previewSettings.allowPrivateAddresses = config.linkPreviewAllowPrivate
     previewSettings.timeout = .milliseconds(config.linkPreviewTimeoutMilliseconds)

@@ -61,11 +61,13 @@ extension CSATReport {
 }
 
 public enum CSV {
-    /// RFC 4180 quoting; cells starting with =, +, - or @ are prefixed with ' so spreadsheets do not run them.
+    /// RFC 4180 quoting; cells starting with =, +, -, @, a tab or a carriage return (OWASP's list) are prefixed with '
+    /// so spreadsheets do not run them.
     public static func field(_ text: String) -> String {
         var value = text
-        if let first = value.first, "=+-@".contains(first) { value = "'" + value }
-        guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }
+        if let first = value.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) { value = "'" + value }
+        // By scalar: "\r\n" is one Character, equal to neither "\r" nor "\n".
+        guard value.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }
         var quoted = "\""
         for ch in value {
             if ch == "\"" { quoted += "\"\"" } else { quoted.append(ch) }

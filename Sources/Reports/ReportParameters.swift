@@ -120,7 +120,8 @@ extension ReportParameters {
         let zone = single("tz") ?? "UTC"
         var zoneOK = true
         if zone.isEmpty || zone.count > 64 || !isKnownZone(zone) {
-            problems.append(("tz", "must be an IANA time zone such as Europe/Paris or Asia/Kolkata"))
+            problems.append(("tz", "must be an IANA time zone name such as UTC, Europe/Paris or Asia/Kolkata "
+                             + "(not posixrules, localtime, Factory or a posix/ or right/ file)"))
             zoneOK = false
         }
         var groupBy = ReportGroup.agent

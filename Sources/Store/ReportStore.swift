@@ -168,8 +168,13 @@ public struct ReportStore: Sendable {
     }
 
     /// Time-zone names PostgreSQL knows (reports may use any of them).
+    /// IANA zone names the database knows, without the tz database's own files (`posixrules`, `localtime`, `Factory`)
+    /// and its `posix/` and `right/` copies, which are not zones a report should name.
     public func knownZones() async throws -> Set<String> {
-        Set(try await pool.query("SELECT name FROM pg_timezone_names").map { try $0.decode(0, as: String.self) })
+        Set(try await pool.query("""
+            SELECT name FROM pg_timezone_names
+             WHERE name NOT IN ('posixrules', 'localtime', 'Factory') AND name NOT LIKE 'posix/%' AND name NOT LIKE 'right/%'
+            """).map { try $0.decode(0, as: String.self) })
     }
 
     /// Today's date in `zone`, by the database clock.

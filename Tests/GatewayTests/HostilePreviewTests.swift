@@ -130,4 +130,23 @@ import TestSupport
         try await Task.sleep(for: .milliseconds(3500))
         #expect(watchdog.isStalled)
     }
+
+    /// Only http(s) URLs leave the gateway in a preview, and text fields are capped.
+    @Test func scriptURLsAreDroppedAndLongFieldsCapped() async throws {
+        let pages = try HostilePageServer()
+        defer { pages.stop() }
+        try await withGateway(configure: { $0.linkPreviewAllowPrivate = true }) { app in
+            let customer = try await Customer.signIn(app)
+            let url = "http://127.0.0.1:\(pages.port)/scripted"
+            let response = try await preview(customer, url)
+            #expect(response.status == 200, "\(response.text)")
+            let json = try #require(response.json)
+            #expect(json["image"] is NSNull)
+            #expect(json["url"] as? String == url)
+            #expect((json["title"] as? String)?.count == 300)
+            #expect((json["description"] as? String)?.count == 1000)
+            #expect((json["siteName"] as? String)?.count == 200)
+            #expect(!response.text.contains("javascript:") && !response.text.contains("data:text"))
+        }
+    }
 }

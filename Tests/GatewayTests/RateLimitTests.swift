@@ -45,15 +45,25 @@ import TestSupport
                 let response = try await httpRequest(port: app.port, "POST", "/v1/webhooks/desk", headers: [("x-hub-signature", signature)], body: body)
                 #expect(response.status == 200, "\(response.text)")
             }
-            // Sign-ins: two per user id, then that user is refused while another user can still sign in.
-            func signIn(_ user: String, _ token: String) async throws -> Int {
-                try await httpRequest(port: app.port, "POST", "/v1/sessions", json: #"{"userId":"\#(user)","accessToken":"\#(token)"}"#).status
+            // Sign-ins: two failures per user id and address, then that pair is refused, even with the right token...
+            func signIn(_ user: String, _ token: String, from source: String = "127.0.0.1") async throws -> Int {
+                try await onBlockingThread {
+                    let connection = try RawHTTPConnection(port: app.port, source: source)
+                    let body = Array(#"{"userId":"\#(user)","accessToken":"\#(token)"}"#.utf8)
+                    try connection.send(RawHTTPConnection.requestBytes("POST", "/v1/sessions", headers: [("Content-Type", "application/json")], body: body))
+                    return try connection.readResponse()?.status ?? 0
+                }
             }
+            #expect(try await signIn("demo-customer", "wrong", from: "127.0.0.5") == 401)
+            #expect(try await signIn("demo-customer", "wrong", from: "127.0.0.5") == 401)
+            #expect(try await signIn("demo-customer", "demo-token", from: "127.0.0.5") == 429)
+            // ...while the stranger's failures do not lock the user out from their own address, and correct
+            // sign-ins are not counted against the user at all.
             #expect(try await signIn("demo-customer", "demo-token") == 201)
             #expect(try await signIn("demo-customer", "demo-token") == 201)
-            #expect(try await signIn("demo-customer", "demo-token") == 429)
+            #expect(try await signIn("demo-customer", "demo-token") == 201)
+            // The address budget (4 sign-ins per address) is now spent.
             #expect(try await signIn("demo-customer-2", "demo-token-2") == 201)
-            // The address budget (4 attempts, the refused one included) is now spent as well.
             #expect(try await signIn("demo-customer-2", "demo-token-2") == 429)
         }
     }

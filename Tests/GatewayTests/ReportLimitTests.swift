@@ -83,6 +83,22 @@ import TestSupport
     }
 }
 
+extension ReportLimitTests {
+    @Test func onlyIANAZoneNamesAreAccepted() async throws {
+        try await withGateway { app in
+            let key = try await reporter(app).key
+            for zone in ["posixrules", "localtime", "Factory", "posix/Europe/Paris", "right/UTC"] {
+                let response = try await httpRequest(port: app.port, "GET", "/v1/reports/csat?tz=\(zone)", headers: [("X-API-Key", key)])
+                #expect(response.status == 400, "\(zone): \(response.text)")
+                #expect((response.json?["detail"] as? String)?.contains("IANA time zone name") == true, "\(response.text)")
+            }
+            for zone in ["UTC", "Europe/Paris", "US/Eastern", "Etc/GMT%2B5"] {
+                #expect(try await httpRequest(port: app.port, "GET", "/v1/reports/csat?tz=\(zone)", headers: [("X-API-Key", key)]).status == 200)
+            }
+        }
+    }
+}
+
 extension Sequence where Element: Sendable {
     func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
         var results: [T] = []

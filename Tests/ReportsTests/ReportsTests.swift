@@ -68,6 +68,11 @@ import Testing
         #expect(CSV.field("a,b") == "\"a,b\"")
         #expect(CSV.field("say \"hi\"") == "\"say \"\"hi\"\"\"")
         #expect(CSV.field("=SUM(A1)") == "'=SUM(A1)")
+        // OWASP's list: a leading tab or carriage return is neutralised too (and a CR is quoted).
+        #expect(CSV.field("\t=1+1") == "'\t=1+1")
+        #expect(CSV.field("\r=1+1") == "\"'\r=1+1\"")
+        #expect(CSV.field("\r\n@SUM(1)") == "\"'\r\n@SUM(1)\"")
+        for lead in ["+", "-", "@"] { #expect(CSV.field(lead + "x") == "'" + lead + "x") }
     }
 }
 

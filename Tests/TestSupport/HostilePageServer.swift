@@ -7,7 +7,8 @@ import Glibc
 /// - `/huge`: announces 2 GB and streams it as fast as the reader takes it, ignoring `Range`;
 /// - `/endless`: no length, never ends;
 /// - `/stall`: headers and the page's head, then silence for a minute;
-/// - `/empty`: closes the connection without a byte (as it does at once for a TLS handshake).
+/// - `/empty`: closes the connection without a byte (as it does at once for a TLS handshake);
+/// - `/scripted`: OpenGraph fields with `javascript:` and `data:` URLs and a title and description far too long.
 /// Every page starts with `<title>NAME</title>` so a preview of its head can succeed.
 public final class HostilePageServer: @unchecked Sendable {
     public let port: Int
@@ -76,6 +77,15 @@ public final class HostilePageServer: @unchecked Sendable {
         case "/endless":
             guard write(client, Array("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n".utf8) + head) else { return }
             while write(client, chunk) {}
+        case "/scripted":
+            let page = """
+                <html><head><meta property="og:title" content="\(String(repeating: "T", count: 5000))">
+                <meta property="og:description" content="\(String(repeating: "D", count: 20000))">
+                <meta property="og:image" content="javascript:alert(document.cookie)">
+                <meta property="og:url" content="data:text/html,<script>alert(1)</script>">
+                <meta property="og:site_name" content="\(String(repeating: "S", count: 1000))"></head></html>
+                """
+            _ = write(client, Array("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\n\r\n\(page)".utf8))
         case "/stall":
             _ = write(client, Array("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n".utf8) + head)
             Thread.sleep(forTimeInterval: 60)

@@ -19,7 +19,8 @@ public struct CustomerRoutes: Sendable {
     let settings: CustomerAPISettings
     let operations: Operations
     let outbox: OutboxStore
-    let signInsPerUser: RateLimiter
+    let signInFailures: RateLimiter
+    let clients: ClientAddressResolver
 
     public init(desk: DeskClient, sessions: any SessionDirectory, ticketStore: TicketStore, ratings: CSATStore,
                 previews: LinkPreviewFetcher, settings: CustomerAPISettings, outbox: OutboxStore, outboxSettings: OutboxSettings,
@@ -31,7 +32,8 @@ public struct CustomerRoutes: Sendable {
         self.settings = settings
         self.outbox = outbox
         authenticator = Authenticator(store: sessions, cacheSeconds: settings.sessionCacheSeconds, verified: verified)
-        signInsPerUser = RateLimiter(perMinute: settings.signInPerUserPerMinute, burst: settings.signInPerUserBurst)
+        signInFailures = RateLimiter(perMinute: settings.signInPerUserPerMinute, burst: settings.signInPerUserBurst)
+        clients = ClientAddressResolver(trustedProxies: settings.trustedProxies)
         tickets = TicketService(desk: desk, store: ticketStore, settings: settings, logger: logger)
         operations = Operations(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, metrics: metrics,
                                 logger: logger, settings: outboxSettings)
@@ -179,16 +181,18 @@ public struct CustomerRoutes: Sendable {
         let userId = body.string("userId", required: true, maxLength: 100)
         let accessToken = body.string("accessToken", required: true, maxLength: 1024, allowBlank: true)
         try body.finish()
-        let decision = signInsPerUser.take("u:" + userId!)
-        guard decision.allowed else {
-            throw APIError(.rateLimited, detail: "Too many sign-ins for this user; retry after \(decision.retryAfter) s.",
-                           headers: [("Retry-After", String(decision.retryAfter))])
+        let failures = "u:" + userId! + "@" + clients.client(request)
+        if signInFailures.isExhausted(failures) {
+            let retry = signInFailures.take(failures).retryAfter
+            throw APIError(.rateLimited, detail: "Too many failed sign-ins for this user from this address; retry after \(retry) s.",
+                           headers: [("Retry-After", String(retry))])
         }
         let deskSession: DeskSession
         do throws(DomainError) {
             deskSession = try await desk.authenticate(userId: userId!, accessToken: accessToken!)
         } catch {
             guard error.code == .unauthorized else { throw error }
+            _ = signInFailures.take(failures)
             throw APIError(.invalidCredentials, detail: "Sendbird did not accept this user id and access token.")
         }
         let opened = try await sessions.open(sendbirdId: userId!, displayName: nil, deskCustomerId: nil, deskToken: deskSession.token,

@@ -21,6 +21,11 @@ public struct LinkPreviewSettings: Sendable {
 
 /// An OpenGraph preview, and the message data a client sends as a `SENDBIRD_DESK_URL_PREVIEW` rich message.
 struct LinkPreview: Sendable {
+    /// Longest title, description and site name kept from a page (characters).
+    static let maxTitle = 300
+    static let maxDescription = 1000
+    static let maxSiteName = 200
+
     let url: String
     let title: String?
     let description: String?
@@ -227,11 +232,25 @@ enum OpenGraph {
            let end = html.range(of: "</title>", options: .caseInsensitive, range: startClose..<html.endIndex) {
             title = decodeEntities(String(html[html.index(after: startClose)..<end.lowerBound]).trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        var image = meta["og:image"] ?? meta["twitter:image"]
-        if let relative = image, let absolute = URL(string: relative, relativeTo: url)?.absoluteString { image = absolute }
-        return LinkPreview(url: meta["og:url"] ?? url.absoluteString, title: title,
-                           description: meta["og:description"] ?? meta["description"], image: image,
-                           siteName: meta["og:site_name"] ?? url.host)
+        let image = (meta["og:image"] ?? meta["twitter:image"]).flatMap { webURL($0, relativeTo: url) }
+        return LinkPreview(url: meta["og:url"].flatMap { webURL($0, relativeTo: url) } ?? url.absoluteString,
+                           title: capped(title, LinkPreview.maxTitle),
+                           description: capped(meta["og:description"] ?? meta["description"], LinkPreview.maxDescription),
+                           image: image, siteName: capped(meta["og:site_name"] ?? url.host, LinkPreview.maxSiteName))
+    }
+
+    /// An absolute http(s) URL of at most 2048 bytes, or nil: `javascript:`, `data:` and the like never reach a client.
+    static func webURL(_ text: String, relativeTo base: URL) -> String? {
+        guard let absolute = URL(string: text.trimmingCharacters(in: .whitespacesAndNewlines), relativeTo: base)?.absoluteURL,
+              let scheme = absolute.scheme?.lowercased(), scheme == "http" || scheme == "https", absolute.host != nil else { return nil }
+        let value = absolute.absoluteString
+        return value.utf8.count <= 2048 ? value : nil
+    }
+
+    /// At most `limit` characters, with an ellipsis when cut.
+    static func capped(_ text: String?, _ limit: Int) -> String? {
+        guard let text, text.count > limit else { return text }
+        return String(text.prefix(limit - 1)) + "…"
     }
 
     static func attributesOf(_ tag: String) -> [String: String] {

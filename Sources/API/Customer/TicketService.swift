@@ -16,9 +16,12 @@ public struct CustomerAPISettings: Sendable {
     public var maxSyncTickets = 1000
     public var sessionLifetimeSeconds = 86_400
     public var sessionCacheSeconds: Double = 5
-    /// Sign-ins per Sendbird user id (a second limit beside the one per client address).
+    /// Failed sign-ins per Sendbird user id and client address (beside the limit on all sign-ins per address): a
+    /// stranger's failures never lock the user out from their own address, and correct sign-ins cost nothing here.
     public var signInPerUserPerMinute = 10
     public var signInPerUserBurst = 5
+    /// Proxies whose forwarding headers name the client (the same list the rate limits use).
+    public var trustedProxies: [CIDR] = []
 
     public init() {}
 }
