@@ -55,10 +55,6 @@ public final class APIResponder: HTTPResponder {
             .now(finish(response, request: request, route: route, requestID: requestID, started: started, extra: extra))
         }
         if cors.isPreflight(request) { return done(cors.preflight(request), request, "(preflight)") }
-        guard AccessLog.knownMethods.contains(request.method) else {
-            return done(APIError(.notImplemented, detail: "The gateway answers GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS.")
-                .response(instance: request.path, requestID: requestID), request, "(unknown method)")
-        }
         var limitHeaders: [(name: String, value: String)] = []
         if request.path.hasPrefix("/v1/") {
             switch admission.admit(request) {

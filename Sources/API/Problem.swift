@@ -30,7 +30,6 @@ public enum Problem: String, CaseIterable, Sendable {
     case previewsBusy = "previews_busy"
     case shuttingDown = "shutting_down"
     case webhooksNotConfigured = "webhooks_not_configured"
-    case notImplemented = "not_implemented"
     case reportTooLarge = "report_too_large"
     case reportsBusy = "reports_busy"
     case reportTimeout = "report_timeout"
@@ -69,7 +68,6 @@ public enum Problem: String, CaseIterable, Sendable {
         case .previewsBusy: (503, "Too many previews")
         case .shuttingDown: (503, "Shutting down")
         case .webhooksNotConfigured: (503, "Webhooks not configured")
-        case .notImplemented: (501, "Method not implemented")
         case .reportTooLarge: (400, "Report too large")
         case .reportsBusy: (503, "Too many reports")
         case .reportTimeout: (503, "Report took too long")

@@ -141,6 +141,12 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         }
         if config.outboxRelay { try await services.start(BackgroundLoop("outbox relay") { await customer.runRelay() }) }
         if config.syncIntervalSeconds > 0 { try await services.start(syncLoop(sync, wiring)) }
+        if config.housekeepingIntervalSeconds > 0 {
+            let housekeeper = Housekeeper(store: HousekeepingStore(pool: pool), policy: config.retention, metrics: metrics, logger: logger)
+            try await services.start(BackgroundLoop("housekeeping", repeating(every: .seconds(config.housekeepingIntervalSeconds)) {
+                await housekeeper.runOnce()
+            }))
+        }
         let server = try await startServer(wiring, services: services)
         // The embedded emulator sends its webhooks here, so agent-side changes reach the cache as with real Desk.
         emulator?.setWebhooks(urls: ["http://127.0.0.1:\(server.port)/v1/webhooks/desk"], secret: webhookSecret ?? "")

@@ -1,5 +1,6 @@
 import API
 import Domain
+public import Store
 import Foundation
 public import Logging
 
@@ -80,6 +81,9 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var reportRawConcurrencyPerKey = 1
     /// Seconds between Platform API syncs while running; 0 turns the periodic sync off.
     public var syncIntervalSeconds = 300
+    /// Seconds between housekeeping passes (0: off); what is kept how long is `retention`.
+    public var housekeepingIntervalSeconds = 300
+    public var retention = RetentionPolicy()
     /// Platform API requests per second the sync allows itself.
     public var syncRequestsPerSecond = 5
 
@@ -213,6 +217,13 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         reportRawConcurrency = try reader.int("REPORT_RAW_CONCURRENCY", default: reportRawConcurrency, range: 1...64)
         reportRawConcurrencyPerKey = try reader.int("REPORT_RAW_CONCURRENCY_PER_KEY", default: reportRawConcurrencyPerKey, range: 1...64)
         syncIntervalSeconds = try reader.int("SYNC_INTERVAL_S", default: syncIntervalSeconds, range: 0...86_400)
+        housekeepingIntervalSeconds = try reader.int("HOUSEKEEPING_INTERVAL_S", default: housekeepingIntervalSeconds, range: 0...86_400)
+        retention.deadSessionDays = try reader.int("RETENTION_DEAD_SESSION_DAYS", default: retention.deadSessionDays, range: 0...3650)
+        retention.idempotencyHours = try reader.int("RETENTION_IDEMPOTENCY_HOURS", default: retention.idempotencyHours, range: 1...87_600)
+        retention.appliedWebhookDays = try reader.int("RETENTION_WEBHOOK_DAYS", default: retention.appliedWebhookDays, range: 0...3650)
+        retention.unappliedWebhookDays = try reader.int("RETENTION_UNAPPLIED_WEBHOOK_DAYS", default: retention.unappliedWebhookDays, range: 0...3650)
+        retention.finishedOutboxDays = try reader.int("RETENTION_OUTBOX_DAYS", default: retention.finishedOutboxDays, range: 0...3650)
+        retention.closedTicketDays = try reader.int("RETENTION_CLOSED_TICKET_DAYS", default: retention.closedTicketDays, range: 1...3650)
         syncRequestsPerSecond = try reader.int("SYNC_REQUESTS_PER_SECOND", default: syncRequestsPerSecond, range: 1...100)
         outboxMaxBackoffSeconds = try reader.int("OUTBOX_MAX_BACKOFF_S", default: outboxMaxBackoffSeconds, range: 1...86_400)
         outboxWarnAgeSeconds = try reader.int("OUTBOX_WARN_AGE_S", default: outboxWarnAgeSeconds, range: 1...604_800)

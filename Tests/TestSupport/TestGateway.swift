@@ -15,6 +15,8 @@ public enum TestGateway {
         config.logLevel = .warning
         config.deskEmulatorPort = 0
         config.syncIntervalSeconds = 0
+        // Tests that need housekeeping run it themselves; back-dated rows elsewhere stay put.
+        config.housekeepingIntervalSeconds = 0
         // The suite runs many gateways and emulators at once on two cores: a slow answer is not an outage here.
         config.deskTimeoutMilliseconds = 20_000
         config.reportCacheSeconds = 0

@@ -15,8 +15,9 @@ public struct AccessLog: Sendable {
         self.logger = logger
     }
 
-    /// The methods the API knows; anything else is counted as `OTHER`, so no request can add a series.
-    public static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    /// RFC 9110's methods and PATCH keep their name in the metrics; any other method (routed like the rest: 405 on a
+    /// known path, 404 elsewhere) is counted as `OTHER`, so no request can add a series.
+    public static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"]
 
     static func methodLabel(_ method: String) -> String { knownMethods.contains(method) ? method : "OTHER" }
 

@@ -1,0 +1,52 @@
+import Foundation
+import Logging
+import Store
+import Synchronization
+import Telemetry
+
+/// The housekeeping loop: every `interval`, the instance that gets the lock deletes what is past retention; every
+/// instance refreshes the oldest-row ages its metrics show.
+final class Housekeeper: Sendable {
+    let store: HousekeepingStore
+    let policy: RetentionPolicy
+    let metrics: MetricsRegistry
+    let logger: Logger
+    private let ages = Mutex<[String: Double]>([:])
+    private let lastRun = Mutex<Double>(0)
+
+    init(store: HousekeepingStore, policy: RetentionPolicy, metrics: MetricsRegistry, logger: Logger) {
+        self.store = store
+        self.policy = policy
+        self.metrics = metrics
+        self.logger = logger
+        metrics.describe("housekeeping_rows_removed_total", .counter, help: "Rows removed by housekeeping, by retention rule.")
+        metrics.gauge("housekeeping_oldest_row_age_seconds", help: "Age of the oldest row each retention rule looks at.") { [weak self] in
+            (self?.ages.withLock { $0 } ?? [:]).sorted { $0.key < $1.key }.map { ([("table", $0.key)], $0.value) }
+        }
+        metrics.gauge("housekeeping_last_run_timestamp_seconds",
+                      help: "When this instance last finished a housekeeping pass (its own or one it found another instance running).") { [weak self] in
+            [([], self?.lastRun.withLock { $0 } ?? 0)]
+        }
+    }
+
+    /// One pass; returns what was removed.
+    @discardableResult
+    func runOnce() async -> [String: Int] {
+        do {
+            let removed = try await store.run(policy).removed
+            for (rule, count) in removed where count > 0 {
+                metrics.increment("housekeeping_rows_removed_total", [("table", rule)], by: Double(count))
+            }
+            if removed.values.contains(where: { $0 > 0 }) {
+                logger.info("housekeeping removed rows past retention", metadata: removed.mapValues { .stringConvertible($0) })
+            }
+            let fresh = try await store.oldestAges(policy)
+            ages.withLock { $0 = fresh }
+            lastRun.withLock { $0 = Date().timeIntervalSince1970 }
+            return removed
+        } catch {
+            logger.warning("housekeeping pass failed; the next one retries", metadata: ["error": "\(error)"])
+            return [:]
+        }
+    }
+}
