@@ -67,9 +67,13 @@ public struct CSATStore: RatingStore {
     }
 
     /// Ratings of one ticket are recorded one transaction at a time: a ticket-level answer and the same answer by
-    /// message, arriving together on two paths, must see each other to count once.
+    /// message, arriving together on two paths, must see each other to count once. The lock order of every CSAT
+    /// write is: this ticket lock, then the zone lock (shared; a zone backfill holds it exclusively), then rating and
+    /// rollup rows. Taking the zone lock only after a rollup row (as a replaced answer once did) deadlocked against a
+    /// backfill waiting on that row.
     static func lockTicket(_ ticketId: Int, on tx: PostgresConnection) throws {
         try tx.query("SELECT pg_advisory_xact_lock(1129534804, ($1::bigint % 2147483647)::int)", [ticketId])
+        try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [zoneLock])
     }
 
     /// A ticket-level rating (message 0, from the ticket's own fields) recorded since this request was sent is the same

@@ -57,9 +57,16 @@ public final class Database: Sendable {
         if exists.isEmpty { try await query("CREATE DATABASE " + quoted) }
     }
 
+    /// One statement; a deadlock or serialization failure (the statement was rolled back whole) is retried once.
     @discardableResult
     package func query(_ sql: String, _ binds: [any PostgresEncodable] = []) async throws -> PostgresRows {
-        try await translating { try await pool.query(sql, binds) }
+        try await translating {
+            do {
+                return try await pool.query(sql, binds)
+            } catch let error as PostgresError where error.isSerializationFailure {
+                return try await pool.query(sql, binds)
+            }
+        }
     }
 
     package func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
@@ -82,6 +89,10 @@ public final class Database: Sendable {
         let detail = "\(error) \(error.detail)"
         if error.isUnavailable {
             return DomainError(.storeUnavailable, "The database is unavailable; retry shortly.", retryAfterSeconds: 1, internalDetail: detail)
+        }
+        if error.isSerializationFailure || error.sqlState == "55P03" {
+            // Retried already (transactions three times, statements once): contention, not a defect.
+            return DomainError(.storeTimeout, "The database was busy; retry shortly.", retryAfterSeconds: 1, internalDetail: detail)
         }
         if error.sqlState == "57014" {
             return DomainError(.storeTimeout, "The database took too long; retry shortly.", retryAfterSeconds: 2, internalDetail: detail)

@@ -68,10 +68,22 @@ public struct TicketStore: Sendable {
     @discardableResult
     public func upsert(_ rows: [TicketRow]) async throws -> [OwnershipChange] {
         guard !rows.isEmpty else { return [] }
-        // A fixed lock order keeps concurrent writers (list refreshes, webhooks) from deadlocking.
+        // A fixed lock order keeps concurrent writers (list refreshes, webhooks) from deadlocking: agents by id, then
+        // tickets by id.
         let ordered = rows.sorted { $0.id < $1.id }
-        return try await pool.transaction { tx in
-            try ordered.compactMap { row in try Self.upsert(row, on: tx) }
+        var agents: [Int: TicketRow] = [:]
+        for row in ordered { if let agent = row.agentId { agents[agent] = row } }
+        let agentRows = agents.sorted { $0.key < $1.key }.map(\.value)
+        let write = { @Sendable (tx: PostgresConnection) throws -> [OwnershipChange] in
+            for row in agentRows { try Self.upsertAgent(of: row, on: tx) }
+            return try ordered.compactMap { row in try Self.upsert(row, on: tx, agentWritten: true) }
+        }
+        do {
+            return try await pool.transaction(write)
+        } catch let error as DomainError where error.code == .conflict {
+            // Another writer (a webhook for the ticket just created) inserted the same ticket between this
+            // statement's check and its insert: the row exists now, so the same upsert updates it.
+            return try await pool.transaction(write)
         }
     }
 
@@ -81,16 +93,21 @@ public struct TicketStore: Sendable {
     /// customer and channel: when they differ from the cached row (the database once cached another Desk, or the
     /// ticket moved), Desk's values win whatever the timestamps say, a cached row of another id holding the same channel
     /// is dropped, and the change is returned so the caller can report it.
+    /// The ticket's agent, as Desk names it now. Neither statement locks an agent row that does not change (ON
+    /// CONFLICT DO UPDATE would lock it even when its WHERE is false), so writers for the same agent rarely meet here.
+    static func upsertAgent(of row: TicketRow, on tx: PostgresConnection) throws {
+        guard let agentId = row.agentId else { return }
+        try tx.query("INSERT INTO agents (id, display_name, sendbird_id) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+                     [agentId, row.agentName ?? "", row.agentSendbirdId])
+        try tx.query("""
+            UPDATE agents SET display_name = $2, sendbird_id = COALESCE($3, sendbird_id), updated_at = now()
+             WHERE id = $1 AND display_name IS DISTINCT FROM $2
+            """, [agentId, row.agentName ?? "", row.agentSendbirdId])
+    }
+
     @discardableResult
-    static func upsert(_ row: TicketRow, on tx: PostgresConnection) throws -> OwnershipChange? {
-        if let agentId = row.agentId {
-            try tx.query("""
-                INSERT INTO agents (id, display_name, sendbird_id) VALUES ($1, $2, $3)
-                ON CONFLICT (id) DO UPDATE SET display_name = EXCLUDED.display_name,
-                    sendbird_id = COALESCE(EXCLUDED.sendbird_id, agents.sendbird_id), updated_at = now()
-                WHERE agents.display_name IS DISTINCT FROM EXCLUDED.display_name
-                """, [agentId, row.agentName ?? "", row.agentSendbirdId])
-        }
+    static func upsert(_ row: TicketRow, on tx: PostgresConnection, agentWritten: Bool = false) throws -> OwnershipChange? {
+        if !agentWritten { try upsertAgent(of: row, on: tx) }
         // Its own statement: a unique check does not see a row deleted earlier in the same statement.
         try tx.query("DELETE FROM tickets WHERE channel_url = $1 AND id <> $2", [row.channelUrl, row.id])
         let previous = try tx.query("""

@@ -77,6 +77,30 @@ import TestSupport
         }
     }
 
+    /// The customer declines right after Desk sent the CSAT request, before its webhook has reached the gateway
+    /// (webhooks held back here): the gateway asks Desk for the ticket's messages instead of refusing.
+    @Test func aDeclineBeforeTheRequestsWebhookIsConfirmedWithDesk() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let id = try #require(try await customer.createTicket("Quick decline")["id"] as? Int)
+            try await agent.activate(id)
+            try await agent.post("/tickets/\(id)/close")
+            try await agent.post("/webhooks", #"{"urls":[],"secret":"held"}"#)
+            let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
+            let known = try await app.pool.query("SELECT 1 FROM csat_requests WHERE ticket_id = $1", [id])
+            #expect(known.isEmpty)
+            let declined = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":null,"comment":"no thanks"}"#)
+            #expect(declined.status == 200, "\(declined.text)")
+            #expect(try await Self.ratings(app, ticket: id).map(\.score) == [nil])
+            let requests: Int = try await app.pool.query("SELECT count(*) FROM csat_requests WHERE ticket_id = $1 AND message_id = $2", [id, csat])[0].decode(0)
+            #expect(requests == 1)
+            // A message id Desk does not hold as this ticket's CSAT request is still refused.
+            let madeUp = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat + 1000),"score":null,"comment":null}"#)
+            #expect(madeUp.status == 422, "\(madeUp.text)")
+        }
+    }
+
     @Test func aDeclineFollowedByARatingEndsAtDesksScore() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)

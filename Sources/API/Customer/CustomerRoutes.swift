@@ -329,8 +329,11 @@ public struct CustomerRoutes: Sendable {
                                     priority: snapshot.priority, customerSendbirdId: session.sendbirdId)
         guard let score else {
             // A decline never reaches Desk (its CSAT message cannot hold an empty score), so it is recorded only for a
-            // CSAT request the gateway has seen Desk send on this very ticket.
-            guard try await ratings.isRequest(ticketId: id, messageId: messageId!) else {
+            // CSAT request Desk sent on this very ticket: known from its webhook, or else read from Desk now (the
+            // customer may answer before the webhook has been applied).
+            var known = try await ratings.isRequest(ticketId: id, messageId: messageId!)
+            if !known { known = try await confirmCSATRequestWithDesk(context, messageId: messageId!) }
+            guard known else {
                 throw APIError(.validationFailed, detail: "messageId is not a CSAT request of this ticket.",
                                extensions: ["errors": .array([.object([("field", .string("messageId")),
                                                                        ("message", .string("is not a CSAT request of this ticket"))])]),
@@ -341,6 +344,28 @@ public struct CustomerRoutes: Sendable {
         }
         let payload = RatingRecorder.feedbackPayload(context, messageId: messageId!, score: score, comment: comment, at: now)
         return try await operations.submit(session: session, ticketId: id, kind: .feedback, payload: payload)
+    }
+}
+
+extension CustomerRoutes {
+    /// Whether Desk's own message list of the ticket holds `messageId` as a CSAT request; when it does, the request
+    /// is recorded as the webhook would have. Needs the Platform API token (without it only webhooks tell).
+    func confirmCSATRequestWithDesk(_ context: RatingContext, messageId: Int) async throws -> Bool {
+        guard desk.configuration.apiToken != nil else { return false }
+        var offset = 0
+        for _ in 0..<10 {
+            let page = try await desk.chatMessages(ticketId: context.ticketId, limit: 100, offset: offset)
+            if let message = page.results.first(where: { $0.messageId == messageId }) {
+                guard message.isCSATRequest else { return false }
+                try await ratings.recordRequest(ticketId: context.ticketId, messageId: messageId, agentId: context.agentId,
+                                                teamId: context.teamId, channelType: context.channelType, priority: context.priority,
+                                                requestedAt: message.createdAt ?? Date().timeIntervalSince1970)
+                return true
+            }
+            guard page.hasNext, !page.results.isEmpty else { return false }
+            offset += page.results.count
+        }
+        return false
     }
 }
 
