@@ -46,6 +46,12 @@ public final class APIResponder: HTTPResponder {
         metrics.gauge("http_requests_in_flight", help: "Requests currently waiting on async work.") { [weak self] in
             [([], Double(self?.inFlight.load(ordering: .relaxed) ?? 0))]
         }
+        metrics.gauge("memory_entries", help: "Entries of the in-memory structures that follow callers (each bounded by size and age).") {
+            [weak self] in
+            guard let self else { return [] }
+            return [([("structure", "rate_limit_buckets")], Double(admission.bucketCount)),
+                    ([("structure", "verified_callers")], Double(verified.count))]
+        }
     }
 
     public func respond(to request: HTTPRequest) -> HTTPReply {

@@ -13,8 +13,10 @@ public final class VerifiedCallers: Sendable {
     private let entries: TTLCache<String, Bool>
 
     public init(seconds: Double = 300) {
-        entries = TTLCache(ttl: seconds, capacity: 200_000)
+        entries = TTLCache(ttl: seconds, capacity: 50_000)
     }
+
+    public var count: Int { entries.count }
 
     public func add(_ credential: String) { entries.put(credential, true) }
 

@@ -1,11 +1,11 @@
-import Foundation
+public import Foundation
 import Synchronization
 
 /// Token buckets per caller (bearer token, or client address when there is none): `burst` requests at once,
 /// refilled at `perMinute`.
-final class RateLimiter: Sendable {
-    struct Decision {
-        let allowed: Bool
+public final class RateLimiter: Sendable {
+    public struct Decision {
+        public let allowed: Bool
         let remaining: Int
         /// Seconds until the bucket is full again.
         let reset: Int
@@ -16,8 +16,14 @@ final class RateLimiter: Sendable {
     let burst: Double
     let perSecond: Double
     private let buckets = Mutex<[String: (tokens: Double, at: Double)]>([:])
+    /// Whole seconds of the last sweep (an atomic, so the hot path takes no second lock).
+    private let lastSweep = Atomic<Int>(Int(Date().timeIntervalSince1970))
+    /// Buckets kept at most; a full bucket is the same as none, so sweeps drop those.
+    public static let capacity = 100_000
 
-    init(perMinute: Int, burst: Int) {
+    public var count: Int { buckets.withLock { $0.count } }
+
+    public init(perMinute: Int, burst: Int) {
         self.burst = Double(max(1, burst))
         self.perSecond = Double(max(1, perMinute)) / 60
     }
@@ -30,11 +36,16 @@ final class RateLimiter: Sendable {
         }
     }
 
-    func take(_ key: String, now: Double = Date().timeIntervalSince1970) -> Decision {
-        buckets.withLock { buckets in
-            if buckets.count > 200_000 {
+    public func take(_ key: String, now: Double = Date().timeIntervalSince1970) -> Decision {
+        // Once a minute (or at capacity) buckets that have refilled are dropped: callers seen once leave no trace.
+        let last = lastSweep.load(ordering: .relaxed)
+        let sweep = Int(now) - last >= 60
+            && lastSweep.compareExchange(expected: last, desired: Int(now), ordering: .relaxed).exchanged
+        return buckets.withLock { buckets in
+            if sweep || buckets.count > Self.capacity {
                 buckets = buckets.filter { min(burst, $0.value.tokens + (now - $0.value.at) * perSecond) < burst }
             }
+            if buckets.count > Self.capacity { for key in buckets.keys.prefix(Self.capacity / 2) { buckets.removeValue(forKey: key) } }
             var bucket = buckets[key] ?? (burst, now)
             bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * perSecond)
             bucket.at = now

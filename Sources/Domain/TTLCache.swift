@@ -2,12 +2,16 @@ import Foundation
 import Synchronization
 
 /// A small in-memory map whose entries count as fresh for `ttl` seconds after they were stored (or after the time
-/// given with them). Bounded: storing a new key at `capacity` first drops expired entries, then, if it must, an
-/// arbitrary half (every cache in front of PostgreSQL or Desk can always be refilled).
+/// given with them). Bounded by size and age: storing a new key at `capacity` first drops expired entries, then, if
+/// it must, an arbitrary half (every cache in front of PostgreSQL or Desk can always be refilled); and once per
+/// `ttl` (at most once a second) a store sweeps out expired entries, so a cache of many one-time callers shrinks
+/// back instead of sitting at its capacity.
 public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public let ttl: Double
     private let capacity: Int
     private let entries = Mutex<[Key: (value: Value, at: Double)]>([:])
+    /// Whole seconds of the last sweep (an atomic: no second lock on the way in).
+    private let lastSweep = Atomic<Int>(Int(TTLCache.now))
 
     public init(ttl: Double, capacity: Int = 10_000) {
         self.ttl = ttl
@@ -28,7 +32,11 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
     }
 
     public func put(_ key: Key, _ value: Value, at: Double = TTLCache.now) {
+        let last = lastSweep.load(ordering: .relaxed)
+        let sweep = Double(Int(at) - last) >= max(ttl, 1)
+            && lastSweep.compareExchange(expected: last, desired: Int(at), ordering: .relaxed).exchanged
         entries.withLock { entries in
+            if sweep { entries = entries.filter { at - $0.value.at < ttl } }
             if entries.count >= capacity, entries[key] == nil {
                 entries = entries.filter { at - $0.value.at < ttl }
                 if entries.count >= capacity { for key in entries.keys.prefix(capacity / 2) { entries.removeValue(forKey: key) } }

@@ -149,3 +149,37 @@ import TestSupport
         }
     }
 }
+
+/// Memory that follows callers: many customers come once, and what the gateway keeps for them drains away.
+@Suite struct BoundedMemoryTests {
+    static func gauge(_ metrics: String, _ name: String, _ structure: String) -> Double? {
+        let prefix = "\(name){structure=\"\(structure)\"} "
+        return metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
+    }
+
+    @Test func manyOneTimeCustomersLeaveBoundedState() async throws {
+        try await withGateway(configure: {
+            $0.sessionCacheSeconds = 1
+            $0.signInBurst = 10_000
+            $0.signInPerMinute = 100_000
+        }) { app in
+            let desk = DeskAgent(app)
+            var customers: [Customer] = []
+            for index in 0..<200 {
+                try await desk.post("/customers", #"{"sendbirdId":"once-\#(index)","accessToken":"t-\#(index)","displayName":"C\#(index)"}"#)
+                let customer = try await Customer.signIn(app, user: "once-\(index)", accessToken: "t-\(index)")
+                #expect(try await customer.send("GET", "/v1/tickets/open-count").status == 200)
+                customers.append(customer)
+            }
+            let busy = try await httpRequest(port: app.port, "GET", "/metrics").text
+            let sessions = try #require(Self.gauge(busy, "customer_memory_entries", "sessions"))
+            #expect(sessions > 0 && sessions <= 200, "\(sessions)")
+            #expect(try #require(Self.gauge(busy, "memory_entries", "rate_limit_buckets")) <= 400)
+            // Past SESSION_CACHE_S the next session stored sweeps the expired ones out.
+            try await Task.sleep(for: .milliseconds(2100))
+            _ = try await Customer.signIn(app)
+            let quiet = try await httpRequest(port: app.port, "GET", "/metrics").text
+            #expect(try #require(Self.gauge(quiet, "customer_memory_entries", "sessions")) <= 2)
+        }
+    }
+}

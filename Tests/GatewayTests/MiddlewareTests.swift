@@ -1,5 +1,6 @@
 import API
 import Domain
+import Foundation
 import HTTPServer
 import Logging
 import Telemetry
@@ -135,5 +136,25 @@ import Testing
         #expect(text.contains(#"http_requests_total{route="/v1/tickets/{id}",method="GET",status="200"} 1"#), "\(text)")
         #expect(text.contains(#"ticket_cache_total{result="hit"} 1"#))
         #expect(!text.contains("/v1/tickets/1001"))
+    }
+
+    /// Callers seen once leave nothing behind: refilled buckets and expired cache entries are swept out.
+    @Test func limiterBucketsAndCacheEntriesOfOneTimeCallersAreSweptOut() {
+        let limiter = RateLimiter(perMinute: 60, burst: 5)
+        let start = Date().timeIntervalSince1970
+        for index in 0..<20_000 { _ = limiter.take("caller-\(index)", now: start) }
+        #expect(limiter.count == 20_000)
+        // A minute later every one of those buckets is full again (1 a second, 5 at most): the next request sweeps.
+        _ = limiter.take("late", now: start + 61)
+        #expect(limiter.count == 1)
+        // And however many callers come at once, the map stays at its capacity.
+        for index in 0..<(RateLimiter.capacity + 5_000) { _ = limiter.take("flood-\(index)", now: start + 62) }
+        #expect(limiter.count <= RateLimiter.capacity)
+
+        let cache = TTLCache<Int, String>(ttl: 5, capacity: 50_000)
+        for index in 0..<10_000 { cache.put(index, "x", at: start) }
+        #expect(cache.count == 10_000)
+        cache.put(-1, "late", at: start + 6)
+        #expect(cache.count == 1)
     }
 }

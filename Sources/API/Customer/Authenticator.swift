@@ -14,9 +14,11 @@ final class Authenticator: Sendable {
 
     init(store: any SessionDirectory, cacheSeconds: Double, verified: VerifiedCallers) {
         self.store = store
-        cache = TTLCache(ttl: cacheSeconds, capacity: 100_000)
+        cache = TTLCache(ttl: cacheSeconds, capacity: 20_000)
         self.verified = verified
     }
+
+    var cachedSessions: Int { cache.count }
 
     /// The token of `Authorization: Bearer <token>` (scheme case-insensitive), without allocating on the hot path.
     static func bearer(_ request: HTTPRequest) -> String? {

@@ -37,6 +37,11 @@ public struct CustomerRoutes: Sendable {
         tickets = TicketService(desk: desk, store: ticketStore, settings: settings, logger: logger)
         operations = Operations(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, metrics: metrics,
                                 logger: logger, settings: outboxSettings)
+        let (authenticator, memory, failures) = (authenticator, tickets.memory, signInFailures)
+        metrics.gauge("customer_memory_entries", help: "Entries of the customer API's in-memory structures (each bounded by size and age).") {
+            [([("structure", "sessions")], Double(authenticator.cachedSessions)), ([("structure", "tickets")], Double(memory.count)),
+             ([("structure", "sign_in_failures")], Double(failures.count))]
+        }
     }
 
     /// Delivers queued operations until the task is cancelled (every instance runs one).

@@ -15,10 +15,12 @@ final class TicketMemoryCache: Sendable {
 
     private let entries: TTLCache<Int, Entry>
 
-    init(capacity: Int = 50_000) {
+    init(capacity: Int = 10_000) {
         // Freshness is the caller's rule (`fetchedAt` against the cache TTL); the TTL here only guides eviction.
-        entries = TTLCache(ttl: 3600, capacity: capacity)
+        entries = TTLCache(ttl: 600, capacity: capacity)
     }
+
+    var count: Int { entries.count }
 
     func get(_ id: Int) -> Entry? {
         entries.lookup(id)?.value

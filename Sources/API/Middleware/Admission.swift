@@ -26,6 +26,9 @@ public final class Admission: Sendable {
         clients = ClientAddressResolver(trustedProxies: policy.trustedProxies)
     }
 
+    /// Token buckets held now (requests, sign-ins, failures), for the metrics.
+    public var bucketCount: Int { limiter.count + signIns.count + failures.count }
+
     public func admit(_ request: HTTPRequest) -> Decision {
         let client = clients.client(request)
         let credential = request.header("x-api-key") ?? Authenticator.bearer(request)
