@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Both install what is missing first, so they work on a fresh
 # Debian machine with the Swift toolchain as well as on one where everything is already there.
-.PHONY: deps build run test bench fuzz sanitize clean
+.PHONY: deps build run test bench bench-emulator soak image fuzz sanitize clean
 
 PORT ?= 8080
 
@@ -31,6 +31,12 @@ sanitize: deps
 
 bench: build
 	@bench/run.sh
+
+# The Desk emulator's cost per request as its world grows to EMULATOR_TICKETS tickets (state file, release build).
+EMULATOR_TICKETS ?= 100000
+bench-emulator: deps
+	swift build -c release --product desk-emulator
+	@python3 bench/emulator_growth.py $(EMULATOR_TICKETS)
 
 clean:
 	rm -rf .build .build-fuzz .build-address .build-thread .data

@@ -66,7 +66,7 @@ extension DeskEmulator {
     }
 
     /// `GET …/{id}`: the object of that id in one of the world's tables, rendered, or 404.
-    func one<Item>(_ request: HTTPRequest, _ table: KeyPath<EmulatorWorld, [Int: Item]>,
+    func one<Item>(_ request: HTTPRequest, _ table: KeyPath<EmulatorWorld, TrackedMap<Int, Item>>,
                    _ render: (EmulatorWorld, Item) -> JSONValue) throws(EmulatorFailure) -> HTTPResponse {
         let id = try request.intParameter("id")
         return try world.read { world throws(EmulatorFailure) in

@@ -67,7 +67,8 @@ public final class DeskEmulator: Sendable {
         var world = EmulatorWorld(appId: configuration.appId, apiToken: configuration.apiToken)
         let records = try store.load()
         try world.restore(records)
-        if records.isEmpty { try store.save(world.changes(since: EmulatorWorld(appId: world.appId, apiToken: world.apiToken, instanceId: ""))) }
+        if records.isEmpty { try store.save(world.allRecords()) }
+        world.commit()
         return (DeskEmulator(configuration: configuration, world: world, store: store), !records.isEmpty)
     }
 

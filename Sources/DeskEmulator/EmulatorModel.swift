@@ -83,12 +83,12 @@ struct EmulatorWorld: Sendable {
     /// Made when the world is first created and kept with its saved state: a new world is a different Desk.
     var instanceId = UUID().uuidString.lowercased()
     var project = 1
-    var teams: [Int: EmulatedTeam] = [:]
-    var agents: [Int: EmulatedAgent] = [:]
-    var customers: [Int: EmulatedCustomer] = [:]
-    var tickets: [Int: EmulatedTicket] = [:]
+    var teams = TrackedMap<Int, EmulatedTeam>()
+    var agents = TrackedMap<Int, EmulatedAgent>()
+    var customers = TrackedMap<Int, EmulatedCustomer>()
+    var tickets = TrackedMap<Int, EmulatedTicket>()
     /// Desk session token → customer id.
-    var sessions: [String: Int] = [:]
+    var sessions = TrackedMap<String, Int>()
     var ticketFieldKeys: Set<String> = ["product", "order_no", "seats", "flags", "region", "plan", "vip"]
     var customerFieldKeys: Set<String> = ["tier", "age", "company", "plan", "region"]
     var autoCloseOnConfirm = true

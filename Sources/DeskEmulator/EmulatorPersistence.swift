@@ -67,27 +67,46 @@ struct EmulatorMeta: Codable, Equatable {
 }
 
 extension EmulatorWorld {
-    /// The records that turn `old` into `self`: only what changed, so a write costs the size of the change.
-    func changes(since old: EmulatorWorld) -> [EmulatorRecord] {
+    /// The records of what was written since the last commit (the maps track their keys), and the meta record when
+    /// it differs from `meta`: a save costs the size of the change, whatever the size of the world.
+    func changes(sinceMeta meta: EmulatorMeta) -> [EmulatorRecord] {
         var records: [EmulatorRecord] = []
-        Self.diff("team", old.teams, teams, into: &records)
-        Self.diff("agent", old.agents, agents, into: &records)
-        Self.diff("customer", old.customers, customers, into: &records)
-        Self.diff("ticket", old.tickets, tickets, into: &records)
-        Self.diff("session", old.sessions, sessions, into: &records)
-        let meta = EmulatorMeta(self)
-        if meta != EmulatorMeta(old) { records.append(EmulatorRecord(kind: "meta", key: "", value: Self.encode(meta))) }
+        Self.records("team", teams.changed, into: &records)
+        Self.records("agent", agents.changed, into: &records)
+        Self.records("customer", customers.changed, into: &records)
+        Self.records("ticket", tickets.changed, into: &records)
+        Self.records("session", sessions.changed, into: &records)
+        let now = EmulatorMeta(self)
+        if now != meta { records.append(EmulatorRecord(kind: "meta", key: "", value: Self.encode(now))) }
         return records
     }
 
-    private static func diff<K: Hashable & CustomStringConvertible, V: Codable & Equatable>(
-        _ kind: String, _ old: [K: V], _ new: [K: V], into records: inout [EmulatorRecord]
+    /// Every record of the world (its first save).
+    func allRecords() -> [EmulatorRecord] {
+        var records: [EmulatorRecord] = []
+        Self.records("team", teams.map { ($0.key, Optional($0.value)) }, into: &records)
+        Self.records("agent", agents.map { ($0.key, Optional($0.value)) }, into: &records)
+        Self.records("customer", customers.map { ($0.key, Optional($0.value)) }, into: &records)
+        Self.records("ticket", tickets.map { ($0.key, Optional($0.value)) }, into: &records)
+        Self.records("session", sessions.map { ($0.key, Optional($0.value)) }, into: &records)
+        records.append(EmulatorRecord(kind: "meta", key: "", value: Self.encode(EmulatorMeta(self))))
+        return records
+    }
+
+    mutating func commit() {
+        teams.commit(); agents.commit(); customers.commit(); tickets.commit(); sessions.commit()
+    }
+
+    mutating func rollback(to meta: EmulatorMeta) {
+        teams.rollback(); agents.rollback(); customers.rollback(); tickets.rollback(); sessions.rollback()
+        meta.apply(to: &self)
+    }
+
+    private static func records<K: CustomStringConvertible, V: Encodable>(
+        _ kind: String, _ changed: [(key: K, value: V?)], into records: inout [EmulatorRecord]
     ) {
-        for (key, value) in new where old[key] != value {
-            records.append(EmulatorRecord(kind: kind, key: key.description, value: encode(value)))
-        }
-        for key in old.keys where new[key] == nil {
-            records.append(EmulatorRecord(kind: kind, key: key.description, value: nil))
+        for (key, value) in changed {
+            records.append(EmulatorRecord(kind: kind, key: key.description, value: value.map { encode($0) }))
         }
     }
 
@@ -138,16 +157,19 @@ final class WorldCell: Sendable {
 
     func withLock<T: Sendable>(_ body: (inout EmulatorWorld) throws(EmulatorFailure) -> T) throws(EmulatorFailure) -> T {
         try state.withLock { world throws(EmulatorFailure) -> T in
+            // No copy of the world is kept (a copy would be duplicated in full by the first write): the maps keep
+            // the keys written and their old values instead.
+            defer { world.commit() }
             guard let store else { return try body(&world) }
-            let before = world
+            let meta = EmulatorMeta(world)
             let outcome: Result<T, EmulatorFailure>
             do throws(EmulatorFailure) { outcome = .success(try body(&world)) } catch { outcome = .failure(error) }
-            let changes = world.changes(since: before)
+            let changes = world.changes(sinceMeta: meta)
             if !changes.isEmpty {
                 do {
                     try store.save(changes)
                 } catch {
-                    world = before
+                    world.rollback(to: meta)
                     throw EmulatorFailure(status: 503, detail: "The Desk emulator could not save its state.", code: "desk503200")
                 }
             }
