@@ -32,6 +32,11 @@ sanitize: deps
 bench: build
 	@bench/run.sh
 
+# SOAK_MINUTES of mixed traffic from many new customers against the release build (bench/soak.py; not in make test).
+SOAK_MINUTES ?= 10
+soak: build
+	@python3 bench/soak.py $(SOAK_MINUTES)
+
 # The Desk emulator's cost per request as its world grows to EMULATOR_TICKETS tickets (state file, release build).
 EMULATOR_TICKETS ?= 100000
 bench-emulator: deps

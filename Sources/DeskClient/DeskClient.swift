@@ -248,7 +248,8 @@ public final class DeskClient: Sendable {
     public func chatMessages(ticketId: Int, limit: Int = 100, offset: Int = 0) async throws(DomainError) -> DeskPage<DeskMessage> {
         let answer = try await call("chatMessages", "GET", "/platform/v1/tickets/\(ticketId)/chat_messages", .platform,
                                     query: [("limit", String(limit)), ("offset", String(offset))], idempotent: true)
-        return try Self.page(answer, DeskMessage.init(json:))
+        // Message by message: one that cannot be read is left out and counted, never fails the page.
+        return try Self.page(answer, tolerant: true, DeskMessage.init(json:))
     }
 
     public func agents(limit: Int = 100, offset: Int = 0) async throws(DomainError) -> DeskPage<DeskAgent> {
@@ -301,12 +302,22 @@ public final class DeskClient: Sendable {
         do { return try JSONParser.parse(bytes) } catch { throw DeskDecoding.failure("answer is not JSON") }
     }
 
-    static func page<Item>(_ answer: JSONValue, _ decode: (JSONValue) throws(DomainError) -> Item) throws(DomainError) -> DeskPage<Item> {
+    static func page<Item>(_ answer: JSONValue, tolerant: Bool = false,
+                           _ decode: (JSONValue) throws(DomainError) -> Item) throws(DomainError) -> DeskPage<Item> {
         guard let results = answer["results"]?.arrayValue else { throw DeskDecoding.failure("list answer without results") }
         var items: [Item] = []
-        for item in results { items.append(try decode(item)) }
+        var skipped = 0
+        for item in results {
+            do throws(DomainError) {
+                items.append(try decode(item))
+            } catch {
+                guard tolerant else { throw error }
+                skipped += 1
+            }
+        }
         let next = answer["next"]
-        return DeskPage(count: answer["count"]?.intValue ?? items.count, hasNext: next != nil && !(next!.isNull), results: items)
+        return DeskPage(count: answer["count"]?.intValue ?? items.count, hasNext: next != nil && !(next!.isNull), results: items,
+                        skipped: skipped)
     }
 }
 

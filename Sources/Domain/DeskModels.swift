@@ -158,15 +158,24 @@ public struct DeskMessage: Sendable {
     public let createdAt: Double?
     public let updatedAt: Double?
 
+    /// Sendbird's chat-message page documents `id`, `messageId`, `ticket`, `userSendbirdId`, `userType`,
+    /// `createdAt`, `deletedAt`, `message` and `data` (an older version only `id`): the id is `messageId`, else `id`.
+    /// `data` is the rich message as a JSON string (or, tolerated, an object); a CSAT message is recognised by what
+    /// its data says (its `type`, or a body with the CSAT score or state keys), whatever its `customType`.
     public init(json: JSONValue) throws(DomainError) {
-        guard let id = json["messageId"]?.intValue ?? json["message_id"]?.intValue else { throw DeskDecoding.failure("message without id") }
+        guard let id = json["messageId"]?.intValue ?? json["message_id"]?.intValue ?? json["id"]?.intValue
+                ?? (json["messageId"]?.stringValue ?? json["id"]?.stringValue).flatMap({ Int($0) }) else {
+            throw DeskDecoding.failure("message without id")
+        }
         messageId = id
         customType = json["customType"]?.stringValue ?? json["custom_type"]?.stringValue ?? ""
-        let data = (json["data"]?.stringValue).flatMap { try? JSONParser.parse($0) }
-        type = data?["type"]?.stringValue
+        var data = (json["data"]?.stringValue).flatMap { try? JSONParser.parse($0) }
+        if data == nil, case .object = json["data"] ?? .null { data = json["data"] }
         let body = data?["body"]
-        state = (body?["state"]?.stringValue ?? body?["status"]?.stringValue).flatMap(RichMessageState.init(rawValue:))
-        score = body?["customerSatisfactionScore"]?.intValue
+        let csatKeys = body?["customerSatisfactionScore"] != nil || body?["customerSatisfactionComment"] != nil
+        type = data?["type"]?.stringValue ?? (csatKeys ? RichMessageType.customerSatisfaction.rawValue : nil)
+        state = (body?["state"]?.stringValue ?? body?["status"]?.stringValue).flatMap { RichMessageState(rawValue: $0.uppercased()) }
+        score = body?["customerSatisfactionScore"]?.intValue ?? (body?["customerSatisfactionScore"]?.stringValue).flatMap { Int($0) }
         comment = body?["customerSatisfactionComment"]?.stringValue
         createdAt = (json["createdAt"]?.stringValue).flatMap(ISOTimestamp.parse) ?? json["created_at"]?.intValue.map { Double($0) / 1000 }
         updatedAt = (json["updatedAt"]?.stringValue).flatMap(ISOTimestamp.parse) ?? json["updated_at"]?.intValue.map { Double($0) / 1000 }
@@ -180,11 +189,14 @@ public struct DeskPage<Item: Sendable>: Sendable {
     public let count: Int
     public let hasNext: Bool
     public let results: [Item]
+    /// Items of the page that could not be read and were left out (tolerant pages only).
+    public let skipped: Int
 
-    public init(count: Int, hasNext: Bool, results: [Item]) {
+    public init(count: Int, hasNext: Bool, results: [Item], skipped: Int = 0) {
         self.count = count
         self.hasNext = hasNext
         self.results = results
+        self.skipped = skipped
     }
 }
 
@@ -232,7 +244,9 @@ public func forEachDeskPage<Item: Sendable, Failure: Error>(
     while offset < maxItems {
         let page = try await fetch(offset)
         try await each(page.results)
-        offset += page.results.count
-        if !page.hasNext || page.results.isEmpty { return }
+        // Items left out of a tolerant page still take their places in Desk's offsets.
+        let consumed = page.results.count + page.skipped
+        offset += consumed
+        if !page.hasNext || consumed == 0 { return }
     }
 }

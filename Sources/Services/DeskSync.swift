@@ -20,11 +20,14 @@ public struct SyncSummary: Sendable, CustomStringConvertible {
     public var failedTickets = 0
     /// Times Desk answered 429 and the sync waited.
     public var rateLimited = 0
+    /// Chat messages that could not be read and were skipped (each logged with its ticket).
+    public var skippedMessages = 0
 
     public var description: String {
         if skipped { return "sync skipped: another instance holds the sync lease" }
         return "agents \(agents), teams \(teams), pages \(pages), closed tickets \(tickets), CSAT requests \(requests) (\(newRequests) new), "
-            + "ratings \(ratings) (\(newRatings) new), tickets to retry \(failedTickets), rate limited \(rateLimited) "
+            + "ratings \(ratings) (\(newRatings) new), tickets to retry \(failedTickets), rate limited \(rateLimited), "
+            + "unreadable messages skipped \(skippedMessages) "
             + "in \(String(format: "%.1f", seconds)) s"
     }
 }
@@ -186,9 +189,18 @@ public struct DeskSync: Sendable {
 
     private func allMessages(_ ticketId: Int, _ summary: inout SyncSummary) async -> Result<[DeskMessage], DomainError> {
         var messages: [DeskMessage] = []
+        var skipped = 0
+        defer {
+            if skipped > 0 {
+                summary.skippedMessages += skipped
+                logger.warning("skipped chat messages that could not be read", metadata: ["ticket": "\(ticketId)", "count": "\(skipped)"])
+            }
+        }
         do {
             try await forEachDeskPage { offset in
-                try await paced(&summary) { try await desk.chatMessages(ticketId: ticketId, limit: 100, offset: offset) }
+                let page = try await paced(&summary) { try await desk.chatMessages(ticketId: ticketId, limit: 100, offset: offset) }
+                skipped += page.skipped
+                return page
             } each: { page in
                 messages += page
             }

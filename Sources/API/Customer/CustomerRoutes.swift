@@ -367,8 +367,8 @@ extension CustomerRoutes {
                                                 requestedAt: message.createdAt ?? Date().timeIntervalSince1970)
                 return true
             }
-            guard page.hasNext, !page.results.isEmpty else { return false }
-            offset += page.results.count
+            guard page.hasNext, page.results.count + page.skipped > 0 else { return false }
+            offset += page.results.count + page.skipped
         }
         return false
     }
