@@ -1,5 +1,5 @@
 import Domain
-import Foundation
+public import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -148,11 +148,39 @@ extension DeskClient {
         return code.isEmpty ? detail : "\(code): \(detail)"
     }
 
-    static func retryAfter(_ headers: [AnyHashable: Any]) -> Int? {
-        for (key, value) in headers where (key as? String)?.lowercased() == "retry-after" {
-            if let text = value as? String, let seconds = Int(text.trimmingCharacters(in: .whitespaces)) { return max(0, seconds) }
+    /// Longest wait a rate-limit hint may ask for.
+    public static let maxRetryAfterSeconds = 300
+
+    /// Desk's hint of when to try again: `Retry-After` (seconds or an HTTP date), Sendbird's `X-RateLimit-RetryAfter`
+    /// (seconds, or a Unix timestamp in seconds or milliseconds) or `X-RateLimit-Reset` (a Unix timestamp, or
+    /// seconds when small); capped at `maxRetryAfterSeconds`.
+    public static func retryAfter(_ headers: [AnyHashable: Any], now: Double = Date().timeIntervalSince1970) -> Int? {
+        var values: [String: String] = [:]
+        for (key, value) in headers {
+            if let key = key as? String, let value = value as? String { values[key.lowercased()] = value.trimmingCharacters(in: .whitespaces) }
+        }
+        for name in ["retry-after", "x-ratelimit-retryafter", "x-ratelimit-reset"] {
+            guard let text = values[name], !text.isEmpty else { continue }
+            var seconds: Double?
+            if let number = Double(text) {
+                // A small number is a delay; a large one a timestamp (milliseconds past 1e11).
+                let stamp = number > 1e11 ? number / 1000 : number
+                seconds = number < 1e8 ? number : stamp - now
+            } else if name == "retry-after", let date = httpDate().date(from: text) {
+                seconds = date.timeIntervalSince1970 - now
+            }
+            if let seconds { return min(maxRetryAfterSeconds, max(0, Int(seconds.rounded(.up)))) }
         }
         return nil
+    }
+
+    /// A fresh formatter each time (only rate-limit answers with a date need one).
+    static func httpDate() -> DateFormatter {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -64,4 +64,10 @@ extension RatingRecord {
     public func replaces(score: Int?, comment: String?, ratedAt: Double) -> Bool {
         (score != self.score || comment != self.comment) && self.ratedAt >= ratedAt
     }
+
+    /// The same answer, given to CSAT request `messageId` (a ticket's own rating placed on its latest request).
+    public func answering(messageId: Int) -> RatingRecord {
+        RatingRecord(ticketId: ticketId, messageId: messageId, score: score, comment: comment, agentId: agentId, teamId: teamId,
+                     channelType: channelType, priority: priority, customerSendbirdId: customerSendbirdId, ratedAt: ratedAt, source: source)
+    }
 }

@@ -20,14 +20,18 @@ public struct RatingContext: Sendable {
 /// The one place that turns what Desk says about a ticket into CSAT records: which agent, team, channel and
 /// priority a rating counts for, which time it carries, and when a ticket's own rating stands in for the message's.
 public enum RatingRecorder {
-    /// What a Desk ticket (from the sync or a webhook) and the CSAT messages known with it say. A confirmed CSAT
-    /// message is an answer; a CSAT message in any state is a request; without any CSAT message the ticket's own
-    /// score, when it has one, is recorded at ticket level.
+    /// What a Desk ticket (from the sync or a webhook) and the CSAT messages known with it say, by one rule for
+    /// every path: a CSAT message in any state is a request; a confirmed CSAT message is an answer, and an answer in a
+    /// message wins. Without one, the ticket's own score (`customerSatisfactionScore` / comment; Desk may keep the
+    /// message as first sent, `WAITING`) is the answer to the latest request known with it, or, with none, a
+    /// ticket-level answer that the store gives to the latest request it knows (message 0 when it knows none). A
+    /// message answer seen later replaces it by the usual rule (`RatingRecord.replaces`).
     public static func writes(ticket: DeskTicket, messages: [DeskMessage], ticketRating: (score: Int, comment: String?)? = nil,
                               source: RatingSource) -> [RatingWrite] {
         let channel = ticket.channelType ?? "UNKNOWN"
         var writes: [RatingWrite] = []
         let requests = messages.filter(\.isCSATRequest)
+        let answered = requests.contains { $0.state == .confirmed && $0.score != nil }
         for message in requests {
             writes.append(.request(CSATRequestRecord(
                 ticketId: ticket.id, messageId: message.messageId, agentId: ticket.agent?.id, teamId: ticket.groupId,
@@ -39,12 +43,14 @@ public enum RatingRecorder {
                 teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: ticket.customerSendbirdId,
                 ratedAt: message.updatedAt ?? ticket.updatedAt ?? 0, source: source)))
         }
-        if requests.isEmpty, let answer = ticketRating ?? ticket.satisfactionScore.map({ ($0, ticket.satisfactionComment) }) {
-            writes.append(.ticketLevel(RatingRecord(
-                ticketId: ticket.id, messageId: 0, score: answer.score, comment: answer.comment, agentId: ticket.agent?.id,
-                teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: ticket.customerSendbirdId,
-                ratedAt: ticket.updatedAt ?? ticket.closedAt ?? 0, source: source), closedAt: ticket.closedAt ?? 0))
-        }
+        guard !answered, let answer = ticketRating ?? ticket.satisfactionScore.map({ ($0, ticket.satisfactionComment) }),
+              DeskLimits.csatScores.contains(answer.score) else { return writes }
+        let latest = requests.max { ($0.createdAt ?? 0, $0.messageId) < ($1.createdAt ?? 0, $1.messageId) }
+        let rating = RatingRecord(
+            ticketId: ticket.id, messageId: latest?.messageId ?? 0, score: answer.score, comment: answer.comment, agentId: ticket.agent?.id,
+            teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: ticket.customerSendbirdId,
+            ratedAt: ticket.updatedAt ?? ticket.closedAt ?? 0, source: source)
+        writes.append(latest == nil ? .ticketLevel(rating, closedAt: ticket.closedAt ?? 0) : .rating(rating))
         return writes
     }
 

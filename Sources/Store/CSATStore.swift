@@ -131,10 +131,23 @@ public struct CSATStore: RatingStore {
         try await pool.transaction { tx in try Self.recordTicketLevel(rating, closedAt: closedAt, on: tx) }
     }
 
-    /// A rating known only from the ticket's own fields (message id 0): skipped when an answer to a CSAT request of
-    /// the ticket since it was last closed is recorded (that is the same answer, seen more precisely).
+    /// A rating known only from the ticket's own fields. The same answer already recorded for one of the ticket's
+    /// requests (same score and comment) is left alone; otherwise it is the answer to the latest CSAT request the
+    /// gateway knows of the ticket (recorded by the one rule, so a message answer seen later replaces it), or,
+    /// when none is known, a ticket-level rating (message 0) unless a message answer since the ticket was last
+    /// closed is recorded.
     static func recordTicketLevel(_ rating: RatingRecord, closedAt: Double, on tx: PostgresConnection) throws -> Bool {
         try lockTicket(rating.ticketId, on: tx)
+        let same = try tx.query("""
+            SELECT 1 FROM csat_ratings WHERE ticket_id = $1 AND message_id <> 0 AND score IS NOT DISTINCT FROM $2
+               AND comment IS NOT DISTINCT FROM $3 LIMIT 1
+            """, [rating.ticketId, rating.score, rating.comment])
+        guard same.isEmpty else { return false }
+        if let latest = try tx.query("""
+            SELECT message_id FROM csat_requests WHERE ticket_id = $1 ORDER BY requested_at DESC, message_id DESC LIMIT 1
+            """, [rating.ticketId]).first {
+            return try record(rating.answering(messageId: try latest.decode(0)), on: tx)
+        }
         let existing = try tx.query("""
             SELECT 1 FROM csat_ratings WHERE ticket_id = $1 AND message_id <> 0 AND rated_at >= to_timestamp($2) LIMIT 1
             """, [rating.ticketId, closedAt])

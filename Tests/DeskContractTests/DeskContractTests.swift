@@ -353,3 +353,20 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
         }
     }
 }
+
+/// Every form of Desk's rate-limit hint is honoured, capped.
+@Suite struct RateLimitHintTests {
+    @Test func retryAfterXRateLimitRetryAfterAndResetAreRead() {
+        let now = 1_800_000_000.0
+        #expect(DeskClient.retryAfter(["Retry-After": "7"], now: now) == 7)
+        #expect(DeskClient.retryAfter(["retry-after": "Fri, 15 Jan 2027 08:00:10 GMT"], now: now) == 10)
+        #expect(DeskClient.retryAfter(["X-RateLimit-RetryAfter": "3"], now: now) == 3)
+        #expect(DeskClient.retryAfter(["X-RateLimit-RetryAfter": String(Int(now) + 12)], now: now) == 12)
+        #expect(DeskClient.retryAfter(["X-RateLimit-RetryAfter": String(Int(now * 1000) + 4000)], now: now) == 4)
+        #expect(DeskClient.retryAfter(["X-RateLimit-Reset": String(Int(now) + 20)], now: now) == 20)
+        // Capped, never negative, and nothing when no hint is given.
+        #expect(DeskClient.retryAfter(["Retry-After": "86400"], now: now) == DeskClient.maxRetryAfterSeconds)
+        #expect(DeskClient.retryAfter(["X-RateLimit-Reset": String(Int(now) - 50)], now: now) == 0)
+        #expect(DeskClient.retryAfter(["Content-Type": "application/json"], now: now) == nil)
+    }
+}

@@ -164,7 +164,13 @@ final class FakeRatings: RatingStore {
         }
     }
 
+    /// The store's rule: the same answer already recorded is left alone; else the latest known request gets it.
     func recordTicketLevel(_ rating: RatingRecord, closedAt: Double) async throws -> Bool {
-        try await record(rating)
+        let (same, latest) = state.withLock { state in
+            (state.ratings.contains { $0.ticketId == rating.ticketId && $0.messageId != 0 && $0.score == rating.score && $0.comment == rating.comment },
+             state.requests.filter { $0.ticketId == rating.ticketId }.max { ($0.requestedAt, $0.messageId) < ($1.requestedAt, $1.messageId) })
+        }
+        if same { return false }
+        return try await record(latest.map { rating.answering(messageId: $0.messageId) } ?? rating)
     }
 }

@@ -21,12 +21,65 @@ import Testing
         #expect(rating.source == .sync && rating.customerSendbirdId == "customer-1")
     }
 
-    @Test func waitingAndDeclinedMessagesAreRequestsOnly() {
+    @Test func waitingAndDeclinedMessagesAreRequestsOnlyWhenTheTicketHasNoScore() {
         for state in ["WAITING", "DECLINED"] {
-            let writes = RatingRecorder.writes(ticket: Make.ticket(1, score: 5), messages: [Make.csat(2, state: state)], source: .webhook)
+            let writes = RatingRecorder.writes(ticket: Make.ticket(1), messages: [Make.csat(2, state: state)], source: .webhook)
             #expect(writes.count == 1, "\(state)")
             guard case .request = writes.first else { Issue.record("\(state): \(writes)"); continue }
         }
+    }
+
+    /// Where a rating comes from, one rule for the sync and webhooks: a message answer wins; else the ticket's own
+    /// score answers the latest request known with it; else it is a ticket-level answer for the store to place.
+    @Test func theTicketsOwnScoreAnswersTheLatestRequestUnlessAMessageAnswered() {
+        let scored = Make.ticket(1, score: 4, comment: "fine")
+        // The message still says WAITING (Desk may keep it as first sent) while the ticket carries the score.
+        let waiting = RatingRecorder.writes(ticket: scored, messages: [Make.csat(2, state: "WAITING")], source: .sync)
+        guard waiting.count == 2, case .request = waiting[0], case .rating(let rating) = waiting[1] else { Issue.record("\(waiting)"); return }
+        #expect(rating.messageId == 2 && rating.score == 4 && rating.comment == "fine")
+        #expect(rating.ratedAt == ISOTimestamp.parse("2026-11-20T10:00:00Z")!)
+        // Two requests: the latest one is answered.
+        let twice = RatingRecorder.writes(ticket: scored, messages: [Make.csat(2, state: "WAITING"), Make.csat(7, state: "WAITING")], source: .sync)
+        #expect(twice.compactMap { if case .rating(let r) = $0 { r.messageId } else { nil } } == [7])
+        // A confirmed message answer wins over the ticket's fields.
+        let confirmed = RatingRecorder.writes(ticket: scored, messages: [Make.csat(2, state: "CONFIRMED", score: 2)], source: .sync)
+        #expect(confirmed.compactMap { if case .rating(let r) = $0 { r.score } else { nil } } == [2])
+        // No request known with it: a ticket-level answer.
+        guard case .ticketLevel(let level, _) = RatingRecorder.writes(ticket: scored, messages: [], source: .webhook).first else {
+            Issue.record("no ticket-level answer"); return
+        }
+        #expect(level.messageId == 0 && level.score == 4)
+    }
+
+    /// Sendbird's documented chat-message shape (`id`, `ticket`, `userSendbirdId`, `userType`, `message`, `data`),
+    /// `data` as an object, and a CSAT message whatever its customType; a message without any id cannot be read.
+    @Test func chatMessagesInTheDocumentedShapesAreRead() throws {
+        let csatData: JSONValue = .object([("type", .string("SENDBIRD_DESK_CUSTOMER_SATISFACTION")),
+                                           ("body", .object([("state", .string("confirmed")), ("customerSatisfactionScore", .string("4"))]))])
+        let documented = try DeskMessage(json: .object([
+            ("id", .integer(881)), ("ticket", .integer(12)), ("userSendbirdId", .string("c-1")), ("userType", .string("CUSTOMER")),
+            ("message", .string("")), ("createdAt", .string("2026-11-20T09:01:00Z")), ("data", .string(csatData.serialized())),
+        ]))
+        #expect(documented.messageId == 881 && documented.isCSATRequest && documented.state == .confirmed && documented.score == 4)
+        let object = try DeskMessage(json: try JSONParser.parse(#"""
+            {"messageId": 882, "customType": "SOMETHING_ELSE", "data": {"body": {"customerSatisfactionScore": 2, "state": "CONFIRMED"}}}
+            """#))
+        #expect(object.isCSATRequest && object.score == 2)
+        #expect(throws: DomainError.self) { try DeskMessage(json: try JSONParser.parse(#"{"message": "no id"}"#)) }
+    }
+
+    @Test func theStorePlacesATicketLevelAnswerOnTheLatestRequestAndAMessageAnswerReplacesIt() async throws {
+        let store = FakeRatings()
+        let ticket = Make.ticket(1, score: 3)
+        // The request came by webhook earlier; the ticket's score arrives alone.
+        _ = try await RatingRecorder.apply(RatingRecorder.writes(ticket: Make.ticket(1), messages: [Make.csat(5, state: "WAITING")], source: .webhook), to: store)
+        _ = try await RatingRecorder.apply(RatingRecorder.writes(ticket: ticket, messages: [], source: .webhook), to: store)
+        #expect(store.state.withLock { $0.ratings.map { ($0.messageId, $0.score) } }.elementsEqual([(5, 3)], by: ==))
+        // Seen again: nothing changes. Then the message answer itself, later and different: it replaces the score.
+        #expect(try await RatingRecorder.apply(RatingRecorder.writes(ticket: ticket, messages: [], source: .sync), to: store).ratings == 0)
+        let later = Make.csat(5, state: "CONFIRMED", score: 5, updatedAt: "2026-11-21T00:00:00Z")
+        _ = try await RatingRecorder.apply(RatingRecorder.writes(ticket: Make.ticket(1), messages: [later], source: .sync), to: store)
+        #expect(store.state.withLock { $0.ratings.map { ($0.messageId, $0.score) } }.elementsEqual([(5, 5)], by: ==))
     }
 
     @Test func withoutACSATMessageTheTicketsOwnScoreIsRecordedAtTicketLevel() {
