@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "GatewayApp", dependencies: ["API", "Services", "Store", "HTTPServer", "Telemetry", "DeskClient", "DeskEmulator", "Domain",
                                                    .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .executableTarget(name: "desk-gateway", dependencies: [
-            "GatewayApp", "Telemetry", "Domain",
+            "GatewayApp", "Telemetry", "Domain", "Services",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),

@@ -1,6 +1,6 @@
-"""Soak: minutes of a realistic mix from many new customers against the release gateway (its own private PostgreSQL,
-its embedded Desk emulator keeping state in that database, signed webhooks flowing back), with retention shortened so
-housekeeping acts within the run. Every 30 s it samples the gateway's RSS, open files and threads, the database
+"""Soak: minutes of a realistic mix from many new customers against the release gateway (its own private PostgreSQL;
+Desk is the release desk-emulator in its own process, as a real Desk would be, with a state file and signed webhooks
+to the gateway), with retention shortened so housekeeping acts within the run. Every 30 s it samples the gateway's RSS, open files and threads, the database
 size and row counts; at the end it prints the samples and the slopes: RSS MB/hour after warm-up, database MB/hour,
 p50/p99 of ticket reads in the first and last minute, and every unexpected status.
 Usage: soak.py [MINUTES]   (make soak; default 10). Not part of make test."""
@@ -33,7 +33,7 @@ counts = {"customers": 0, "requests": 0}
 stop = threading.Event()
 
 
-def http(conn, method, path, body=None, headers=None):
+def call(conn, method, path, body=None, headers=None):
     payload = json.dumps(body) if body is not None else None
     all_headers = {"Content-Type": "application/json", **(headers or {})}
     conn.request(method, path, body=payload, headers=all_headers)
@@ -58,48 +58,48 @@ def expect(route, status, allowed):
 def customer_journey(gateway, desk, index):
     """One new customer: sign in, open a ticket, read it, list, count, get it answered and closed, rate it."""
     user = f"soak-{uuid.uuid4().hex[:12]}"
-    status, _ = http(desk, "POST", "/emulator/customers", {"sendbirdId": user, "accessToken": "t", "displayName": user})
+    status, _ = call(desk, "POST", "/emulator/customers", {"sendbirdId": user, "accessToken": "t", "displayName": user})
     expect("emulator customers", status, {200, 201})
-    status, session = http(gateway, "POST", "/v1/sessions", {"userId": user, "accessToken": "t"})
+    status, session = call(gateway, "POST", "/v1/sessions", {"userId": user, "accessToken": "t"})
     if not expect("POST /v1/sessions", status, {201}):
         return
     auth = {"Authorization": f"Bearer {session['token']}"}
-    status, ticket = http(gateway, "POST", "/v1/tickets", {"title": f"soak {index}", "userName": user},
+    status, ticket = call(gateway, "POST", "/v1/tickets", {"title": f"soak {index}", "userName": user},
                           {**auth, "Idempotency-Key": uuid.uuid4().hex})
     if not expect("POST /v1/tickets", status, {201}):
         return
     tid = ticket["id"]
     for _ in range(3):
         started = time.perf_counter()
-        status, _ = http(gateway, "GET", f"/v1/tickets/{tid}", headers=auth)
+        status, _ = call(gateway, "GET", f"/v1/tickets/{tid}", headers=auth)
         elapsed = time.perf_counter() - started
         if expect("GET /v1/tickets/{id}", status, {200}):
             with lock:
                 reads.append((time.time(), elapsed))
-    expect("GET /v1/tickets", http(gateway, "GET", "/v1/tickets?status=all&limit=10", headers=auth)[0], {200})
-    expect("GET /v1/tickets/open-count", http(gateway, "GET", "/v1/tickets/open-count", headers=auth)[0], {200})
-    http(desk, "POST", f"/emulator/tickets/{tid}/customer-message", {"text": "hello"})
-    http(desk, "POST", f"/emulator/tickets/{tid}/assign", {"agentId": 501 + index % 4})
-    status, _ = http(gateway, "POST", f"/v1/tickets/{tid}/close", {"comment": None}, {**auth, "Idempotency-Key": uuid.uuid4().hex})
+    expect("GET /v1/tickets", call(gateway, "GET", "/v1/tickets?status=all&limit=10", headers=auth)[0], {200})
+    expect("GET /v1/tickets/open-count", call(gateway, "GET", "/v1/tickets/open-count", headers=auth)[0], {200})
+    call(desk, "POST", f"/emulator/tickets/{tid}/customer-message", {"text": "hello"})
+    call(desk, "POST", f"/emulator/tickets/{tid}/assign", {"agentId": 501 + index % 4})
+    status, _ = call(gateway, "POST", f"/v1/tickets/{tid}/close", {"comment": None}, {**auth, "Idempotency-Key": uuid.uuid4().hex})
     # The assignment reaches the gateway by webhook; a close before it is a documented 409.
     if not expect("POST /v1/tickets/{id}/close", status, {200, 202, 409}):
         return
     if status == 409:
         time.sleep(0.3)
-        status, _ = http(gateway, "POST", f"/v1/tickets/{tid}/close", {"comment": None}, {**auth, "Idempotency-Key": uuid.uuid4().hex})
+        status, _ = call(gateway, "POST", f"/v1/tickets/{tid}/close", {"comment": None}, {**auth, "Idempotency-Key": uuid.uuid4().hex})
         if not expect("POST /v1/tickets/{id}/close (again)", status, {200, 202}):
             return
-    status, sent = http(desk, "POST", f"/emulator/tickets/{tid}/csat-request")
+    status, sent = call(desk, "POST", f"/emulator/tickets/{tid}/csat-request")
     if not expect("emulator csat-request", status, {200, 201}):
         return
     score = random.choice([None, 1, 2, 3, 4, 5, 5, 4])
-    status, _ = http(gateway, "POST", f"/v1/tickets/{tid}/feedback",
+    status, _ = call(gateway, "POST", f"/v1/tickets/{tid}/feedback",
                      {"messageId": sent["messageId"], "score": score, "comment": "soak"}, {**auth, "Idempotency-Key": uuid.uuid4().hex})
     expect("POST /v1/tickets/{id}/feedback", status, {200, 202})
-    expect("POST /v1/messages/classify", http(gateway, "POST", "/v1/messages/classify",
+    expect("POST /v1/messages/classify", call(gateway, "POST", "/v1/messages/classify",
                                               {"customType": "", "data": ""}, auth)[0], {200})
     if index % 3 == 0:
-        expect("DELETE /v1/sessions/current", http(gateway, "DELETE", "/v1/sessions/current", headers=auth)[0], {204})
+        expect("DELETE /v1/sessions/current", call(gateway, "DELETE", "/v1/sessions/current", headers=auth)[0], {204})
     with lock:
         counts["customers"] += 1
 
@@ -123,7 +123,7 @@ def reporter(key):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     while not stop.wait(2):
         for query in ("?groupBy=agent", "?groupBy=team&bucket=day", "?groupBy=agent&tz=Asia/Tokyo"):
-            expect("GET /v1/reports/csat", http(conn, "GET", "/v1/reports/csat" + query, headers={"X-API-Key": key})[0], {200, 429, 503})
+            expect("GET /v1/reports/csat", call(conn, "GET", "/v1/reports/csat" + query, headers={"X-API-Key": key})[0], {200, 429, 503})
 
 
 def psql(sql):
@@ -131,12 +131,14 @@ def psql(sql):
     return subprocess.run(["psql", url, "-tAc", sql], capture_output=True, text=True).stdout.strip()
 
 
-def sample(pid, began):
+def sample(pid, began, desk_pid):
     status = pathlib.Path(f"/proc/{pid}/status").read_text()
     field = lambda name: int(next(line.split()[1] for line in status.splitlines() if line.startswith(name)))
+    desk_status = pathlib.Path(f"/proc/{desk_pid}/status").read_text()
+    desk_rss = int(next(line.split()[1] for line in desk_status.splitlines() if line.startswith("VmRSS:")))
     tables = ["sessions", "idempotency_keys", "webhook_events", "outbox", "tickets", "csat_ratings"]
     rows = psql("SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in tables)).split("|")
-    return {"t": time.time() - began, "rss_mb": field("VmRSS:") / 1024, "threads": field("Threads:"),
+    return {"t": time.time() - began, "rss_mb": field("VmRSS:") / 1024, "threads": field("Threads:"), "desk_rss_mb": desk_rss / 1024,
             "fds": len(os.listdir(f"/proc/{pid}/fd")), "db_mb": int(psql("SELECT pg_database_size('desk_gateway')") or 0) / 1e6,
             "customers": counts["customers"], "rows": dict(zip(tables, rows))}
 
@@ -163,10 +165,16 @@ def main():
     if (data / "data").exists():
         subprocess.run(as_postgres + [str(pg_bin / "pg_ctl"), "-D", str(data / "data"), "-m", "fast", "-w", "stop"], capture_output=True)
     shutil.rmtree(data, ignore_errors=True)
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DESK_BASE_URL", "DESK_API_TOKEN")}
+    state = out / "soak-emulator.jsonl"
+    state.unlink(missing_ok=True)
+    desk_process = subprocess.Popen([str(root / ".build/release/desk-emulator"), "--port", str(desk_port), "--demo", "--state", str(state),
+                                     "--webhook-url", f"http://127.0.0.1:{port}/v1/webhooks/desk", "--webhook-secret", "soak-secret"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
     env.update({
         "PORT": str(port), "HOST": "127.0.0.1", "EMBEDDED_PG_DIR": str(data), "EMBEDDED_PG_PORT": str(pg_port),
-        "DESK_EMULATOR_PORT": str(desk_port), "LOG_LEVEL": "warning", "RATE_LIMIT_PER_MINUTE": "10000000",
+        "DESK_BASE_URL": f"http://127.0.0.1:{desk_port}", "DESK_APP_ID": "emulated-app", "DESK_API_TOKEN": "emulator-api-token",
+        "DESK_WEBHOOK_SECRET": "soak-secret", "LOG_LEVEL": "warning", "RATE_LIMIT_PER_MINUTE": "10000000",
         "RATE_LIMIT_BURST": "10000000", "SIGNIN_RATE_LIMIT_PER_MINUTE": "10000000", "SIGNIN_RATE_LIMIT_BURST": "10000000",
         "HTTP_PER_ADDRESS_CONNECTION_LIMIT": "0", "SYNC_INTERVAL_S": "0", "ASSETS_DIR": str(root),
         # Retention squeezed into the run: sessions live 2 minutes and go when dead; applied events and finished
@@ -181,7 +189,7 @@ def main():
         while True:
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                if http(conn, "GET", "/readyz")[0] == 200:
+                if call(conn, "GET", "/readyz")[0] == 200:
                     break
             except OSError:
                 pass
@@ -197,12 +205,12 @@ def main():
         threads.append(threading.Thread(target=reporter, args=(key,), daemon=True))
         for thread in threads:
             thread.start()
-        samples = [sample(gateway.pid, began)]
+        samples = [sample(gateway.pid, began, desk_process.pid)]
         while time.time() - began < minutes * 60:
             time.sleep(min(30, max(0.1, began + minutes * 60 - time.time())))
-            samples.append(sample(gateway.pid, began))
+            samples.append(sample(gateway.pid, began, desk_process.pid))
             last = samples[-1]
-            print(f"{last['t']:6.0f} s  rss {last['rss_mb']:6.1f} MB  db {last['db_mb']:6.1f} MB  fds {last['fds']:4d}  "
+            print(f"{last['t']:6.0f} s  rss {last['rss_mb']:6.1f} MB (Desk {last['desk_rss_mb']:6.1f})  db {last['db_mb']:6.1f} MB  fds {last['fds']:4d}  "
                   f"threads {last['threads']:3d}  customers {last['customers']:6d}  rows {last['rows']}", flush=True)
         stop.set()
         for thread in threads:
@@ -213,6 +221,8 @@ def main():
             gateway.wait(timeout=60)
         except subprocess.TimeoutExpired:
             gateway.kill()
+        desk_process.terminate()
+        desk_process.wait(timeout=30)
 
     warm = [s for s in samples if s["t"] >= 120] or samples
     rss_slope = slope([(s["t"] / 3600, s["rss_mb"]) for s in warm])

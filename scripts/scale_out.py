@@ -199,6 +199,22 @@ try:
         if fields.get("seats") != seats:
             lost.append(ticket)
     check("nothing the stopped instance acknowledged was lost", not lost, str(lost[:5]))
+
+    # The audit command against this Desk: clean, then a rating deleted is found (exit 1) and repaired (exit 0).
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    before = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 86400))
+    audit = [str(root / ".build/debug/desk-gateway"), "csat", "audit", "--from", before, "--to", day]
+    env = gateway_env(ports[0])
+    clean = subprocess.run(audit, env=env, capture_output=True, text=True, timeout=120)
+    check("csat audit finds nothing to report", clean.returncode == 0, clean.stdout[-300:] + clean.stderr[-300:])
+    victim = psql("SELECT ticket_id FROM csat_ratings ORDER BY ticket_id LIMIT 1", database)
+    psql(f"DELETE FROM csat_ratings WHERE ticket_id = {victim}", database)
+    found = subprocess.run(audit, env=env, capture_output=True, text=True, timeout=120)
+    check("csat audit exits 1 and names the missing rating", found.returncode == 1 and f"ticket {victim}: missing" in found.stdout,
+          found.stdout[-300:] + found.stderr[-300:])
+    repaired = subprocess.run(audit + ["--repair"], env=env, capture_output=True, text=True, timeout=120)
+    check("csat audit --repair restores it", repaired.returncode == 0 and
+          psql(f"SELECT count(*) FROM csat_ratings WHERE ticket_id = {victim}", database) == "1", repaired.stdout[-300:])
 finally:
     for process in processes:
         if process.poll() is None:

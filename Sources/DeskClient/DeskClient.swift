@@ -295,7 +295,7 @@ public final class DeskClient: Sendable {
 
     /// A `chat_messages` answer as bytes.
     public static func messagePage(_ bytes: [UInt8]) throws(DomainError) -> DeskPage<DeskMessage> {
-        try page(try json(bytes), DeskMessage.init(json:))
+        try page(try json(bytes), tolerant: true, DeskMessage.init(json:))
     }
 
     static func json(_ bytes: [UInt8]) throws(DomainError) -> JSONValue {

@@ -78,10 +78,20 @@ extension DeskEmulator {
                 }
                 emulator.webhooks.shape = shape
             }
+            if let field = body["ticketListDateField"] {
+                guard let value = field.stringValue, ["updated", "created"].contains(value) else {
+                    throw EmulatorFailure.invalid("ticketListDateField must be updated or created.")
+                }
+                emulator.variants.withLock { $0.ticketListDateField = value }
+            }
+            if let waiting = body["csatMessageStaysWaiting"]?.boolValue { emulator.variants.withLock { $0.csatMessageStaysWaiting = waiting } }
+            let variants = emulator.variants.withLock { $0 }
             return try emulator.world.withLock { world in
                 if let value = body["autoCloseOnConfirm"]?.boolValue { world.autoCloseOnConfirm = value }
                 return EmulatorResponse.json(.object([("autoCloseOnConfirm", .bool(world.autoCloseOnConfirm)),
-                                                      ("webhookShape", .string(emulator.webhooks.shape.rawValue))]))
+                                                      ("webhookShape", .string(emulator.webhooks.shape.rawValue)),
+                                                      ("csatMessageStaysWaiting", .bool(variants.csatMessageStaysWaiting)),
+                                                      ("ticketListDateField", .string(variants.ticketListDateField))]))
             }
         }
         add("POST", "/faults") { emulator, request throws(EmulatorFailure) in
@@ -125,8 +135,8 @@ extension DeskEmulator {
         add("POST", "/tickets/{id}/chat-messages-fault") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
             let mode = try request.jsonBody()["mode"]?.stringValue
-            guard mode == nil || ["500", "html", "no-results", "none"].contains(mode!) else {
-                throw EmulatorFailure.invalid("mode must be 500, html, no-results or none.")
+            guard mode == nil || ["500", "html", "no-results", "broken-message", "none"].contains(mode!) else {
+                throw EmulatorFailure.invalid("mode must be 500, html, no-results, broken-message or none.")
             }
             emulator.setMessageFault(ticketId: id, mode == "none" ? nil : mode)
             return EmulatorResponse.json(.object([("mode", mode.map(JSONValue.string) ?? .null)]))
@@ -189,6 +199,19 @@ extension DeskEmulator {
 
     /// The agent's side of a ticket's life: idle, in progress, closure inquiry, close, CSAT request.
     private static func addTicketStateRoutes(_ add: (String, String, @escaping ControlRoute) -> Void) {
+        add("POST", "/tickets/{id}/created-at") { emulator, request throws(EmulatorFailure) in
+            // Moves a ticket's creation into the past (for tests of late ratings on old tickets).
+            let id = try request.intParameter("id")
+            guard let text = try request.jsonBody()["createdAt"]?.stringValue, let time = ISOTimestamp.parse(text) else {
+                throw EmulatorFailure.invalid("createdAt must be an ISO 8601 time.")
+            }
+            return try emulator.mutate { world, _ throws(EmulatorFailure) in
+                guard var ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
+                ticket.createdAt = Date(timeIntervalSince1970: time)
+                world.tickets[id] = ticket
+                return EmulatorResponse.json(world.ticketJSON(ticket, platform: true))
+            }
+        }
         add("POST", "/tickets/{id}/idle") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
             return try emulator.controlMutation(id) { world, ticket, events throws(EmulatorFailure) in

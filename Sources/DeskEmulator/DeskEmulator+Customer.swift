@@ -193,8 +193,7 @@ extension DeskEmulator {
         let fieldFilter = try Self.parseFieldFilter(request.queryValue("customFields"))
         let order = request.queryValue("order") ?? "-created_at"
         return world.read { world in
-            var matches = world.tickets.values.filter { ticket in
-                guard ticket.customerId == customer else { return false }
+            var matches = world.tickets(ofCustomer: customer).filter { ticket in
                 if !legacy.isEmpty, !legacy.contains(ticket.status.legacy),
                    !(legacy.contains("OPEN") && ticket.status.isOpen) { return false }
                 if !status2.isEmpty, !status2.contains(ticket.status.rawValue) { return false }
@@ -257,7 +256,7 @@ extension DeskEmulator {
             for key in ["UNASSIGNED", "ASSIGNED", "CLOSED", "PROACTIVE", "INITIALIZED"] + TicketStatus.allCases.map(\.rawValue) {
                 counts[key] = 0
             }
-            for ticket in world.tickets.values where ticket.customerId == customer {
+            for ticket in world.tickets(ofCustomer: customer) {
                 counts[ticket.status.legacy, default: 0] += 1
                 if ticket.status.rawValue != ticket.status.legacy { counts[ticket.status.rawValue, default: 0] += 1 }
             }
@@ -404,18 +403,23 @@ extension DeskEmulator {
                 guard comment == nil || comment!.isNull || comment!.stringValue != nil else {
                     throw EmulatorFailure.invalid("customerSatisfactionComment must be a string.")
                 }
-                message.state = .confirmed
                 message.score = score
                 message.comment = comment?.stringValue
+                message.state = .confirmed
             case .urlPreview:
                 throw EmulatorFailure.invalid("URL previews are edited through the Chat API.")
             }
             message.updatedAt = .nowRounded
+            let (score, comment) = (message.score, message.comment)
+            if type == .customerSatisfaction, variants.withLock({ $0.csatMessageStaysWaiting }) {
+                // This Desk keeps the message as first sent; only the ticket tells the answer.
+                (message.state, message.score, message.comment) = (.waiting, nil, nil)
+            }
             world.tickets[id]!.messages[index] = message
             world.tickets[id]!.updatedAt = .nowRounded
             if type == .customerSatisfaction {
-                world.tickets[id]!.customerSatisfactionScore = message.score
-                world.tickets[id]!.customerSatisfactionComment = message.comment
+                world.tickets[id]!.customerSatisfactionScore = score
+                world.tickets[id]!.customerSatisfactionComment = comment
                 events.append(WebhookEvent(type: "TICKET.CSAT.UPDATED", ticket: world.ticketJSON(world.tickets[id]!, platform: true),
                                            message: world.messageJSON(message, ticket: world.tickets[id]!)))
             } else if state == .confirmed, world.autoCloseOnConfirm, world.tickets[id]!.status != .closed {

@@ -27,8 +27,13 @@ extension DeskEmulator {
             case "no-results"?: return EmulatorResponse.json(.object([("count", .integer(0)), ("detail", .string("ok"))]))
             default: break
             }
+            let broken = emulator.messageFaults.withLock { $0[id] } == "broken-message"
             guard let ticket = emulator.world.read({ $0.tickets[id] }) else { throw EmulatorFailure.notFound() }
-            return try emulator.platformList(request) { world in ticket.messages.map { world.messageJSON($0, ticket: ticket) } }
+            return try emulator.platformList(request) { world in
+                let messages = ticket.messages.map { world.messageJSON($0, ticket: ticket) }
+                // A message no reader can place (no id of any kind, data that is not JSON), first in the list.
+                return broken ? [.object([("message", .string("garbled")), ("data", .string("{oops"))])] + messages : messages
+            }
         }
         add("PATCH", "/tickets/{id}/close") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
@@ -56,7 +61,7 @@ extension DeskEmulator {
         add("GET", "/customers") { emulator, request throws(EmulatorFailure) in
             let sendbirdId = request.queryValue("sendbird_id")
             return try emulator.platformList(request) { world in
-                world.customers.values.filter { sendbirdId == nil || $0.sendbirdId == sendbirdId }
+                (sendbirdId.map { world.customer(sendbirdId: $0).map { [$0] } ?? [] } ?? Array(world.customers.values))
                     .sorted { $0.id < $1.id }.map { world.customerJSON($0) }
             }
         }
@@ -76,11 +81,19 @@ extension DeskEmulator {
     }
 
     func platformList(_ request: HTTPRequest, _ items: (EmulatorWorld) -> [JSONValue]) throws(EmulatorFailure) -> HTTPResponse {
+        try platformList(request, { world in items(world) }, render: { _, json in json })
+    }
+
+    /// A page of `items` (filtered and ordered), rendered only for the items on the page.
+    func platformList<Item>(_ request: HTTPRequest, _ items: (EmulatorWorld) -> [Item],
+                            render: (EmulatorWorld, Item) -> JSONValue) throws(EmulatorFailure) -> HTTPResponse {
         let limit = try request.intQuery("limit", default: 50, range: 1...500)
         let offset = try request.intQuery("offset", default: 0, range: 0...Int.max)
-        let all = world.read { items($0) }
-        let page = Array(all.dropFirst(offset).prefix(limit))
-        return EmulatorResponse.json(pageJSON(page, count: all.count, limit: limit, offset: offset, request: request))
+        let (page, count) = world.read { world in
+            let all = items(world)
+            return (all.dropFirst(offset).prefix(limit).map { render(world, $0) }, all.count)
+        }
+        return EmulatorResponse.json(pageJSON(page, count: count, limit: limit, offset: offset, request: request))
     }
 
     /// Filters: `status2` (repeatable or comma-separated), `agent`, `sendbird_id`, `channel_url`, `group` (team id),
@@ -111,20 +124,31 @@ extension DeskEmulator {
         let startDate = try day("start_date")
         let endDate = try day("end_date").map { $0 + 86_400 }
         let order = request.queryValue("order") ?? "-created_at"
-        return try platformList(request) { world in
-            var matches = world.tickets.values.filter { ticket in
+        let byCreation = variants.withLock { $0.ticketListDateField == "created" }
+        return try platformList(request, { world in
+            // A channel or a customer named: only their tickets are looked at.
+            let candidates: [EmulatedTicket]
+            if let channelUrl {
+                candidates = world.ticket(channelUrl: channelUrl).map { [$0] } ?? []
+            } else if let sendbirdId {
+                candidates = world.customer(sendbirdId: sendbirdId).map { world.tickets(ofCustomer: $0.id) } ?? []
+            } else {
+                candidates = Array(world.tickets.values)
+            }
+            var matches = candidates.filter { ticket in
+                let filtered = (byCreation ? ticket.createdAt : ticket.updatedAt).timeIntervalSince1970
                 if !status2.isEmpty, !status2.contains(ticket.status.rawValue) { return false }
                 if let agent, ticket.agentId != agent { return false }
                 if let sendbirdId, world.customers[ticket.customerId]?.sendbirdId != sendbirdId { return false }
                 if let channelUrl, ticket.channelUrl != channelUrl { return false }
                 if let group, ticket.groupId != group { return false }
                 if let updatedAfter, ticket.updatedAt.timeIntervalSince1970 <= updatedAfter { return false }
-                if let startDate, ticket.updatedAt.timeIntervalSince1970 < startDate { return false }
-                if let endDate, ticket.updatedAt.timeIntervalSince1970 >= endDate { return false }
+                if let startDate, filtered < startDate { return false }
+                if let endDate, filtered >= endDate { return false }
                 return true
             }
             Self.sort(&matches, order: order)
-            return matches.map { world.ticketJSON($0, platform: true) }
-        }
+            return matches
+        }, render: { world, ticket in world.ticketJSON(ticket, platform: true) })
     }
 }

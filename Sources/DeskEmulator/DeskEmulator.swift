@@ -39,14 +39,24 @@ public struct DeskEmulatorConfiguration: Sendable {
     public init() {}
 }
 
+/// Ways a real Desk may behave that the emulator can take on for tests.
+struct EmulatorVariants: Sendable {
+    /// A CSAT message stays `WAITING` as first sent while the answer goes to the ticket's own fields.
+    var csatMessageStaysWaiting = false
+    /// Which time Platform ticket lists filter `start_date` / `end_date` on: `updated` (default) or `created`.
+    var ticketListDateField = "updated"
+}
+
 /// A local Sendbird Desk: the customer API (`/sapi`), the Platform API (`/platform/v1`) and an `/emulator` control
 /// API that plays the agent's and the system's side, in Sendbird's wire format, on the project's own HTTP server.
 public final class DeskEmulator: Sendable {
     public let configuration: DeskEmulatorConfiguration
     let world: WorldCell
     let faults = Mutex(EmulatorFaults())
-    /// Tickets whose `chat_messages` answer breaks on purpose: "500", "html" or "no-results".
+    /// Tickets whose `chat_messages` answer breaks on purpose: "500", "html", "no-results" or "broken-message".
     let messageFaults = Mutex<[Int: String]>([:])
+    /// Variants of Desk's behaviour the gateway must cope with (`POST /emulator/settings`), kept in memory.
+    let variants = Mutex(EmulatorVariants())
     /// Platform API requests answered 429 so far (for tests).
     let rateLimited = Mutex(0)
     let webhooks: WebhookSender

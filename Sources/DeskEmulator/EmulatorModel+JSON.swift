@@ -97,10 +97,17 @@ extension EmulatorWorld {
         ])
     }
 
-    /// The Chat message as a client would see it: rich messages carry `data` as a JSON string `{type, body}`.
+    /// The Chat message as a client would see it: rich messages carry `data` as a JSON string `{type, body}`. The
+    /// fields of Sendbird's documented chat-message page (`id`, `ticket`, `userSendbirdId`, `userType`, `message`,
+    /// `deletedAt`) come with the ones clients were seen to read (`messageId`, `customType`).
     func messageJSON(_ message: EmulatedMessage, ticket: EmulatedTicket) -> JSONValue {
         .object([
+            ("id", .integer(message.messageId)),
             ("messageId", .integer(message.messageId)),
+            ("ticket", .integer(ticket.id)),
+            ("userSendbirdId", .string(message.sender)),
+            ("userType", .string(message.sender.hasPrefix("agent") ? "AGENT" : message.sender == "system" ? "SYSTEM" : "CUSTOMER")),
+            ("deletedAt", .null),
             ("channelUrl", .string(ticket.channelUrl)),
             ("customType", .string(message.customType)),
             ("message", .string(message.text)),

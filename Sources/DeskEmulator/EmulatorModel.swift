@@ -65,7 +65,7 @@ struct EmulatedTicket: Sendable, Codable, Equatable {
     var customFields: [EmulatedField]
     var relatedChannels: [String]
     var info: String
-    let createdAt: Date
+    var createdAt: Date
     var updatedAt: Date
     var issuedAt: Date?
     var closedAt: Date?
@@ -85,8 +85,8 @@ struct EmulatorWorld: Sendable {
     var project = 1
     var teams = TrackedMap<Int, EmulatedTeam>()
     var agents = TrackedMap<Int, EmulatedAgent>()
-    var customers = TrackedMap<Int, EmulatedCustomer>()
-    var tickets = TrackedMap<Int, EmulatedTicket>()
+    var customers = TrackedMap<Int, EmulatedCustomer>(index: { ["sendbird:" + $0.sendbirdId] })
+    var tickets = TrackedMap<Int, EmulatedTicket>(index: { ["customer:\($0.customerId)", "channel:" + $0.channelUrl] })
     /// Desk session token → customer id.
     var sessions = TrackedMap<String, Int>()
     var ticketFieldKeys: Set<String> = ["product", "order_no", "seats", "flags", "region", "plan", "vip"]
@@ -99,6 +99,14 @@ struct EmulatorWorld: Sendable {
     var nextMessageId = 880_001
 
     func team(key: String) -> EmulatedTeam? { teams.values.first { $0.key == key } }
-    func customer(sendbirdId: String) -> EmulatedCustomer? { customers.values.first { $0.sendbirdId == sendbirdId } }
-    func ticket(channelUrl: String) -> EmulatedTicket? { tickets.values.first { $0.channelUrl == channelUrl } }
+    func customer(sendbirdId: String) -> EmulatedCustomer? {
+        customers.keys(indexedBy: "sendbird:" + sendbirdId).min().flatMap { customers[$0] }
+    }
+    func ticket(channelUrl: String) -> EmulatedTicket? {
+        tickets.keys(indexedBy: "channel:" + channelUrl).min().flatMap { tickets[$0] }
+    }
+    /// One customer's tickets, without looking at anyone else's.
+    func tickets(ofCustomer customerId: Int) -> [EmulatedTicket] {
+        tickets.keys(indexedBy: "customer:\(customerId)").compactMap { tickets[$0] }
+    }
 }

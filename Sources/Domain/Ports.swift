@@ -36,6 +36,10 @@ public protocol RatingStore: Sendable {
     func record(_ rating: RatingRecord) async throws -> Bool
     /// A ticket's own rating when the CSAT message is not known (yet): absorbed once the message-level answer arrives.
     func recordTicketLevel(_ rating: RatingRecord, closedAt: Double) async throws -> Bool
+    /// Tickets with a CSAT request younger than `maxAgeDays` that has no answer yet (oldest first, at most `limit`).
+    func ticketsAwaitingAnswers(maxAgeDays: Int, limit: Int) async throws -> [Int]
+    /// The scores stored for these tickets (the latest answer of each; nil score: declined).
+    func storedAnswers(ticketIds: [Int]) async throws -> [Int: Int?]
 }
 
 /// Where the Desk sync keeps its lease, its position and the directory it copies.
@@ -47,6 +51,11 @@ public protocol SyncState: Sendable {
     /// The last day the ticket sync completed, and the tickets it must read again.
     func ticketPosition() async throws -> (syncedThrough: String?, retry: [Int])
     func saveTicketPosition(syncedThrough day: String, retry: [Int]) async throws
+    /// Tickets to read again on the next run, added to those already listed.
+    func addRetry(_ ticketIds: [Int]) async throws
+    /// A named position (a backfill's offset, the last audit's figure); nil deletes it.
+    func value(_ name: String) async throws -> String?
+    func setValue(_ name: String, _ value: String?) async throws
     func upsertAgents(_ agents: [DeskAgent]) async throws
     func upsertTeams(_ teams: [DeskTeam]) async throws
 }

@@ -164,8 +164,11 @@ func deskSync(_ wiring: Wiring) -> DeskSync {
 }
 
 func deskSync(desk: DeskClient, pool: Database, config: GatewayConfig, logger: Logger) -> DeskSync {
-    DeskSync(desk: desk, state: SyncStateStore(pool: pool), ratings: CSATStore(pool: pool), logger: logger,
-             requestsPerSecond: Double(config.syncRequestsPerSecond))
+    var settings = SyncSettings()
+    settings.lateRatingDays = config.syncLateRatingDays
+    settings.firstRunDays = config.syncFirstRunDays
+    return DeskSync(desk: desk, state: SyncStateStore(pool: pool), ratings: CSATStore(pool: pool), logger: logger,
+                    requestsPerSecond: Double(config.syncRequestsPerSecond), settings: settings)
 }
 
 /// The embedded cluster when needed, the pool, the schema.

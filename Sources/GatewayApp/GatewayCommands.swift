@@ -38,15 +38,37 @@ public func revokeApiKey(_ config: GatewayConfig, logger: Logger, id: Int) async
     try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).revoke(id: id) }
 }
 
-/// `desk-gateway sync`: one Platform API sync against the configured Desk.
-public func runSync(_ config: GatewayConfig, logger: Logger, progress: @escaping @Sendable (SyncSummary) -> Void) async throws -> SyncSummary {
+/// `desk-gateway sync`: one Platform API sync against the configured Desk; with `since` (and `until`, default
+/// today) a backfill of the tickets closed in that range instead, resumable.
+public func runSync(_ config: GatewayConfig, logger: Logger, since: String? = nil, until: String? = nil,
+                    progress: @escaping @Sendable (SyncSummary) -> Void) async throws -> SyncSummary {
+    try await withPlatformDesk(config, logger: logger) { desk, pool in
+        try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
+        let sync = deskSync(desk: desk, pool: pool, config: config, logger: logger)
+        guard let since else { return try await sync.run(progress: progress) }
+        return try await sync.backfill(since: since, until: until ?? DeskSyncDay.today(), progress: progress)
+    }
+}
+
+/// `desk-gateway csat audit`: the stored ratings against Desk's ticket fields for tickets closed in a range.
+public func runAudit(_ config: GatewayConfig, logger: Logger, from: String, to: String, repair: Bool,
+                     progress: @escaping @Sendable (CSATAuditReport) -> Void) async throws -> CSATAuditReport {
+    try await withPlatformDesk(config, logger: logger) { desk, pool in
+        try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
+        return try await CSATAudit(desk: desk, ratings: CSATStore(pool: pool), state: SyncStateStore(pool: pool), logger: logger)
+            .run(from: from, to: to, repair: repair, progress: progress)
+    }
+}
+
+/// The commands that read Desk's Platform API need its address and token.
+func withPlatformDesk<T: Sendable>(_ config: GatewayConfig, logger: Logger,
+                                   _ body: @escaping @Sendable (DeskClient, Database) async throws -> T) async throws -> T {
     guard config.deskBaseURL != nil, config.deskAPIToken != nil else {
-        throw ConfigError(variable: "DESK_API_TOKEN", message: "sync reads Desk's Platform API: set DESK_BASE_URL, DESK_APP_ID and DESK_API_TOKEN")
+        throw ConfigError(variable: "DESK_API_TOKEN", message: "this command reads Desk's Platform API: set DESK_BASE_URL, DESK_APP_ID and DESK_API_TOKEN")
     }
     return try await withMigratedDatabase(config, logger: logger) { pool in
         let (desk, _) = try startDesk(config, metrics: MetricsRegistry(), logger: logger)
-        try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
-        return try await deskSync(desk: desk, pool: pool, config: config, logger: logger).run(progress: progress)
+        return try await body(desk, pool)
     }
 }
 

@@ -81,6 +81,9 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var reportRawConcurrencyPerKey = 1
     /// Seconds between Platform API syncs while running; 0 turns the periodic sync off.
     public var syncIntervalSeconds = 300
+    /// Unanswered CSAT requests younger than this are re-read on every sync; the first sync reads this far back.
+    public var syncLateRatingDays = 30
+    public var syncFirstRunDays = 90
     /// Seconds between housekeeping passes (0: off); what is kept how long is `retention`.
     public var housekeepingIntervalSeconds = 300
     public var retention = RetentionPolicy()
@@ -217,6 +220,8 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         reportRawConcurrency = try reader.int("REPORT_RAW_CONCURRENCY", default: reportRawConcurrency, range: 1...64)
         reportRawConcurrencyPerKey = try reader.int("REPORT_RAW_CONCURRENCY_PER_KEY", default: reportRawConcurrencyPerKey, range: 1...64)
         syncIntervalSeconds = try reader.int("SYNC_INTERVAL_S", default: syncIntervalSeconds, range: 0...86_400)
+        syncLateRatingDays = try reader.int("SYNC_LATE_RATING_DAYS", default: syncLateRatingDays, range: 0...3650)
+        syncFirstRunDays = try reader.int("SYNC_FIRST_RUN_DAYS", default: syncFirstRunDays, range: 1...3650)
         housekeepingIntervalSeconds = try reader.int("HOUSEKEEPING_INTERVAL_S", default: housekeepingIntervalSeconds, range: 0...86_400)
         retention.deadSessionDays = try reader.int("RETENTION_DEAD_SESSION_DAYS", default: retention.deadSessionDays, range: 0...3650)
         retention.idempotencyHours = try reader.int("RETENTION_IDEMPOTENCY_HOURS", default: retention.idempotencyHours, range: 1...87_600)

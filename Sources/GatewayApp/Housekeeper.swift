@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Services
 import Store
 import Synchronization
 import Telemetry
@@ -13,6 +14,7 @@ final class Housekeeper: Sendable {
     let logger: Logger
     private let ages = Mutex<[String: Double]>([:])
     private let lastRun = Mutex<Double>(0)
+    private let auditDifferences = Mutex<Double?>(nil)
 
     init(store: HousekeepingStore, policy: RetentionPolicy, metrics: MetricsRegistry, logger: Logger) {
         self.store = store
@@ -26,6 +28,10 @@ final class Housekeeper: Sendable {
         metrics.gauge("housekeeping_last_run_timestamp_seconds",
                       help: "When this instance last finished a housekeeping pass (its own or one it found another instance running).") { [weak self] in
             [([], self?.lastRun.withLock { $0 } ?? 0)]
+        }
+        metrics.gauge("csat_audit_differences", help: "Differences the last `desk-gateway csat audit` left (refreshed with each housekeeping pass).") {
+            [weak self] in
+            (self?.auditDifferences.withLock { $0 }).map { [([], $0)] } ?? []
         }
     }
 
@@ -42,6 +48,8 @@ final class Housekeeper: Sendable {
             }
             let fresh = try await store.oldestAges(policy)
             ages.withLock { $0 = fresh }
+            let audit = try await store.storedFigure(CSATAudit.differencesKey)
+            auditDifferences.withLock { $0 = audit }
             lastRun.withLock { $0 = Date().timeIntervalSince1970 }
             return removed
         } catch {

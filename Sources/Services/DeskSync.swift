@@ -22,12 +22,16 @@ public struct SyncSummary: Sendable, CustomStringConvertible {
     public var rateLimited = 0
     /// Chat messages that could not be read and were skipped (each logged with its ticket).
     public var skippedMessages = 0
+    /// Tickets read again one by one because a CSAT request of theirs is still unanswered (late ratings).
+    public var lateChecked = 0
+    /// A backfill: the offset it resumed from (0 when it started afresh).
+    public var resumedAt = 0
 
     public var description: String {
         if skipped { return "sync skipped: another instance holds the sync lease" }
         return "agents \(agents), teams \(teams), pages \(pages), closed tickets \(tickets), CSAT requests \(requests) (\(newRequests) new), "
             + "ratings \(ratings) (\(newRatings) new), tickets to retry \(failedTickets), rate limited \(rateLimited), "
-            + "unreadable messages skipped \(skippedMessages) "
+            + "unreadable messages skipped \(skippedMessages), awaiting answers re-read \(lateChecked) "
             + "in \(String(format: "%.1f", seconds)) s"
     }
 }
@@ -40,6 +44,19 @@ public struct SyncSummary: Sendable, CustomStringConvertible {
 /// ports it is given (`DeskPlatformReader`, `SyncState`, `RatingStore`).
 /// Ratings found here get the agent and team the ticket has at sync time; the gateway's own feedback and webhooks
 /// record them when they happen, and the same rating is stored once whichever path sees it first.
+public struct SyncSettings: Sendable {
+    /// Unanswered CSAT requests younger than this have their tickets read again on every run (late ratings).
+    public var lateRatingDays = 30
+    /// At most this many such tickets per run (the oldest requests first).
+    public var lateRatingLimit = 500
+    /// The first run (nothing synced yet) reads tickets closed this many days back.
+    public var firstRunDays = 90
+    /// Tickets per Platform API page of a backfill.
+    public var pageSize = 100
+
+    public init() {}
+}
+
 public struct DeskSync: Sendable {
     let desk: any DeskPlatformReader
     let state: any SyncState
@@ -49,9 +66,11 @@ public struct DeskSync: Sendable {
     let pacer: Pacer
     /// Today, as `YYYY-MM-DD` (a test may fix it).
     let today: @Sendable () -> String
+    let settings: SyncSettings
 
     public init(desk: any DeskPlatformReader, state: any SyncState, ratings: any RatingStore, logger: Logger,
-                requestsPerSecond: Double = 5, today: (@Sendable () -> String)? = nil) {
+                requestsPerSecond: Double = 5, settings: SyncSettings = SyncSettings(), today: (@Sendable () -> String)? = nil) {
+        self.settings = settings
         self.desk = desk
         self.state = state
         self.ratings = ratings
@@ -118,8 +137,10 @@ public struct DeskSync: Sendable {
 
         let position = try await state.ticketPosition()
         let today = today()
-        // A day of overlap: whatever changed late on the last run's day is read again (and deduplicated).
+        // A day of overlap: whatever changed late on the last run's day is read again (and deduplicated). The first run
+        // reads `firstRunDays` back.
         let startDate = position.syncedThrough.flatMap(Self.date).map { Self.day($0.addingTimeInterval(-86_400)) }
+            ?? Self.date(today).map { Self.day($0.addingTimeInterval(-86_400 * Double(settings.firstRunDays))) }
         var seen = Set<Int>()
         var failed = Set<Int>()
         for id in position.retry {
@@ -129,6 +150,14 @@ public struct DeskSync: Sendable {
             }
             seen.insert(id)
             summary.tickets += 1
+            if try await !collect(ticket, into: &summary) { failed.insert(id) }
+        }
+        // Late ratings: whatever date the list filters on (creation, maybe), a ticket whose CSAT request is still
+        // unanswered is read again by itself until it is answered or the request is older than `lateRatingDays`.
+        for id in try await ratings.ticketsAwaitingAnswers(maxAgeDays: settings.lateRatingDays, limit: settings.lateRatingLimit)
+            where seen.insert(id).inserted {
+            guard let ticket = try? await paced(&summary, { try await desk.platformTicket(id: id) }) else { continue }
+            summary.lateChecked += 1
             if try await !collect(ticket, into: &summary) { failed.insert(id) }
         }
         try await forEachDeskPage { offset in
@@ -146,6 +175,53 @@ public struct DeskSync: Sendable {
         }
         summary.failedTickets = failed.count
         try await state.saveTicketPosition(syncedThrough: today, retry: Array(failed))
+        summary.seconds = Date().timeIntervalSince(started)
+    }
+
+    /// Reads every ticket closed from `since` to `until` (YYYY-MM-DD, Desk's `start_date` / `end_date`), with its
+    /// CSAT, under the lease. The offset reached is saved after each page: a backfill that is interrupted and started
+    /// again with the same dates continues where it stopped (recording is idempotent, so nothing counts twice).
+    /// Tickets whose messages could not be read join the next run's retry list.
+    public func backfill(since: String, until: String, progress: @Sendable (SyncSummary) -> Void = { _ in }) async throws -> SyncSummary {
+        var summary = SyncSummary()
+        guard try await state.takeLease(instance) else {
+            summary.skipped = true
+            return summary
+        }
+        do {
+            try await backfill(since: since, until: until, &summary, progress: progress)
+        } catch {
+            try? await state.releaseLease(instance)
+            throw error
+        }
+        try? await state.releaseLease(instance)
+        return summary
+    }
+
+    private func backfill(since: String, until: String, _ summary: inout SyncSummary, progress: @Sendable (SyncSummary) -> Void) async throws {
+        let started = Date()
+        let key = "backfill.\(since).\(until)"
+        var offset = Int(try await state.value(key) ?? "") ?? 0
+        summary.resumedAt = offset
+        var failed: [Int] = []
+        while true {
+            let page = try await paced(&summary) {
+                try await desk.ticketPage(limit: settings.pageSize, offset: offset, status: [.closed], startDate: since, endDate: until)
+            }
+            summary.pages += 1
+            for ticket in page.results {
+                summary.tickets += 1
+                if try await !collect(ticket, into: &summary) { failed.append(ticket.id) }
+            }
+            offset += page.results.count + page.skipped
+            try await state.setValue(key, String(offset))
+            try await state.renewLease(instance)
+            progress(summary)
+            if !page.hasNext || page.results.count + page.skipped == 0 { break }
+        }
+        try await state.addRetry(failed)
+        try await state.setValue(key, nil)
+        summary.failedTickets = failed.count
         summary.seconds = Date().timeIntervalSince(started)
     }
 
@@ -210,6 +286,16 @@ public struct DeskSync: Sendable {
             return .failure(DomainError(.upstreamUnavailable, "The sync was interrupted."))
         }
         return .success(messages)
+    }
+}
+
+/// Today as Desk's date parameters write it (UTC).
+public enum DeskSyncDay {
+    public static func today() -> String { DeskSync.day(Date()) }
+
+    /// Whether `text` is a real date as `YYYY-MM-DD`.
+    public static func isValid(_ text: String) -> Bool {
+        text.count == 10 && DeskSync.date(text).map { DeskSync.day($0) == text } == true
     }
 }
 

@@ -15,6 +15,28 @@ public struct CSATStore: RatingStore {
         !(try await pool.query("SELECT 1 FROM csat_requests WHERE ticket_id = $1 AND message_id = $2", [ticketId, messageId]).isEmpty)
     }
 
+    public func ticketsAwaitingAnswers(maxAgeDays: Int, limit: Int) async throws -> [Int] {
+        try await pool.query("""
+            SELECT ticket_id FROM csat_requests r
+             WHERE requested_at > now() - make_interval(days => $1)
+               AND NOT EXISTS (SELECT 1 FROM csat_ratings x WHERE x.ticket_id = r.ticket_id AND x.message_id IN (r.message_id, 0)
+                                                            AND x.rated_at >= r.requested_at)
+             GROUP BY ticket_id ORDER BY min(requested_at) LIMIT $2
+            """, [maxAgeDays, limit]).map { try $0.decode(0) }
+    }
+
+    public func storedAnswers(ticketIds: [Int]) async throws -> [Int: Int?] {
+        guard !ticketIds.isEmpty else { return [:] }
+        var answers: [Int: Int?] = [:]
+        for row in try await pool.query("""
+            SELECT DISTINCT ON (ticket_id) ticket_id, score FROM csat_ratings WHERE ticket_id = ANY($1::bigint[])
+             ORDER BY ticket_id, rated_at DESC, id DESC
+            """, [ticketIds]) {
+            answers[try row.decode(0)] = .some(try row.decodeIfPresent(1))
+        }
+        return answers
+    }
+
     /// Returns whether the rating was new.
     @discardableResult
     public func record(_ rating: RatingRecord) async throws -> Bool {

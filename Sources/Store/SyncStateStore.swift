@@ -43,6 +43,32 @@ public struct SyncStateStore: SyncState {
             """, [day, retry.sorted().map(String.init).joined(separator: ",")])
     }
 
+    public func addRetry(_ ticketIds: [Int]) async throws {
+        guard !ticketIds.isEmpty else { return }
+        let (through, retry) = try await ticketPosition()
+        let merged = Set(retry).union(ticketIds).sorted().map(String.init).joined(separator: ",")
+        try await pool.query("""
+            INSERT INTO sync_state (name, value) VALUES ('tickets.retry', $1)
+            ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+            """, [merged])
+        _ = through
+    }
+
+    public func value(_ name: String) async throws -> String? {
+        try await pool.query("SELECT value FROM sync_state WHERE name = $1", [name]).first.map { try $0.decode(0) }
+    }
+
+    public func setValue(_ name: String, _ value: String?) async throws {
+        if let value {
+            try await pool.query("""
+                INSERT INTO sync_state (name, value) VALUES ($1, $2)
+                ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
+                """, [name, value])
+        } else {
+            try await pool.query("DELETE FROM sync_state WHERE name = $1", [name])
+        }
+    }
+
     public func upsertAgents(_ agents: [DeskAgent]) async throws {
         try await pool.transaction { tx in
             for agent in agents {

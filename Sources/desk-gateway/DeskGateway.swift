@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import GatewayApp
+import Services
 import Logging
 import Telemetry
 import Domain
@@ -16,7 +17,7 @@ struct DeskGateway: AsyncParsableCommand {
         commandName: "desk-gateway",
         abstract: "REST backend-for-frontend in front of Sendbird Desk.",
         version: gatewayVersion,
-        subcommands: [Serve.self, Migrate.self, Sync.self, ApiKey.self, Cache.self, Webhooks.self],
+        subcommands: [Serve.self, Migrate.self, Sync.self, Csat.self, ApiKey.self, Cache.self, Webhooks.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -148,15 +149,60 @@ struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Pull agents, teams and closed tickets with their CSAT from Desk's Platform API (incremental), then exit.")
 
+    @Option(help: "Backfill instead: every ticket closed from this day (YYYY-MM-DD); resumes where an interrupted backfill of the same range stopped.")
+    var since: String?
+    @Option(help: "Last day of the backfill (YYYY-MM-DD, default today).") var until: String?
+
+    func validate() throws {
+        for (name, value) in [("since", since), ("until", until)] {
+            if let value, !DeskSyncDay.isValid(value) { throw ValidationError("--\(name) must be a date as YYYY-MM-DD, got '\(value)'") }
+        }
+        if until != nil, since == nil { throw ValidationError("--until needs --since") }
+        if let since, let until, since > until { throw ValidationError("--since must not be after --until") }
+    }
+
     func run() async throws {
         let terminal = isatty(1) == 1
         try await oneShot { config, logger in
-            let summary = try await runSync(config, logger: logger) { progress in
+            let summary = try await runSync(config, logger: logger, since: since, until: until) { progress in
                 let line = "pages \(progress.pages)  tickets \(progress.tickets)  requests \(progress.requests)  ratings \(progress.ratings) (\(progress.newRatings) new)"
                 FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[K" + line : line + "\n").utf8))
             }
             if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
             print("sync done: \(summary)")
+        }
+    }
+}
+
+struct Csat: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check the stored CSAT ratings.", subcommands: [Audit.self])
+
+    struct Audit: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Compare the ratings stored with Desk's ticket fields for the tickets closed in a range; exit 1 when they differ.")
+
+        @Option(help: "First day (YYYY-MM-DD).") var from: String
+        @Option(help: "Last day (YYYY-MM-DD).") var to: String
+        @Flag(help: "Record what is missing or different through the gateway's one recording path (nothing is deleted).") var repair = false
+
+        func validate() throws {
+            for (name, value) in [("from", from), ("to", to)] where !DeskSyncDay.isValid(value) {
+                throw ValidationError("--\(name) must be a date as YYYY-MM-DD, got '\(value)'")
+            }
+            if from > to { throw ValidationError("--from must not be after --to") }
+        }
+
+        func run() async throws {
+            var differences = 0
+            try await oneShot { config, logger in
+                let report = try await runAudit(config, logger: logger, from: from, to: to, repair: repair) { progress in
+                    FileHandle.standardError.write(Data("tickets \(progress.tickets)  differences \(progress.differences.count)\n".utf8))
+                }
+                for difference in report.differences { print(difference) }
+                print("audit: \(report.tickets) tickets, \(report.differences.count) differences" + (repair ? ", \(report.repaired) repaired" : ""))
+                differences = report.differences.count - report.repaired
+            }
+            if differences > 0 { throw ExitCode(1) }
         }
     }
 }

@@ -25,6 +25,17 @@ import TestSupport
         #expect(csat.comment == "Quick and kind")
     }
 
+    /// Sendbird's documented message shape (`id`, `ticket`, `userSendbirdId`, `userType`), with one message no reader
+    /// can place: that one is skipped and counted, the rest read.
+    @Test func documentedMessagesDecodeAndAnUnreadableOneIsSkipped() throws {
+        let page = try DeskClient.messagePage(try Self.fixture("chat-messages-documented.json"))
+        #expect(page.results.map(\.messageId) == [990001, 990003, 990004])
+        #expect(page.skipped == 1)
+        #expect(page.results[1].isCSATRequest && page.results[1].state == .waiting)
+        #expect(page.results[2].isCSATRequest && page.results[2].score == 5 && page.results[2].comment == "Thanks")
+        #expect(!page.results[0].isCSATRequest)
+    }
+
     @Test func brokenAnswersAreErrorsNotCrashes() throws {
         for name in ["chat-messages-html.html", "chat-messages-no-results.json"] {
             #expect(throws: DomainError.self, "\(name)") { try DeskClient.messagePage(try Self.fixture(name)) }

@@ -102,6 +102,7 @@ final class FakeSyncState: SyncState {
         var syncedThrough: String?
         var retry: [Int] = []
         var saves = 0
+        var values: [String: String] = [:]
     }
     let state = Mutex(State())
 
@@ -130,6 +131,14 @@ final class FakeSyncState: SyncState {
             state.saves += 1
         }
     }
+
+    func addRetry(_ ticketIds: [Int]) async throws {
+        state.withLock { $0.retry = Array(Set($0.retry).union(ticketIds)).sorted() }
+    }
+
+    func value(_ name: String) async throws -> String? { state.withLock { $0.values[name] } }
+
+    func setValue(_ name: String, _ value: String?) async throws { state.withLock { $0.values[name] = value } }
 
     func upsertAgents(_ agents: [DeskAgent]) async throws {}
     func upsertTeams(_ teams: [DeskTeam]) async throws {}
@@ -161,6 +170,24 @@ final class FakeRatings: RatingStore {
             }
             state.ratings.append(rating)
             return true
+        }
+    }
+
+    func ticketsAwaitingAnswers(maxAgeDays: Int, limit: Int) async throws -> [Int] {
+        state.withLock { state in
+            Array(Set(state.requests.filter { request in
+                !state.ratings.contains { $0.ticketId == request.ticketId && ($0.messageId == request.messageId || $0.messageId == 0) }
+            }.map(\.ticketId))).sorted().prefix(limit).map { $0 }
+        }
+    }
+
+    func storedAnswers(ticketIds: [Int]) async throws -> [Int: Int?] {
+        state.withLock { state in
+            var answers: [Int: Int?] = [:]
+            for rating in state.ratings.sorted(by: { $0.ratedAt < $1.ratedAt }) where ticketIds.contains(rating.ticketId) {
+                answers[rating.ticketId] = .some(rating.score)
+            }
+            return answers
         }
     }
 

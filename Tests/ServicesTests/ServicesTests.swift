@@ -139,7 +139,8 @@ import Testing
         let first = try await Self.sync(desk, state, ratings, today: "2026-11-20").run()
         #expect(first.tickets == 2 && first.failedTickets == 1 && first.newRatings == 1)
         #expect(state.state.withLock { ($0.syncedThrough, $0.retry) } == ("2026-11-20", [2]))
-        #expect(desk.state.withLock { $0.pageQueries.map(\.startDate) } == [nil])
+        // The first run reads SYNC_FIRST_RUN_DAYS (90) back.
+        #expect(desk.state.withLock { $0.pageQueries.map(\.startDate) } == ["2026-08-22"])
 
         // Next day Desk answers for ticket 2: it is read by id first, the window starts a day before the last run.
         desk.state.withLock { $0.failingMessages = [] }

@@ -1,0 +1,80 @@
+public import Domain
+import Foundation
+public import Logging
+
+/// One disagreement between the ratings stored and what Desk's tickets say now.
+public struct CSATAuditDifference: Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable {
+        /// Desk's ticket has a score; nothing is stored for it.
+        case missing
+        /// Both have a score, and they differ.
+        case different
+        /// A score is stored; Desk's ticket has none (a decline through the gateway is not one: Desk cannot hold it).
+        case extra
+    }
+    public let ticketId: Int
+    public let kind: Kind
+    public let deskScore: Int?
+    public let storedScore: Int?
+
+    public var description: String {
+        "ticket \(ticketId): \(kind.rawValue) (Desk \(deskScore.map(String.init) ?? "-"), stored \(storedScore.map(String.init) ?? "-"))"
+    }
+}
+
+public struct CSATAuditReport: Sendable {
+    public var tickets = 0
+    public var differences: [CSATAuditDifference] = []
+    public var repaired = 0
+}
+
+/// Compares, ticket by ticket, the ratings stored with Desk's own ticket fields (`customerSatisfactionScore`) for the
+/// tickets closed in a date range, and, with `repair`, records what is missing or different through the one
+/// recording path (`RatingRecorder`, so it lands on the ticket's latest known request). Nothing is ever deleted:
+/// an extra rating is reported, not removed. The count of differences is kept for the gateway's metrics.
+public struct CSATAudit: Sendable {
+    let desk: any DeskPlatformReader
+    let ratings: any RatingStore
+    let state: any SyncState
+    let logger: Logger
+
+    public static let differencesKey = "csat.audit.differences"
+
+    public init(desk: any DeskPlatformReader, ratings: any RatingStore, state: any SyncState, logger: Logger) {
+        self.desk = desk
+        self.ratings = ratings
+        self.state = state
+        self.logger = logger
+    }
+
+    public func run(from: String, to: String, repair: Bool, progress: @Sendable (CSATAuditReport) -> Void = { _ in }) async throws
+        -> CSATAuditReport {
+        var report = CSATAuditReport()
+        try await forEachDeskPage { offset in
+            try await desk.ticketPage(limit: 100, offset: offset, status: [.closed], startDate: from, endDate: to)
+        } each: { tickets in
+            let stored = try await ratings.storedAnswers(ticketIds: tickets.map(\.id))
+            for ticket in tickets {
+                report.tickets += 1
+                let deskScore = ticket.satisfactionScore.flatMap { DeskLimits.csatScores.contains($0) ? $0 : nil }
+                let hasStored = stored[ticket.id] != nil
+                let storedScore = stored[ticket.id] ?? nil
+                let kind: CSATAuditDifference.Kind?
+                if let deskScore {
+                    kind = !hasStored ? .missing : storedScore != deskScore ? .different : nil
+                } else {
+                    kind = storedScore != nil ? .extra : nil
+                }
+                guard let kind else { continue }
+                report.differences.append(CSATAuditDifference(ticketId: ticket.id, kind: kind, deskScore: deskScore, storedScore: storedScore))
+                if repair, kind != .extra {
+                    let writes = RatingRecorder.writes(ticket: ticket, messages: [], source: .sync)
+                    if try await RatingRecorder.apply(writes, to: ratings).ratings > 0 { report.repaired += 1 }
+                }
+            }
+            progress(report)
+        }
+        try await state.setValue(Self.differencesKey, String(repair ? report.differences.count - report.repaired : report.differences.count))
+        return report
+    }
+}

@@ -1,0 +1,172 @@
+import DeskClient
+import DeskEmulator
+import Domain
+import Foundation
+import GatewayApp
+import JSON
+import Logging
+import Postgres
+import Services
+import Store
+import Testing
+import TestSupport
+
+/// Every rating the real Desk holds reaches the reports, with webhooks off (only the Platform API tells): broken
+/// messages, ratings kept only on the ticket, late ratings of old tickets, audits, interrupted backfills. Desk is the
+/// emulator over real HTTP, the store a real PostgreSQL.
+@Suite struct CSATIngestTests {
+    static func responses(_ app: GatewayApplication) async throws -> Int {
+        let reporter = try await reporter(app)
+        let report = try JSONParser.parse(try await reporter.get("?groupBy=team").body)
+        return report["totals"]?["responses"]?.intValue ?? -1
+    }
+
+    static func quiet(_ app: GatewayApplication) throws -> DeskEmulator {
+        let emulator = try #require(app.emulator)
+        emulator.setWebhooks(urls: [], secret: "")
+        return emulator
+    }
+
+    static func settings(_ app: GatewayApplication, _ json: String) async throws {
+        let response = try await httpRequest(port: app.emulator!.port, "POST", "/emulator/settings", json: json)
+        #expect(response.status == 200, "\(response.text)")
+    }
+
+    @Test func aTicketWithABrokenMessageStillYieldsItsRating() async throws {
+        try await withGateway(configure: { $0.syncRequestsPerSecond = 100 }) { app in
+            let emulator = try Self.quiet(app)
+            let customer = try await Customer.signIn(app)
+            let ticket = try await SyncRobustnessTests.ratedTicket(app, customer, index: 1, score: 4)
+            emulator.setMessageFault(ticketId: ticket, "broken-message")
+            let summary = try await app.sync.run()
+            #expect(summary.failedTickets == 0 && summary.skippedMessages == 1, "\(summary)")
+            let rows = try await app.pool.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1", [ticket])
+            #expect(rows.count == 1)
+            #expect(try rows.first?.decode(0, as: Int.self) != 0 && rows.first?.decode(1, as: Int.self) == 4)
+            #expect(try await Self.responses(app) == 1)
+        }
+    }
+
+    @Test func aRatingPresentOnlyOnTheTicketFieldsReachesTheReport() async throws {
+        try await withGateway(configure: { $0.syncRequestsPerSecond = 100 }) { app in
+            _ = try Self.quiet(app)
+            try await Self.settings(app, #"{"csatMessageStaysWaiting":true}"#)
+            let customer = try await Customer.signIn(app)
+            let (ticket, message) = try await waitingMessage(customer, deskPort: app.emulator!.port, csat: true, index: 2)
+            try await rateOnDesk(deskPort: app.emulator!.port, ticket: ticket, message: message, score: 2, comment: "slow")
+            // Desk's message still says WAITING; only the ticket carries the answer.
+            let state = try await httpRequest(port: app.emulator!.port, "GET", "/emulator/tickets/\(ticket)")
+            #expect(state.text.contains("\\\"state\\\":\\\"WAITING\\\""), "\(state.text.prefix(400))")
+            _ = try await app.sync.run()
+            let rows = try await app.pool.query("SELECT message_id, score, comment FROM csat_ratings WHERE ticket_id = $1", [ticket])
+            #expect(rows.count == 1)
+            #expect(try rows.first?.decode(0, as: Int.self) == message, "the answer belongs to the request it answers")
+            #expect(try rows.first?.decode(1, as: Int.self) == 2 && rows.first?.decode(2, as: String.self) == "slow")
+            #expect(try await Self.responses(app) == 1)
+        }
+    }
+
+    @Test func aLateRatingOfAnOldTicketIsReadWithWebhooksOff() async throws {
+        try await withGateway(configure: { $0.syncRequestsPerSecond = 100 }) { app in
+            _ = try Self.quiet(app)
+            // This Desk filters ticket lists on creation: a ticket opened 10 days ago never shows in the daily window.
+            try await Self.settings(app, #"{"ticketListDateField":"created"}"#)
+            let customer = try await Customer.signIn(app)
+            let (ticket, message) = try await waitingMessage(customer, deskPort: app.emulator!.port, csat: true, index: 3)
+            let tenDaysAgo = ISOTimestamp.format(Date().timeIntervalSince1970 - 10 * 86_400)
+            _ = try await DeskAgent(app).post("/tickets/\(ticket)/created-at", #"{"createdAt":"\#(tenDaysAgo)"}"#)
+            // The first run reads 90 days back: it sees the request, not yet answered.
+            let first = try await app.sync.run()
+            #expect(first.newRequests == 1 && first.newRatings == 0, "\(first)")
+            // Rated today, on Desk. The next run's window (yesterday to today, by creation here) misses the ticket...
+            try await rateOnDesk(deskPort: app.emulator!.port, ticket: ticket, message: message, score: 5, comment: "late but good")
+            let second = try await app.sync.run()
+            // ...but its open request has it read again by itself.
+            #expect(second.lateChecked == 1 && second.newRatings == 1, "\(second)")
+            #expect(try await Self.responses(app) == 1)
+            // Answered: the next run no longer reads it.
+            #expect(try await app.sync.run().lateChecked == 0)
+        }
+    }
+
+    @Test func anAuditFindsADeletedRatingAndRepairRestoresIt() async throws {
+        try await withGateway(configure: { $0.syncRequestsPerSecond = 100 }) { app in
+            _ = try Self.quiet(app)
+            let customer = try await Customer.signIn(app)
+            var tickets: [Int] = []
+            for index in 0..<3 { tickets.append(try await SyncRobustnessTests.ratedTicket(app, customer, index: 10 + index, score: 3 + index)) }
+            _ = try await app.sync.run()
+            let audit = CSATAudit(desk: app.desk, ratings: CSATStore(pool: app.pool), state: SyncStateStore(pool: app.pool),
+                                  logger: Logger(label: "audit"))
+            let today = ISOTimestamp.format(Date().timeIntervalSince1970).prefix(10)
+            let from = ISOTimestamp.format(Date().timeIntervalSince1970 - 86_400).prefix(10)
+            #expect(try await audit.run(from: String(from), to: String(today), repair: false).differences.isEmpty)
+            // A rating goes missing from the database (rollups too), and another is wrong.
+            let (gone, wrong) = (tickets[0], tickets[1])
+            try await app.pool.transaction { tx in
+                try tx.query("DELETE FROM csat_ratings WHERE ticket_id = $1", [gone])
+                try tx.query("UPDATE csat_ratings SET score = 1 WHERE ticket_id = $1", [wrong])
+            }
+            let found = try await audit.run(from: String(from), to: String(today), repair: false)
+            #expect(found.differences.map(\.kind).sorted { $0.rawValue < $1.rawValue } == [.different, .missing], "\(found.differences)")
+            #expect(found.differences.first { $0.kind == .missing }?.ticketId == tickets[0])
+            let figure: String = try await app.pool.query("SELECT value FROM sync_state WHERE name = 'csat.audit.differences'")[0].decode(0)
+            #expect(figure == "2")
+            let repaired = try await audit.run(from: String(from), to: String(today), repair: true)
+            #expect(repaired.repaired == 2, "\(repaired.differences)")
+            for (ticket, score) in [(tickets[0], 3), (tickets[1], 4)] {
+                let restored = try await app.pool.query("SELECT score FROM csat_ratings WHERE ticket_id = $1", [ticket])
+                #expect(try restored.first?.decode(0, as: Int.self) == score, "\(ticket)")
+            }
+            #expect(try await audit.run(from: String(from), to: String(today), repair: false).differences.isEmpty)
+        }
+    }
+
+    /// A Platform API reader that fails on its `failAt`-th ticket page (a backfill interrupted half-way).
+    final class InterruptedDesk: DeskPlatformReader, @unchecked Sendable {
+        // Thread safety: one sync at a time uses it.
+        let desk: DeskClient
+        var failAt: Int?
+        var pages = 0
+        init(_ desk: DeskClient, failAt: Int?) { (self.desk, self.failAt) = (desk, failAt) }
+        func agents(limit: Int, offset: Int) async throws(DomainError) -> DeskPage<Domain.DeskAgent> { try await desk.agents(limit: limit, offset: offset) }
+        func teams(limit: Int, offset: Int) async throws(DomainError) -> DeskPage<DeskTeam> { try await desk.teams(limit: limit, offset: offset) }
+        func ticketPage(limit: Int, offset: Int, status: [TicketStatus], startDate: String?, endDate: String?) async throws(DomainError)
+            -> DeskPage<DeskTicket> {
+            pages += 1
+            if pages == failAt { throw DomainError(.upstreamProtocol, "interrupted") }
+            return try await desk.ticketPage(limit: limit, offset: offset, status: status, startDate: startDate, endDate: endDate)
+        }
+        func platformTicket(id: Int) async throws(DomainError) -> DeskTicket { try await desk.platformTicket(id: id) }
+        func chatMessages(ticketId: Int, limit: Int, offset: Int) async throws(DomainError) -> DeskPage<DeskMessage> {
+            try await desk.chatMessages(ticketId: ticketId, limit: limit, offset: offset)
+        }
+        var isPaused: Bool { desk.isPaused }
+    }
+
+    @Test func anInterruptedBackfillResumesWithoutCountingTwice() async throws {
+        try await withGateway(configure: { $0.syncRequestsPerSecond = 100 }) { app in
+            _ = try Self.quiet(app)
+            let customer = try await Customer.signIn(app)
+            for index in 0..<25 { _ = try await SyncRobustnessTests.ratedTicket(app, customer, index: 20 + index, score: 1 + index % 5) }
+            var settings = SyncSettings()
+            settings.pageSize = 10
+            let reader = InterruptedDesk(app.desk, failAt: 2)
+            let sync = DeskSync(desk: reader, state: SyncStateStore(pool: app.pool), ratings: CSATStore(pool: app.pool),
+                                logger: Logger(label: "backfill"), requestsPerSecond: 1000, settings: settings)
+            let since = String(ISOTimestamp.format(Date().timeIntervalSince1970 - 7 * 86_400).prefix(10))
+            let until = String(ISOTimestamp.format(Date().timeIntervalSince1970).prefix(10))
+            await #expect(throws: DomainError.self) { _ = try await sync.backfill(since: since, until: until) }
+            #expect(try await app.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 10)
+            reader.failAt = nil
+            let resumed = try await sync.backfill(since: since, until: until)
+            #expect(resumed.resumedAt == 10 && resumed.tickets == 15, "\(resumed)")
+            #expect(try await app.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 25)
+            #expect(try await Self.responses(app) == 25)
+            // Done: the position is gone, so the same range read again starts from the beginning (and adds nothing).
+            let again = try await sync.backfill(since: since, until: until)
+            #expect(again.resumedAt == 0 && again.newRatings == 0, "\(again)")
+            try await CSATIntegrityTests.rollupsMatchRawRatings(app)
+        }
+    }
+}
