@@ -25,6 +25,8 @@ command -v swift >/dev/null || { echo "the Swift toolchain is not on PATH (swift
 if [ "${1:-}" = "--test" ]; then
   # Headless Chromium and its WebDriver for the browser test: Debian's builds, nothing downloaded at run time.
   install_missing chromium chromium-driver
+  # Prometheus (and promtool) for the alerts and the dashboard, against a live gateway.
+  install_missing prometheus
   py=(python3 -m pip install -q --disable-pip-version-check)
   python3 -c "import openapi_spec_validator" 2>/dev/null || "${py[@]}" openapi-spec-validator ||
     "${py[@]}" --break-system-packages openapi-spec-validator

@@ -26,6 +26,11 @@ scripts/contract.sh "$TEST_DATABASE_URL"
 echo "== deployment files"
 python3 deploy/validate.py
 
+echo "== alerts: promtool unit tests, then the alerts and the dashboard against a real Prometheus scraping a gateway"
+promtool check rules deploy/prometheus/alerts.yml
+promtool test rules deploy/prometheus/alerts_test.yml
+python3 scripts/prometheus_test.py "$TEST_DATABASE_URL"
+
 echo "== scale-out: three gateway processes, one PostgreSQL, one Desk emulator"
 python3 scripts/scale_out.py "$TEST_DATABASE_URL"
 

@@ -1,5 +1,6 @@
 import JSON
 import HTTPServer
+import Synchronization
 public import Store
 public import Telemetry
 
@@ -10,6 +11,8 @@ public struct OpsRoutes: Sendable {
     let openAPIDocument: String?
     let version: String
     let watchdog: Watchdog?
+    /// The outcome of each check at the last `/readyz` (probes call it every few seconds), for the metrics.
+    private let lastReadiness = LastReadiness()
 
     public init(checks: [any ReadinessCheck], metrics: MetricsRegistry, database: Database?, openAPIDocument: String?,
                 version: String, watchdog: Watchdog? = nil) {
@@ -18,6 +21,9 @@ public struct OpsRoutes: Sendable {
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
         self.version = version
+        metrics.gauge("readiness_check_passing", help: "1 when the check passed (or warned) at the last /readyz, 0 when it failed.") {
+            [lastReadiness] in lastReadiness.values.map { ([("check", $0.name)], $0.passing ? 1 : 0) }
+        }
         if let database {
             metrics.gauge("db_pool_connections", help: "Database pool connections by state.") {
                 let stats = database.statistics
@@ -59,6 +65,7 @@ public struct OpsRoutes: Sendable {
             return results.map { $0! }
         }
         let overall = results.map(\.status).max() ?? .pass
+        lastReadiness.record(zip(checks, results).map { ($0.name, $1.status != .fail) })
         var entries: [(String, JSONValue)] = []
         for (check, result) in zip(checks, results) {
             var fields: [(String, JSONValue)] = [("componentType", .string(check.componentType)),
@@ -73,4 +80,11 @@ public struct OpsRoutes: Sendable {
         return .json(body, status: overall == .fail ? 503 : 200, headers: [("Cache-Control", "no-store")],
                      contentType: "application/health+json")
     }
+}
+
+/// Thread safety: a lock around the last outcomes.
+final class LastReadiness: Sendable {
+    private let state = Mutex<[(name: String, passing: Bool)]>([])
+    var values: [(name: String, passing: Bool)] { state.withLock { $0 } }
+    func record(_ outcomes: [(String, Bool)]) { state.withLock { $0 = outcomes.map { (name: $0.0, passing: $0.1) } } }
 }

@@ -268,9 +268,14 @@ func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
 
 func syncLoop(_ sync: DeskSync, _ wiring: Wiring) -> BackgroundLoop {
     let logger = wiring.logger
+    let lastSuccess = Timestamp()
+    wiring.metrics.gauge("sync_last_success_timestamp_seconds", help: "When this instance last finished a Desk sync run (or found another instance running one).") {
+        [([], lastSuccess.value)]
+    }
     return BackgroundLoop("Desk sync", repeating(every: .seconds(wiring.config.syncIntervalSeconds)) {
         do {
             let summary = try await sync.run()
+            lastSuccess.set(Date().timeIntervalSince1970)
             logger.info("sync finished", metadata: ["summary": "\(summary)"])
         } catch {
             logger.warning("sync failed", metadata: ["error": "\(error)"])

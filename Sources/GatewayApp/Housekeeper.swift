@@ -13,7 +13,7 @@ final class Housekeeper: Sendable {
     let metrics: MetricsRegistry
     let logger: Logger
     private let ages = Mutex<[String: Double]>([:])
-    private let lastRun = Mutex<Double>(0)
+    private let lastRun = Timestamp()
     private let auditDifferences = Mutex<Double?>(nil)
 
     init(store: HousekeepingStore, policy: RetentionPolicy, metrics: MetricsRegistry, logger: Logger) {
@@ -27,11 +27,11 @@ final class Housekeeper: Sendable {
         }
         metrics.gauge("housekeeping_last_run_timestamp_seconds",
                       help: "When this instance last finished a housekeeping pass (its own or one it found another instance running).") { [weak self] in
-            [([], self?.lastRun.withLock { $0 } ?? 0)]
+            [([], self?.lastRun.value ?? 0)]
         }
-        metrics.gauge("csat_audit_differences", help: "Differences the last `desk-gateway csat audit` left (refreshed with each housekeeping pass).") {
+        metrics.gauge("csat_audit_differences", help: "Differences the last `desk-gateway csat audit` left, 0 before any (refreshed with each housekeeping pass).") {
             [weak self] in
-            (self?.auditDifferences.withLock { $0 }).map { [([], $0)] } ?? []
+            [([], (self?.auditDifferences.withLock { $0 } ?? nil) ?? 0)]
         }
     }
 
@@ -50,11 +50,18 @@ final class Housekeeper: Sendable {
             ages.withLock { $0 = fresh }
             let audit = try await store.storedFigure(CSATAudit.differencesKey)
             auditDifferences.withLock { $0 = audit }
-            lastRun.withLock { $0 = Date().timeIntervalSince1970 }
+            lastRun.set(Date().timeIntervalSince1970)
             return removed
         } catch {
             logger.warning("housekeeping pass failed; the next one retries", metadata: ["error": "\(error)"])
             return [:]
         }
     }
+}
+
+/// A time (seconds since 1970) shared between a loop and the metrics. Thread safety: a lock.
+final class Timestamp: Sendable {
+    private let state = Mutex<Double>(0)
+    var value: Double { state.withLock { $0 } }
+    func set(_ time: Double) { state.withLock { $0 = time } }
 }

@@ -79,6 +79,14 @@ public struct WebhookInbox: Sendable {
         }
     }
 
+    /// Events waiting to be applied, and the age in seconds of the oldest.
+    public func backlog() async throws -> (pending: Int, oldestSeconds: Double) {
+        let row = try await pool.query("""
+            SELECT count(*), coalesce(extract(epoch FROM now() - min(received_at)), 0)::float8 FROM webhook_events WHERE status = 'pending'
+            """)[0]
+        return (try row.decode(0), try row.decode(1))
+    }
+
     public func pending() async throws -> Int {
         try await pool.query("SELECT count(*) FROM webhook_events WHERE status = 'pending'")[0].decode(0)
     }

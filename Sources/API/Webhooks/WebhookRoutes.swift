@@ -22,6 +22,7 @@ public struct WebhookRoutes: Sendable {
     let customer: CustomerRoutes
     let metrics: MetricsRegistry
     let logger: Logger
+    private let backlog = InboxBacklog()
 
     public init(secrets: [String], appId: String, inbox: WebhookInbox, customer: CustomerRoutes, metrics: MetricsRegistry, logger: Logger) {
         self.secrets = secrets.filter { !$0.isEmpty }
@@ -30,6 +31,13 @@ public struct WebhookRoutes: Sendable {
         self.customer = customer
         self.metrics = metrics
         self.logger = logger
+        let backlog = backlog
+        metrics.gauge("webhook_inbox_pending", help: "Stored Desk webhook events not applied yet (refreshed every 5 s).") {
+            [([], backlog.value.pending)]
+        }
+        metrics.gauge("webhook_inbox_oldest_pending_seconds", help: "Age of the oldest stored webhook event not applied yet.") {
+            [([], backlog.value.oldest)]
+        }
         metrics.describe("webhook_events_total", .counter, help: "Desk webhook events by outcome (accepted, duplicate, rejected, applied, unrecognized, foreign, failed).")
     }
 
@@ -67,9 +75,14 @@ public struct WebhookRoutes: Sendable {
         return .json(.object([("status", .string(fresh ? "accepted" : "duplicate"))]))
     }
 
-    /// Applies stored events until cancelled.
+    /// Applies stored events until cancelled; every 5 s it also measures the backlog for the metrics.
     public func runProcessor(interval: Duration = .milliseconds(200)) async {
+        var measured = ContinuousClock.now - .seconds(10)
         while !Task.isCancelled {
+            if ContinuousClock.now - measured >= .seconds(5) {
+                measured = .now
+                if let (pending, oldest) = try? await inbox.backlog() { backlog.set(Double(pending), oldest) }
+            }
             if await processOnce() == 0 { try? await Task.sleep(for: interval) }
         }
     }
@@ -146,4 +159,11 @@ final class TouchedTickets: Sendable {
     private let ids = Synchronization.Mutex<[Int]>([])
     func add(_ id: Int) { ids.withLock { $0.append(id) } }
     var all: [Int] { ids.withLock { $0 } }
+}
+
+/// Thread safety: a lock around the last measured backlog.
+final class InboxBacklog: Sendable {
+    private let state = Synchronization.Mutex<(pending: Double, oldest: Double)>((0, 0))
+    var value: (pending: Double, oldest: Double) { state.withLock { $0 } }
+    func set(_ pending: Double, _ oldest: Double) { state.withLock { $0 = (pending, oldest) } }
 }

@@ -1,0 +1,131 @@
+"""The alerts and the dashboard against a real Prometheus (Debian's prometheus): it scrapes a live gateway (debug
+build, embedded Desk emulator, real PostgreSQL) every second while a short load runs; then every alert expression and
+every dashboard panel query is evaluated through Prometheus's HTTP API: each must evaluate without error, each panel
+query must return data, and each alert's measured side (the expression left of its threshold) must return data.
+Usage: prometheus_test.py ADMIN_CONNINFO. Prints one line per check and 'prometheus: N passed, N failed'."""
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+import yaml
+
+from testlib import call, check, summary, wait_ready
+
+root = pathlib.Path(__file__).resolve().parent.parent
+admin = sys.argv[1]
+database = f"prometheus_{os.getpid()}"
+port = int(os.environ.get("PROM_GATEWAY_PORT", "18520"))
+desk_port = int(os.environ.get("PROM_EMULATOR_PORT", "19520"))
+prom_port = int(os.environ.get("PROM_PORT", "18590"))
+out = root / ".build" / "prometheus-test"
+gateway = f"http://127.0.0.1:{port}"
+desk = f"http://127.0.0.1:{desk_port}"
+prometheus = f"http://127.0.0.1:{prom_port}"
+
+
+def psql(sql, db="postgres"):
+    return subprocess.run(["psql", admin.replace("dbname=postgres", f"dbname={db}"), "-tAc", sql],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def query(expr):
+    url = f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return json.loads(error.read() or b"{}") or {"status": "error", "error": str(error)}
+
+
+def measured_side(expr):
+    """The expression an alert compares with its threshold (the part before the last comparison)."""
+    flat = " ".join(expr.split())
+    match = re.match(r"^(.*?)\s*(==|>|<|>=|<=|!=)\s*[0-9.]+$", flat)
+    return match.group(1) if match else flat
+
+
+def load():
+    _, session = call("POST", f"{gateway}/v1/sessions", {"userId": "demo-customer", "accessToken": "demo-token"})
+    auth = {"Authorization": f"Bearer {session['token']}"}
+    for index in range(12):
+        _, ticket = call("POST", f"{gateway}/v1/tickets", {"title": f"prom {index}", "userName": "P"}, auth)
+        for _ in range(3):
+            call("GET", f"{gateway}/v1/tickets/{ticket['id']}", headers=auth)
+        call("POST", f"{desk}/emulator/tickets/{ticket['id']}/customer-message", {"text": "hi"})
+        call("POST", f"{desk}/emulator/tickets/{ticket['id']}/assign", {"agentId": 501})
+        time.sleep(0.2)
+        call("POST", f"{gateway}/v1/tickets/{ticket['id']}/close", {}, auth)
+    call("GET", f"{gateway}/v1/tickets?status=all", headers=auth)
+    call("GET", f"{gateway}/v1/nowhere", headers=auth)
+    for _ in range(5):
+        call("GET", f"{gateway}/readyz")
+
+
+def main():
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    psql(f"CREATE DATABASE {database}")
+    env = {k: v for k, v in os.environ.items() if k not in ("DESK_BASE_URL", "DESK_API_TOKEN", "DESK_WEBHOOK_SECRET")}
+    env.update({
+        "DATABASE_URL": admin.replace("dbname=postgres", f"dbname={database}"), "HOST": "127.0.0.1", "PORT": str(port),
+        "DESK_EMULATOR_PORT": str(desk_port), "DESK_EMULATOR_STATE": "memory", "SYNC_INTERVAL_S": "2",
+        "HOUSEKEEPING_INTERVAL_S": "2", "RETENTION_OUTBOX_DAYS": "0", "RETENTION_WEBHOOK_DAYS": "0",
+        "LOG_LEVEL": "warning", "ASSETS_DIR": str(root),
+    })
+    gw = subprocess.Popen([str(root / ".build/debug/desk-gateway"), "serve"], env=env,
+                          stdout=open(out / "gateway.log", "w"), stderr=subprocess.STDOUT)
+    config = yaml.safe_load((root / "deploy/prometheus/prometheus.yml").read_text())
+    config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
+    config["rule_files"] = [str(root / "deploy/prometheus/alerts.yml")]
+    config["scrape_configs"][0]["static_configs"] = [{"targets": [f"127.0.0.1:{port}"]}]
+    (out / "prometheus.yml").write_text(yaml.safe_dump(config))
+    prom = subprocess.Popen(["prometheus", f"--config.file={out / 'prometheus.yml'}", f"--storage.tsdb.path={out / 'data'}",
+                             f"--web.listen-address=127.0.0.1:{prom_port}"],
+                            stdout=open(out / "prometheus.log", "w"), stderr=subprocess.STDOUT)
+    try:
+        check("the gateway is ready", wait_ready(gateway, 120, gw))
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            result = query('up{job="desk-gateway"}')
+            if result.get("status") == "success" and result["data"]["result"] and result["data"]["result"][0]["value"][1] == "1":
+                break
+            time.sleep(0.5)
+        check("Prometheus scrapes the gateway", query('up{job="desk-gateway"}')["data"]["result"][0]["value"][1] == "1")
+        load()
+        time.sleep(12)   # scrapes, a sync and a housekeeping pass, and enough samples for 1m rates
+        rules = yaml.safe_load((root / "deploy/prometheus/alerts.yml").read_text())
+        for rule in rules["groups"][0]["rules"]:
+            full = query(rule["expr"])
+            check(f"alert {rule['alert']}: evaluates", full.get("status") == "success", full.get("error", ""))
+            side = query(measured_side(rule["expr"]))
+            check(f"alert {rule['alert']}: its measured side has data", side.get("status") == "success" and side["data"]["result"],
+                  measured_side(rule["expr"]) + " " + json.dumps(side)[:200])
+        loaded = query("ALERTS")
+        check("Prometheus loaded the rule file", loaded.get("status") == "success")
+        dashboard = json.loads((root / "deploy/grafana/desk-gateway.json").read_text())
+        for panel in dashboard["panels"]:
+            for target in panel["targets"]:
+                result = query(target["expr"])
+                check(f"panel '{panel['title']}' {target['refId']}: returns data",
+                      result.get("status") == "success" and result["data"]["result"], target["expr"] + " " + json.dumps(result)[:200])
+    finally:
+        for process in (prom, gw):
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+    return summary("prometheus")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
