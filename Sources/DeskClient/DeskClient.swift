@@ -39,6 +39,9 @@ public final class DeskClient: Sendable {
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.httpMaximumConnectionsPerHost = 32
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        // Nothing from Desk is worth keeping in memory between calls (the gateway has its own caches).
+        sessionConfiguration.urlCache = nil
+        sessionConfiguration.httpCookieStorage = nil
         sessionForRequests = URLSession(configuration: sessionConfiguration)
     }
 
