@@ -64,7 +64,8 @@ import TestSupport
     }
 
     @Test func aReportPastTheStatementTimeoutIs503ReportTimeout() async throws {
-        try await withGateway(configure: { $0.dbStatementTimeoutMilliseconds = 1000 }) { app in
+        // Long enough that no setup statement on a busy test machine reaches it (1 s once did), short enough to wait out.
+        try await withGateway(configure: { $0.dbStatementTimeoutMilliseconds = 3000 }) { app in
             try await Self.seed(app, ratings: 100, agents: 3)
             let key = try await reporter(app).key
             // Another session holds the table, so the report's query waits until the statement timeout ends it.
