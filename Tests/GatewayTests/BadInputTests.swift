@@ -132,7 +132,8 @@ import TestSupport
             #expect(!after.contains("M1x"))
             #expect(after.contains(#"method="OTHER""#))
             #expect(after.utf8.count < 64 * 1024, "\(after.utf8.count) bytes")
-            #expect(residentBytes() - rssBefore < 48 << 20, "RSS grew \((residentBytes() - rssBefore) >> 20) MB")
+            // The whole test process (other suites run alongside): a loose bound; the series count above is the check.
+            #expect(residentBytes() - rssBefore < 128 << 20, "RSS grew \((residentBytes() - rssBefore) >> 20) MB")
             let unknown = try await httpRequest(port: port, "FOO", "/v1/tickets")
             #expect(unknown.status == 405 && unknown.header("Allow")?.contains("GET") == true)
         }
