@@ -10,13 +10,12 @@ import json
 import os
 import pathlib
 import re
-import signal
 import subprocess
 import sys
 import threading
 import time
 
-from testlib import call, check, summary, wait_ready
+from testlib import call, check, psql, summary, terminate, wait_ready
 from webdriver import Browser, WebDriverError
 
 root = pathlib.Path(__file__).resolve().parent.parent
@@ -50,11 +49,6 @@ def serve_pages(port):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
-
-
-def psql(sql, db="postgres"):
-    return subprocess.run(["psql", admin.replace("dbname=postgres", f"dbname={db}"), "-tAc", sql],
-                          check=True, capture_output=True, text=True).stdout.strip()
 
 
 def control(path, body=None):
@@ -288,7 +282,7 @@ def foreign(browser):
 
 
 def main():
-    psql(f"CREATE DATABASE {database}")
+    psql(admin, f"CREATE DATABASE {database}")
     servers = [serve_pages(page_port), serve_pages(foreign_port)]
     process = start_gateway()
     browser = None
@@ -313,12 +307,8 @@ def main():
             browser.close()
         for server in servers:
             server.shutdown()
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+        terminate(process)
+        psql(admin, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
     print(f"screenshots: {out}")
     return summary("browser")
 

@@ -8,7 +8,6 @@ import os
 import pathlib
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ import urllib.request
 
 import yaml
 
-from testlib import call, check, summary, wait_ready
+from testlib import call, check, psql, summary, terminate, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -29,11 +28,6 @@ out = root / ".build" / "prometheus-test"
 gateway = f"http://127.0.0.1:{port}"
 desk = f"http://127.0.0.1:{desk_port}"
 prometheus = f"http://127.0.0.1:{prom_port}"
-
-
-def psql(sql, db="postgres"):
-    return subprocess.run(["psql", admin.replace("dbname=postgres", f"dbname={db}"), "-tAc", sql],
-                          check=True, capture_output=True, text=True).stdout.strip()
 
 
 def query(expr):
@@ -72,7 +66,7 @@ def load():
 def main():
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    psql(f"CREATE DATABASE {database}")
+    psql(admin, f"CREATE DATABASE {database}")
     env = {k: v for k, v in os.environ.items() if k not in ("DESK_BASE_URL", "DESK_API_TOKEN", "DESK_WEBHOOK_SECRET")}
     env.update({
         "DATABASE_URL": admin.replace("dbname=postgres", f"dbname={database}"), "HOST": "127.0.0.1", "PORT": str(port),
@@ -118,12 +112,8 @@ def main():
                       result.get("status") == "success" and result["data"]["result"], target["expr"] + " " + json.dumps(result)[:200])
     finally:
         for process in (prom, gw):
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-        psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+            terminate(process)
+        psql(admin, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
     return summary("prometheus")
 
 

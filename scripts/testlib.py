@@ -1,7 +1,9 @@
 """Helpers shared by the process-level test scripts (scale_out.py, restart_test.py): JSON over HTTP and check lines."""
 import json
 import random
+import signal
 import socket
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -60,3 +62,18 @@ def summary(name):
     passed, failed = results.count(True), results.count(False)
     print(f"{name}: {passed} passed, {failed} failed")
     return 1 if failed or not results else 0
+
+
+def terminate(process, timeout=30):
+    """SIGTERM, then SIGKILL if the process has not ended within `timeout` seconds."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def psql(admin, sql, db="postgres"):
+    """One statement through psql against database `db` of the cluster `admin` connects to; its output, trimmed."""
+    return subprocess.run(["psql", admin.replace("dbname=postgres", f"dbname={db}"), "-tAc", sql],
+                          check=True, capture_output=True, text=True).stdout.strip()

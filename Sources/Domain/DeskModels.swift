@@ -237,10 +237,10 @@ package enum DeskDecoding {
 /// Desk's offset paging, written once: pages from offset 0 until Desk says there is no next one, a page comes back
 /// empty, or `maxItems` items have been handed to `each`.
 public func forEachDeskPage<Item: Sendable, Failure: Error>(
-    maxItems: Int = .max, fetch: (_ offset: Int) async throws(Failure) -> DeskPage<Item>,
+    startingAt start: Int = 0, maxItems: Int = .max, fetch: (_ offset: Int) async throws(Failure) -> DeskPage<Item>,
     each: ([Item]) async throws(Failure) -> Void
 ) async throws(Failure) {
-    var offset = 0
+    var offset = start
     while offset < maxItems {
         let page = try await fetch(offset)
         try await each(page.results)

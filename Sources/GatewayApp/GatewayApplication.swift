@@ -142,7 +142,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         if config.outboxRelay { try await services.start(BackgroundLoop("outbox relay") { await customer.runRelay() }) }
         if config.syncIntervalSeconds > 0 { try await services.start(syncLoop(sync, wiring)) }
         if config.housekeepingIntervalSeconds > 0 {
-            let housekeeper = Housekeeper(store: HousekeepingStore(pool: pool), policy: config.retention, metrics: metrics, logger: logger)
+            let housekeeper = Housekeeper(store: HousekeepingStore(pool: pool), state: SyncStateStore(pool: pool), policy: config.retention, metrics: metrics, logger: logger)
             try await services.start(BackgroundLoop("housekeeping", repeating(every: .seconds(config.housekeepingIntervalSeconds)) {
                 await housekeeper.runOnce()
             }))

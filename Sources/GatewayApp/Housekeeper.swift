@@ -9,6 +9,8 @@ import Telemetry
 /// instance refreshes the oldest-row ages its metrics show.
 final class Housekeeper: Sendable {
     let store: HousekeepingStore
+    /// Where one-shot commands leave figures for the metrics (the last CSAT audit's differences).
+    let state: SyncStateStore
     let policy: RetentionPolicy
     let metrics: MetricsRegistry
     let logger: Logger
@@ -16,8 +18,9 @@ final class Housekeeper: Sendable {
     private let lastRun = Timestamp()
     private let auditDifferences = Mutex<Double?>(nil)
 
-    init(store: HousekeepingStore, policy: RetentionPolicy, metrics: MetricsRegistry, logger: Logger) {
+    init(store: HousekeepingStore, state: SyncStateStore, policy: RetentionPolicy, metrics: MetricsRegistry, logger: Logger) {
         self.store = store
+        self.state = state
         self.policy = policy
         self.metrics = metrics
         self.logger = logger
@@ -48,7 +51,7 @@ final class Housekeeper: Sendable {
             }
             let fresh = try await store.oldestAges(policy)
             ages.withLock { $0 = fresh }
-            let audit = try await store.storedFigure(CSATAudit.differencesKey)
+            let audit = try await state.value(CSATAudit.differencesKey).flatMap(Double.init)
             auditDifferences.withLock { $0 = audit }
             lastRun.set(Date().timeIntervalSince1970)
             return removed

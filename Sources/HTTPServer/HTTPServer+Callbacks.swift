@@ -64,7 +64,7 @@ extension HTTPServer {
     /// The longest method accepted; longer ones are refused before any bookkeeping (they would only be label noise).
     static let maxMethodLength = 32
 
-    static func framingProblem(_ request: HTTPRequest, version: String, hasNul: Bool) -> String? {
+    static func framingProblem(_ request: HTTPRequest, http11: Bool, hasNul: Bool) -> String? {
         if hasNul || request.path.utf8.contains(0x7F) || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
             return "The request holds a NUL byte."
         }
@@ -95,7 +95,7 @@ extension HTTPServer {
             }
         }
         // RFC 9112 §3.2: exactly one Host in HTTP/1.1.
-        if version == "HTTP/1.1", hosts != 1 { return hosts == 0 ? "Host is required." : "Host is given more than once." }
+        if http11, hosts != 1 { return hosts == 0 ? "Host is required." : "Host is given more than once." }
         guard let coding else { return nil }
         if lengths > 0 { return "Content-Length and Transfer-Encoding must not both be sent." }
         if codings > 1 || trimmed(coding.lowercased()[...]) != "chunked" { return "The only transfer coding accepted is chunked." }
@@ -120,8 +120,9 @@ extension HTTPServer {
                 context.tooLarge = true
                 return queue(responder.overloaded(request), on: connection, close: true)
             }
-            let httpVersion = version.map { String(cString: $0) } ?? ""
-            if let problem = Self.framingProblem(request, version: httpVersion, hasNul: dg_mhd_has_nul(connection, version) != 0) {
+            // Compared as a C string: no String made per request for it.
+            let http11 = version.map { strcmp($0, "HTTP/1.1") == 0 } ?? false
+            if let problem = Self.framingProblem(request, http11: http11, hasNul: dg_mhd_has_nul(connection, version) != 0) {
                 context.tooLarge = true
                 return queue(responder.badRequest(request, reason: problem), on: connection, close: true)
             }

@@ -102,15 +102,20 @@ public struct DeskSync: Sendable {
         }
     }
 
-    /// One run under the lease, which is given back when the run ends, however it ends.
+    /// One run under the lease.
     public func run(progress: @Sendable (SyncSummary) -> Void = { _ in }) async throws -> SyncSummary {
+        try await underLease { summary in try await run(&summary, progress: progress) }
+    }
+
+    /// `body` under the lease, which is given back when it ends, however it ends (skipped when another holds it).
+    private func underLease(_ body: (inout SyncSummary) async throws -> Void) async throws -> SyncSummary {
         var summary = SyncSummary()
         guard try await state.takeLease(instance) else {
             summary.skipped = true
             return summary
         }
         do {
-            try await run(&summary, progress: progress)
+            try await body(&summary)
         } catch {
             try? await state.releaseLease(instance)
             throw error
@@ -183,41 +188,29 @@ public struct DeskSync: Sendable {
     /// again with the same dates continues where it stopped (recording is idempotent, so nothing counts twice).
     /// Tickets whose messages could not be read join the next run's retry list.
     public func backfill(since: String, until: String, progress: @Sendable (SyncSummary) -> Void = { _ in }) async throws -> SyncSummary {
-        var summary = SyncSummary()
-        guard try await state.takeLease(instance) else {
-            summary.skipped = true
-            return summary
-        }
-        do {
-            try await backfill(since: since, until: until, &summary, progress: progress)
-        } catch {
-            try? await state.releaseLease(instance)
-            throw error
-        }
-        try? await state.releaseLease(instance)
-        return summary
+        try await underLease { summary in try await backfill(since: since, until: until, &summary, progress: progress) }
     }
 
     private func backfill(since: String, until: String, _ summary: inout SyncSummary, progress: @Sendable (SyncSummary) -> Void) async throws {
         let started = Date()
         let key = "backfill.\(since).\(until)"
-        var offset = Int(try await state.value(key) ?? "") ?? 0
-        summary.resumedAt = offset
+        let start = Int(try await state.value(key) ?? "") ?? 0
+        summary.resumedAt = start
         var failed: [Int] = []
-        while true {
-            let page = try await paced(&summary) {
+        try await forEachDeskPage(startingAt: start) { offset in
+            // The page about to be read is where an interruption resumes (reading it twice records nothing twice).
+            try await state.setValue(key, String(offset))
+            try await state.renewLease(instance)
+            return try await paced(&summary) {
                 try await desk.ticketPage(limit: settings.pageSize, offset: offset, status: [.closed], startDate: since, endDate: until)
             }
+        } each: { tickets in
             summary.pages += 1
-            for ticket in page.results {
+            for ticket in tickets {
                 summary.tickets += 1
                 if try await !collect(ticket, into: &summary) { failed.append(ticket.id) }
             }
-            offset += page.results.count + page.skipped
-            try await state.setValue(key, String(offset))
-            try await state.renewLease(instance)
             progress(summary)
-            if !page.hasNext || page.results.count + page.skipped == 0 { break }
         }
         try await state.addRetry(failed)
         try await state.setValue(key, nil)

@@ -104,11 +104,6 @@ public struct HousekeepingStore: Sendable {
         return pass
     }
 
-    /// A figure kept in `sync_state` by a one-shot command (the last CSAT audit's differences), for the metrics.
-    public func storedFigure(_ name: String) async throws -> Double? {
-        try await pool.query("SELECT value FROM sync_state WHERE name = $1", [name]).first.flatMap { Double(try $0.decode(0, as: String.self)) }
-    }
-
     /// Age in seconds of the oldest row each rule looks at (0 when the table is empty), for the metrics.
     public func oldestAges(_ policy: RetentionPolicy) async throws -> [String: Double] {
         var ages: [String: Double] = [:]

@@ -45,13 +45,12 @@ public struct SyncStateStore: SyncState {
 
     public func addRetry(_ ticketIds: [Int]) async throws {
         guard !ticketIds.isEmpty else { return }
-        let (through, retry) = try await ticketPosition()
+        let retry = try await ticketPosition().retry
         let merged = Set(retry).union(ticketIds).sorted().map(String.init).joined(separator: ",")
         try await pool.query("""
             INSERT INTO sync_state (name, value) VALUES ('tickets.retry', $1)
             ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
             """, [merged])
-        _ = through
     }
 
     public func value(_ name: String) async throws -> String? {

@@ -357,20 +357,17 @@ extension CustomerRoutes {
     /// is recorded as the webhook would have. Needs the Platform API token (without it only webhooks tell).
     func confirmCSATRequestWithDesk(_ context: RatingContext, messageId: Int) async throws -> Bool {
         guard desk.configuration.apiToken != nil else { return false }
-        var offset = 0
-        for _ in 0..<10 {
-            let page = try await desk.chatMessages(ticketId: context.ticketId, limit: 100, offset: offset)
-            if let message = page.results.first(where: { $0.messageId == messageId }) {
-                guard message.isCSATRequest else { return false }
-                try await ratings.recordRequest(ticketId: context.ticketId, messageId: messageId, agentId: context.agentId,
-                                                teamId: context.teamId, channelType: context.channelType, priority: context.priority,
-                                                requestedAt: message.createdAt ?? Date().timeIntervalSince1970)
-                return true
-            }
-            guard page.hasNext, page.results.count + page.skipped > 0 else { return false }
-            offset += page.results.count + page.skipped
+        var found: DeskMessage?
+        try await forEachDeskPage(maxItems: 1000) { offset in
+            try await desk.chatMessages(ticketId: context.ticketId, limit: 100, offset: offset)
+        } each: { page in
+            if found == nil { found = page.first { $0.messageId == messageId } }
         }
-        return false
+        guard let message = found, message.isCSATRequest else { return false }
+        try await ratings.recordRequest(ticketId: context.ticketId, messageId: messageId, agentId: context.agentId,
+                                        teamId: context.teamId, channelType: context.channelType, priority: context.priority,
+                                        requestedAt: message.createdAt ?? Date().timeIntervalSince1970)
+        return true
     }
 }
 

@@ -36,32 +36,26 @@ public struct CORS: Sendable {
         return origins.contains(origin) ? origin : nil
     }
 
-    /// The preflight's own answer; `decorate` (run on every answer) adds the origin.
+    /// The preflight's own answer: an empty 204; `decorate` (run on every answer) gives it its CORS headers.
     public func preflight(_ request: HTTPRequest) -> HTTPResponse {
-        guard allowedOrigin(request) != nil else { return HTTPResponse(status: 204) }
-        return HTTPResponse(status: 204, headers: [
-            ("Access-Control-Allow-Methods", Self.allowMethods),
-            ("Access-Control-Allow-Headers", Self.allowHeaders),
-            ("Access-Control-Max-Age", Self.maxAgeSeconds),
-        ])
+        HTTPResponse(status: 204)
     }
 
     public func decorate(_ response: inout HTTPResponse, for request: HTTPRequest) {
         guard enabled else { return }
-        let allowed = allowedOrigin(request)
-        let isPreflight = self.isPreflight(request)
-        // Preflight-only headers survive on an allowed preflight; every other CORS header is set here alone.
-        response.headers.removeAll { header in
-            guard HTTPResponse.hasPrefix(header.name, "access-control-") else { return false }
-            return !(isPreflight && allowed != nil && (HTTPResponse.sameName(header.name, "access-control-allow-methods")
-                || HTTPResponse.sameName(header.name, "access-control-allow-headers")
-                || HTTPResponse.sameName(header.name, "access-control-max-age")))
-        }
+        // Every CORS header is set here alone, replacing any already there.
+        response.headers.removeAll { HTTPResponse.hasPrefix($0.name, "access-control-") }
         // With a list of origins the answer depends on Origin, for any request, allowed or not.
         if !anyOrigin { Self.addVaryOrigin(&response) }
-        guard let allowed else { return }
+        guard let allowed = allowedOrigin(request) else { return }
         response.headers.append(("Access-Control-Allow-Origin", allowed))
-        if !isPreflight { response.headers.append(("Access-Control-Expose-Headers", Self.exposeHeaders)) }
+        if isPreflight(request) {
+            response.headers.append(("Access-Control-Allow-Methods", Self.allowMethods))
+            response.headers.append(("Access-Control-Allow-Headers", Self.allowHeaders))
+            response.headers.append(("Access-Control-Max-Age", Self.maxAgeSeconds))
+        } else {
+            response.headers.append(("Access-Control-Expose-Headers", Self.exposeHeaders))
+        }
     }
 
     /// One `Vary` header, with `Origin` in it once.
