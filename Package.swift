@@ -16,13 +16,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
-        // C is fenced into these system-library targets; only HTTPServer, Postgres and API's PageFetch import them.
+        // C is fenced into these system-library targets (and CMicroHTTPDFixes); only HTTPServer, Postgres and API's PageFetch import them.
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // libcurl's easy API for link previews: a write callback that can stop a transfer, and pinned addresses.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        // Work-arounds for libmicrohttpd 0.9.75 that must sit in front of its own exported functions (see lookup.c).
+        .target(name: "CMicroHTTPDFixes", dependencies: ["CMicroHTTPD"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CMicroHTTPDFixes"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Domain", dependencies: ["JSON"], swiftSettings: strict),

@@ -81,12 +81,15 @@ extension HTTPServer {
             // RFC 9112 §5.1: no whitespace between a field name and its colon ("Transfer-Encoding : chunked").
             if !isToken(header.name) { return "A header name holds a space or a character that is not allowed." }
             if header.name == "content-length" {
-                for value in header.value.split(separator: ",") {
-                    let value = trimmed(value)
-                    if let length, length != value[...] { return "Content-Length is given more than once with different values." }
-                    length = value[...]
-                    lengths += 1
+                // Digits only, as libmicrohttpd frames the body by it (CMicroHTTPDFixes hides any other value from it,
+                // so the request must be refused here): no sign, no list, no spaces.
+                let value = header.value
+                if value.isEmpty || !value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+                    return "Content-Length must be a decimal number of bytes."
                 }
+                if let length, length != value[...] { return "Content-Length is given more than once with different values." }
+                length = value[...]
+                lengths += 1
             } else if header.name == "transfer-encoding" {
                 coding = header.value
                 codings += 1
@@ -126,7 +129,8 @@ extension HTTPServer {
                 context.tooLarge = true
                 return queue(responder.badRequest(request, reason: problem), on: connection, close: true)
             }
-            if let length = request.header("content-length").flatMap(Int.init), length > configuration.bodyLimitBytes {
+            // More than 18 digits is refused as too large too (libmicrohttpd is never shown such a length).
+            if let length = request.header("content-length"), length.utf8.count > 18 || Int(length)! > configuration.bodyLimitBytes {
                 context.tooLarge = true
                 return queue(responder.bodyTooLarge(request, limit: configuration.bodyLimitBytes), on: connection, close: true)
             }

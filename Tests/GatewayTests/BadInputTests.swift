@@ -100,6 +100,34 @@ import TestSupport
         }
     }
 
+    /// libmicrohttpd 0.9.75 would answer these lengths itself, with its status line and headers written twice: the
+    /// gateway answers them instead, once, as a problem, and nothing after the headers is read as a request.
+    @Test func unparsableContentLengthsGetOneWellFormedAnswer() async throws {
+        try await withGateway { app in
+            let port = app.port
+            for (length, status) in [("-1", 400), ("abc", 400), ("5, 5", 400), ("+5", 400), ("0x10", 400), ("", 400),
+                                     ("99999999999999999999999", 413), ("1000000000000000000", 413)] {
+                let request = "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: \(length)\r\n\r\nGET /livez HTTP/1.1\r\nHost: a\r\n\r\n"
+                let (response, rest) = try await onBlockingThread { () -> (TestResponse?, Bool) in
+                    let connection = try RawHTTPConnection(port: port)
+                    try connection.send(Array(request.utf8))
+                    let response = try connection.readResponse()
+                    return (response, connection.isClosedByPeer())
+                }
+                #expect(response?.status == status, "\(length): \(response?.text ?? "no answer")")
+                #expect(response?.header("Content-Type") == "application/problem+json", "\(length)")
+                #expect(response?.json?["code"] as? String == (status == 400 ? "malformed_request" : "payload_too_large"), "\(length)")
+                #expect(response?.headers.filter { $0.name.lowercased() == "date" }.count == 1, "\(length)")
+                #expect(response?.header("Connection")?.lowercased() == "close", "\(length)")
+                // Nothing follows the one answer: no second head, no answer to the smuggled GET.
+                #expect(rest, "\(length): more bytes after the answer")
+            }
+            // A plain length still frames the body.
+            let fine = try await raw(port, "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+            #expect(fine?.status == 422, "\(fine?.text ?? "no answer")")
+        }
+    }
+
     /// Every label value comes from a closed set: thousands of made-up methods add no series and little memory.
     @Test func madeUpMethodsAddNoMetricSeries() async throws {
         try await withGateway { app in
