@@ -54,13 +54,20 @@ scenario() {
   export BENCH_MODE=${BENCH_MODE:-ticket}
   local threads=$(( connections < 2 ? connections : 2 ))
   wrk -t"$threads" -c"$connections" -d2s "$@" "$url" >/dev/null 2>&1 || true
+  # The gateway's CPU time per request varies far less than requests/s, which wrk's share of the cores moves.
+  local cpu_before cpu_after requests cpu
+  cpu_before=$(awk '{print $14 + $15}' "/proc/$gw/stat")
   wrk -t"$threads" -c"$connections" -d"$duration" --latency "$@" "$url" >"$file" 2>&1
+  cpu_after=$(awk '{print $14 + $15}' "/proc/$gw/stat")
+  requests=$(awk '/requests in/ {print $1}' "$file")
+  cpu=$(awk -v a="$cpu_before" -v b="$cpu_after" -v n="${requests:-0}" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { if (n > 0) printf "%.1f", (b - a) / hz * 1e6 / n; else print "-" }')
   local rps p50 p99 errors
   rps=$(awk '/Requests\/sec/ {print $2}' "$file")
   p50=$(awk '$1=="50%" {print $2}' "$file")
   p99=$(awk '$1=="99%" {print $2}' "$file")
   errors=$(awk '/Non-2xx/ {print $5}' "$file"); errors=${errors:-0}
-  rows+=("$(printf '| %-36s | %12s | %9s | %9s | %8s |' "$name" "$rps" "$p50" "$p99" "$errors")")
+  rows+=("$(printf '| %-36s | %12s | %9s | %9s | %8s | %10s |' "$name" "$rps" "$p50" "$p99" "$errors" "$cpu")")
 }
 
 scenario "GET /livez" "http://127.0.0.1:$port/livez"
@@ -122,6 +129,6 @@ fi
 
 echo
 echo "wrk -t2 -c$connections (computed reports: -c1 / -c4 as marked, raw: -c1) -d$duration on 127.0.0.1 ($(nproc) cores shared by wrk, gateway and PostgreSQL)"
-printf '| %-36s | %12s | %9s | %9s | %8s |\n' "scenario" "requests/s" "p50" "p99" "non-2xx"
-printf '|%s|%s|%s|%s|%s|\n' "--------------------------------------" "--------------" "-----------" "-----------" "----------"
+printf '| %-36s | %12s | %9s | %9s | %8s | %10s |\n' "scenario" "requests/s" "p50" "p99" "non-2xx" "gw µs/req"
+printf '|%s|%s|%s|%s|%s|%s|\n' "--------------------------------------" "--------------" "-----------" "-----------" "----------" "------------"
 printf '%s\n' "${rows[@]}"
