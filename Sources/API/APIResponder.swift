@@ -62,7 +62,7 @@ public final class APIResponder: HTTPResponder {
         }
         if cors.isPreflight(request) { return done(cors.preflight(request), request, "(preflight)") }
         var limitHeaders: [(name: String, value: String)] = []
-        if request.path.hasPrefix("/v1/") {
+        if request.path.hasPrefix("/v1/") || request.path.hasPrefix("/reports") {
             switch admission.admit(request) {
             case .admitted(let headers): limitHeaders = headers
             case .refused(let error): return done(error.response(instance: request.path, requestID: requestID), request, "(rate limited)")

@@ -248,8 +248,17 @@ func registerReports(_ wiring: inout Wiring) async throws {
     // Raw reports hold one connection each: at most half the pool, so customers always keep the other half.
     reportSettings.rawConcurrency = min(config.reportRawConcurrency, max(1, config.dbPoolSize / 2))
     reportSettings.rawConcurrencyPerKey = config.reportRawConcurrencyPerKey
-    ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey)),
-                 settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: wiring.verified)
+    let customerSessions = SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey))
+    let reports = ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: customerSessions,
+                               settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: wiring.verified)
+    reports.register(in: &wiring.routes)
+    var pageSettings = ReportPageSettings()
+    pageSettings.sessionHours = config.reportPageSessionHours
+    pageSettings.frameAncestors = config.reportPageFrameAncestors
+    pageSettings.smallSample = config.reportPageSmallSample
+    pageSettings.secureCookie = config.reportPageSecureCookie
+    pageSettings.zones = config.reportTimeZones
+    ReportPageRoutes(api: reports, sessions: ReportSessionStore(pool: pool), customers: customerSessions, settings: pageSettings)
         .register(in: &wiring.routes)
 }
 

@@ -79,6 +79,11 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var reportMaxCells = 10_000
     public var reportRawConcurrency = 2
     public var reportRawConcurrencyPerKey = 1
+    /// The report page (`/reports`): session length, who may frame it, the small-sample mark, the Secure cookie.
+    public var reportPageSessionHours = 8
+    public var reportPageFrameAncestors: String?
+    public var reportPageSmallSample = 10
+    public var reportPageSecureCookie: Bool?
     /// Seconds between Platform API syncs while running; 0 turns the periodic sync off.
     public var syncIntervalSeconds = 300
     /// Unanswered CSAT requests younger than this are re-read on every sync; the first sync reads this far back.
@@ -219,6 +224,23 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         reportMaxCells = try reader.int("REPORT_MAX_CELLS", default: reportMaxCells, range: 10...1_000_000)
         reportRawConcurrency = try reader.int("REPORT_RAW_CONCURRENCY", default: reportRawConcurrency, range: 1...64)
         reportRawConcurrencyPerKey = try reader.int("REPORT_RAW_CONCURRENCY_PER_KEY", default: reportRawConcurrencyPerKey, range: 1...64)
+        reportPageSessionHours = try reader.int("REPORT_PAGE_SESSION_HOURS", default: reportPageSessionHours, range: 1...720)
+        reportPageSmallSample = try reader.int("REPORT_PAGE_SMALL_SAMPLE", default: reportPageSmallSample, range: 0...1_000_000)
+        if let ancestors = try reader.optionalString("REPORT_PAGE_FRAME_ANCESTORS") {
+            // CSP source expressions only: no quotes but 'self', no semicolons that would start another directive.
+            let sources = ancestors.split(separator: " ").map(String.init)
+            guard !sources.isEmpty, sources.allSatisfy({ $0 == "'self'" || ($0.hasPrefix("https://") || $0.hasPrefix("http://"))
+                                                       && !$0.contains(";") && !$0.contains("'") && !$0.contains(",") }) else {
+                throw ConfigError(variable: "REPORT_PAGE_FRAME_ANCESTORS", message: "expected space-separated origins such as https://tools.example.com, or 'self'")
+            }
+            reportPageFrameAncestors = sources.joined(separator: " ")
+        }
+        if let secure = try reader.optionalString("REPORT_PAGE_SECURE_COOKIE"), secure != "auto" {
+            guard secure == "true" || secure == "false" else {
+                throw ConfigError(variable: "REPORT_PAGE_SECURE_COOKIE", message: "expected auto, true or false")
+            }
+            reportPageSecureCookie = secure == "true"
+        }
         syncIntervalSeconds = try reader.int("SYNC_INTERVAL_S", default: syncIntervalSeconds, range: 0...86_400)
         syncLateRatingDays = try reader.int("SYNC_LATE_RATING_DAYS", default: syncLateRatingDays, range: 0...3650)
         syncFirstRunDays = try reader.int("SYNC_FIRST_RUN_DAYS", default: syncFirstRunDays, range: 1...3650)

@@ -89,6 +89,11 @@ public struct CSATReport: Sendable {
     public let rows: [CSATRow]
     public let totals: CSATFigures
     public let previousTotals: CSATFigures
+
+    /// The same report with its rows in another order (the report page's sort), for a CSV of the rows on screen.
+    public func reordered(_ rows: [CSATRow]) -> CSATReport {
+        CSATReport(parameters: parameters, source: source, rows: rows, totals: totals, previousTotals: previousTotals)
+    }
 }
 
 /// Turns summed figures keyed by group and bucket into report rows.

@@ -51,6 +51,8 @@ public struct HousekeepingStore: Sendable {
                 (expires_at < \(days(policy.deadSessionDays)) OR revoked_at < \(days(policy.deadSessionDays)))
                 AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.session_id = sessions.id)
                 """, age: "created_at"),
+            Rule(table: "report_sessions", label: "report_sessions", due: "expires_at < \(days(policy.deadSessionDays))",
+                 age: "created_at"),
             Rule(table: "idempotency_keys", label: "idempotency_keys",
                  due: "created_at < now() - interval '\(max(0, policy.idempotencyHours)) hours'", age: "created_at"),
             Rule(table: "webhook_events", label: "webhook_events_applied",

@@ -33,7 +33,7 @@ public final class Admission: Sendable {
         let client = clients.client(request)
         let credential = request.header("x-api-key") ?? Authenticator.bearer(request)
         let isVerified = credential.map(verified.contains) ?? false
-        let isSignIn = request.method == "POST" && request.path == "/v1/sessions"
+        let isSignIn = request.method == "POST" && (request.path == "/v1/sessions" || request.path == "/reports/sign-in")
         let isWebhook = request.path == "/v1/webhooks/desk"
         if !isVerified, credential != nil || isSignIn || isWebhook, failures.isExhausted("f:" + client) {
             var error = APIError(.rateLimited, detail: "Too many failed authentications from this address; retry later.")
@@ -58,7 +58,7 @@ public final class Admission: Sendable {
 
     /// A 401 counts against the caller's address and forgets the credential it presented.
     public func observe(_ response: HTTPResponse, to request: HTTPRequest) {
-        guard response.status == 401, request.path.hasPrefix("/v1/") else { return }
+        guard response.status == 401, request.path.hasPrefix("/v1/") || request.path.hasPrefix("/reports") else { return }
         _ = failures.take("f:" + clients.client(request))
         if let credential = request.header("x-api-key") ?? Authenticator.bearer(request) { verified.remove(credential) }
     }

@@ -89,8 +89,12 @@ public struct ReportRoutes: Sendable {
     }
 
     func parameters(_ request: HTTPRequest, listing: Bool) throws -> ReportParameters {
+        try parameters(request.query, accept: request.header("accept"), listing: listing)
+    }
+
+    func parameters(_ query: [(name: String, value: String)], accept: String?, listing: Bool) throws -> ReportParameters {
         do {
-            return try ReportParameters.parse(request.query, accept: request.header("accept"), today: Self.today(in:),
+            return try ReportParameters.parse(query, accept: accept, today: Self.today(in:),
                                               isKnownZone: { knownZones.contains($0) }, maxDays: settings.maxDays, listing: listing)
         } catch {
             throw APIError(.invalidQuery, detail: error.problems.map { "\($0.field) \($0.message)" }.joined(separator: "; ") + ".",
@@ -127,6 +131,22 @@ public struct ReportRoutes: Sendable {
 
     func computeReport(_ request: HTTPRequest) async throws -> HTTPResponse {
         let p = try parameters(request, listing: false)
+        let report = try await shaped(p, key: request.header("x-api-key") ?? Authenticator.bearer(request) ?? "")
+        var headers: [(name: String, value: String)] = [("X-Report-Source", report.source), ("Cache-Control", "no-cache")]
+        if report.source == "raw" {
+            headers.append(("Warning", #"199 desk-gateway "time zone not configured for rollups; computed from raw ratings""#))
+        }
+        if p.format == .csv {
+            return HTTPResponse(status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"),
+                                                       ("Content-Disposition", #"inline; filename="csat-report.csv""#)] + headers,
+                                body: Array(report.csv.utf8))
+        }
+        return .json(report.json, headers: headers)
+    }
+
+    /// The one computation behind every report, JSON, CSV or the report page: from the rollups of a configured zone,
+    /// else from raw ratings (admitted per `key` and overall).
+    func shaped(_ p: ReportParameters, key: String) async throws -> CSATReport {
         let useRollups = try await rollupZones.contains(p.timeZone)
         async let names = cache.names(p.groupBy) { try await reports.names(p.groupBy) }
         let sums: (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)])
@@ -134,7 +154,6 @@ public struct ReportRoutes: Sendable {
             if useRollups {
                 sums = try await reports.fromBlocks(p, plan: BlockPlan(p))
             } else {
-                let key = request.header("x-api-key") ?? Authenticator.bearer(request) ?? ""
                 sums = try await admission.run(key: key) { try await rawSums(p) }
             }
         } catch let error as DomainError where error.code == .storeTimeout {
@@ -144,16 +163,17 @@ public struct ReportRoutes: Sendable {
         let report = CSATReportShaper.shape(parameters: p, source: useRollups ? "rollup" : "raw", current: sums.current,
                                             previous: sums.previous, names: try await names)
         if report.rows.count > settings.maxCells { throw tooLarge(report.rows.count) }
-        var headers: [(name: String, value: String)] = [("X-Report-Source", report.source), ("Cache-Control", "no-cache")]
-        if !useRollups {
-            headers.append(("Warning", #"199 desk-gateway "time zone not configured for rollups; computed from raw ratings""#))
-        }
-        if p.format == .csv {
-            return HTTPResponse(status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"),
-                                                       ("Content-Disposition", #"inline; filename="csat-report.csv""#)] + headers,
-                                body: Array(report.csv.utf8))
-        }
-        return .json(report.json, headers: headers)
+        return report
+    }
+
+    /// Whether reports in this zone come from rollups (else from raw ratings, one at a time per key).
+    func hasRollups(_ zone: String) async throws -> Bool {
+        try await rollupZones.contains(zone)
+    }
+
+    /// Agents' or teams' display names by id (briefly cached), for filters.
+    func names(_ group: ReportGroup) async throws -> [Int: String] {
+        try await cache.names(group) { try await reports.names(group) }
     }
 
     /// Both periods' sums from the raw ratings, one query after the other so that a report holds at most one
@@ -174,8 +194,8 @@ public struct ReportRoutes: Sendable {
                  + "rows (groups × buckets; at most \(settings.maxCells)); use a coarser bucket, a shorter range or filters.")
     }
 
-    func responses(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let p = try parameters(request, listing: true)
+    /// One page of rated responses, newest first, and the cursor of the next page.
+    func responsePage(_ p: ReportParameters) async throws -> (items: [ReportStore.ResponseItem], next: String?) {
         var cursor: (Double, Int)?
         if let text = p.cursor {
             guard let decoded = KeysetCursor.decode(text) else {
@@ -188,24 +208,34 @@ public struct ReportRoutes: Sendable {
         let next = rows.count > p.limit ? page.last.map {
             KeysetCursor.encode(time: $0.ratedAt, id: $0.id)
         } : nil
+        return (page, next)
+    }
+
+    static func responsesCSV(_ page: [ReportStore.ResponseItem]) -> String {
+        var lines = ["ratedAt,ticketId,messageId,score,comment,agentId,agentName,teamId,teamName,channelType,priority,source"]
+        for item in page {
+            var cells: [String] = [ISOTimestamp.format(item.ratedAt), String(item.ticketId), String(item.messageId)]
+            cells.append(item.score.map { String($0) } ?? "")
+            cells.append(CSV.field(item.comment ?? ""))
+            cells.append(item.agentId.map { String($0) } ?? "")
+            cells.append(CSV.field(item.agentName ?? ""))
+            cells.append(item.teamId.map { String($0) } ?? "")
+            cells.append(CSV.field(item.teamName ?? ""))
+            cells.append(CSV.field(item.channelType))
+            cells.append(item.priority)
+            cells.append(item.source)
+            lines.append(cells.joined(separator: ","))
+        }
+        return lines.joined(separator: "\r\n") + "\r\n"
+    }
+
+    func responses(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let p = try parameters(request, listing: true)
+        let (page, next) = try await responsePage(p)
         if p.format == .csv {
-            var lines = ["ratedAt,ticketId,messageId,score,comment,agentId,agentName,teamId,teamName,channelType,priority,source"]
-            for item in page {
-                var cells: [String] = [ISOTimestamp.format(item.ratedAt), String(item.ticketId), String(item.messageId)]
-                cells.append(item.score.map { String($0) } ?? "")
-                cells.append(CSV.field(item.comment ?? ""))
-                cells.append(item.agentId.map { String($0) } ?? "")
-                cells.append(CSV.field(item.agentName ?? ""))
-                cells.append(item.teamId.map { String($0) } ?? "")
-                cells.append(CSV.field(item.teamName ?? ""))
-                cells.append(CSV.field(item.channelType))
-                cells.append(item.priority)
-                cells.append(item.source)
-                lines.append(cells.joined(separator: ","))
-            }
             var headers: [(name: String, value: String)] = [("Content-Type", "text/csv; charset=utf-8")]
             if let next { headers.append(("Link", "<?cursor=\(next)>; rel=\"next\"")) }
-            return HTTPResponse(status: 200, headers: headers, body: Array((lines.joined(separator: "\r\n") + "\r\n").utf8))
+            return HTTPResponse(status: 200, headers: headers, body: Array(Self.responsesCSV(page).utf8))
         }
         let items: [JSONValue] = page.map { item in
             .object([

@@ -1,0 +1,444 @@
+public import Domain
+import Foundation
+import HTTPServer
+import JSON
+import Reports
+public import Store
+
+public struct ReportPageSettings: Sendable {
+    public var sessionHours = 8
+    /// CSP `frame-ancestors` sources allowed to embed the page; nil: nobody (`'none'` and `X-Frame-Options: DENY`).
+    public var frameAncestors: String?
+    /// Groups with fewer responses than this are marked as a small sample.
+    public var smallSample = 10
+    /// Whether the session cookie is `Secure`; nil: when the request came over TLS (`X-Forwarded-Proto: https`).
+    public var secureCookie: Bool?
+    /// Zones offered in the time-zone list (the rollup zones; any other IANA zone may still be typed into the URL).
+    public var zones = ["UTC"]
+
+    public init() {}
+}
+
+/// `/reports`: the CSAT report page for support leads, rendered here as HTML with inline SVG charts. Every figure on
+/// it comes from `ReportRoutes.shaped`, the computation behind `/v1/reports/csat`, with the same parameters.
+public struct ReportPageRoutes: Sendable {
+    let api: ReportRoutes
+    let sessions: ReportSessionStore
+    let customers: any SessionDirectory
+    let settings: ReportPageSettings
+    static let cookie = "dg_reports"
+
+    public init(api: ReportRoutes, sessions: ReportSessionStore, customers: any SessionDirectory, settings: ReportPageSettings) {
+        self.api = api
+        self.sessions = sessions
+        self.customers = customers
+        self.settings = settings
+    }
+
+    public func register(in routes: inout RouteTable) {
+        routes.add("GET", "/reports", .async { request, _ in try await page(request) { try await summary(request, $0) } })
+        routes.add("GET", "/reports/responses", .async { request, _ in try await page(request) { try await responses(request, $0) } })
+        routes.add("GET", "/reports/export/{file}", .async { request, _ in try await page(request) { try await export(request, $0) } })
+        routes.add("POST", "/reports/sign-in", .async { request, _ in try await signIn(request) })
+        routes.add("POST", "/reports/sign-out", .async { request, _ in try await signOut(request) })
+    }
+
+    // MARK: Sessions
+
+    static func cookieValue(_ request: HTTPRequest) -> String? {
+        for header in request.headers where header.name == "cookie" {
+            for part in header.value.split(separator: ";") {
+                let pair = part.trimmingCharacters(in: .whitespaces)
+                if pair.hasPrefix(cookie + "=") { return String(pair.dropFirst(cookie.count + 1)) }
+            }
+        }
+        return nil
+    }
+
+    func secure(_ request: HTTPRequest) -> Bool {
+        settings.secureCookie ?? (request.header("x-forwarded-proto")?.lowercased() == "https")
+    }
+
+    func setCookie(_ token: String, _ request: HTTPRequest, maxAge: Int) -> (name: String, value: String) {
+        ("Set-Cookie", "\(Self.cookie)=\(token); Path=/reports; Max-Age=\(maxAge); HttpOnly; SameSite=Strict" + (secure(request) ? "; Secure" : ""))
+    }
+
+    /// Headers on every answer of the page: no script at all, styles only by hash, framing as configured.
+    func securityHeaders() -> [(name: String, value: String)] {
+        var csp = "default-src 'none'; style-src \(ReportPageHTML.cssHash); img-src 'self' data:; form-action 'self'; base-uri 'none'; "
+        csp += "frame-ancestors " + (settings.frameAncestors ?? "'none'")
+        var headers: [(name: String, value: String)] = [("Content-Security-Policy", csp), ("X-Content-Type-Options", "nosniff"),
+                                                        ("Referrer-Policy", "same-origin"), ("Cache-Control", "private, no-cache")]
+        if settings.frameAncestors == nil { headers.append(("X-Frame-Options", "DENY")) }
+        return headers
+    }
+
+    func html(_ status: Int, _ body: String, _ extra: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + securityHeaders() + extra, body: Array(body.utf8))
+    }
+
+    /// Runs a page for a signed-in caller (the id of the key behind the session); anyone else gets the sign-in form.
+    /// A failure is an HTML page for browsers and problem+json for anything else.
+    func page(_ request: HTTPRequest, _ body: (Int) async throws -> HTTPResponse) async throws -> HTTPResponse {
+        let token = Self.cookieValue(request)
+        let keyId: Int?
+        if let token, !token.isEmpty, token.count <= 128 { keyId = try await sessions.keyId(of: token) } else { keyId = nil }
+        guard let keyId else {
+            let next = request.path + (request.query.isEmpty ? "" : "?" + PageFilters.encode(request.query))
+            // 200, not 401: an anonymous visit is not a failed authentication (those are rate limited).
+            return html(200, ReportPageHTML.signIn(next: next, message: token == nil ? nil : "Your session has ended; sign in again."),
+                        token == nil ? [] : [setCookie("", request, maxAge: 0)])
+        }
+        do {
+            return try await body(keyId)
+        } catch let error as APIError where Self.wantsHTML(request) {
+            let problems = error.extensions["errors"].flatMap { value -> [String]? in
+                guard case .array(let items) = value else { return nil }
+                return items.compactMap { item in
+                    guard case .object(let fields) = item else { return nil }
+                    let text = fields.compactMap { field -> String? in if case .string(let s) = field.1 { return s } else { return nil } }
+                    return text.joined(separator: " ")
+                }
+            } ?? []
+            return html(error.status, ReportPageHTML.errorPage(status: error.status, title: error.title, detail: error.detail,
+                                                               problems: problems, signedIn: true), error.headers)
+        }
+    }
+
+    static func wantsHTML(_ request: HTTPRequest) -> Bool {
+        request.header("accept")?.lowercased().contains("text/html") ?? false
+    }
+
+    /// Form fields of an `application/x-www-form-urlencoded` body.
+    static func formFields(_ request: HTTPRequest) throws -> [String: String] {
+        let type = request.header("content-type")?.lowercased().split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) }
+        guard type == "application/x-www-form-urlencoded" else {
+            throw APIError(.unsupportedMediaType, detail: "Send the form as application/x-www-form-urlencoded.")
+        }
+        var fields: [String: String] = [:]
+        for pair in String(decoding: request.body, as: UTF8.self).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decode(_ text: Substring) -> String? { text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding }
+            guard let name = decode(parts[0]), let value = parts.count > 1 ? decode(parts[1]) : "" else {
+                throw APIError(.malformedRequest, detail: "The form is not valid URL encoding.")
+            }
+            fields[name] = value
+        }
+        return fields
+    }
+
+    /// A form posted from another site is refused (the cookie is SameSite=Strict as well).
+    static func checkOrigin(_ request: HTTPRequest) throws {
+        guard let origin = request.header("origin"), let host = request.header("host") else { return }
+        let bare = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init)
+        guard bare?.lowercased() == host.lowercased() else {
+            throw APIError(.forbidden, detail: "The form was posted from another site.")
+        }
+    }
+
+    /// Where to go after signing in: a page of `/reports` only, never another site.
+    static func safeNext(_ next: String?) -> String {
+        guard let next, next.hasPrefix("/reports"), !next.hasPrefix("//"), !next.contains("\\"),
+              !next.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }) else { return "/reports" }
+        return next
+    }
+
+    func signIn(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try Self.checkOrigin(request)
+        let fields = try Self.formFields(request)
+        let next = Self.safeNext(fields["next"])
+        let key = (fields["key"] ?? "").trimmingCharacters(in: .whitespaces)
+        guard !key.isEmpty, key.utf8.count <= 256 else {
+            return html(401, ReportPageHTML.signIn(next: next, message: "Enter an API key with the reports scope."))
+        }
+        if !key.hasPrefix("dgk_"), try await customers.find(token: key) != nil {
+            return html(403, ReportPageHTML.signIn(next: next, message: "Customer sessions cannot open the reports; use an API key with the reports scope."))
+        }
+        guard let token = try await sessions.open(key: key, lifetimeSeconds: settings.sessionHours * 3600) else {
+            return html(401, ReportPageHTML.signIn(next: next, message: "The key is unknown, revoked, or has no reports scope."))
+        }
+        return HTTPResponse(status: 303, headers: [("Location", next), setCookie(token, request, maxAge: settings.sessionHours * 3600)]
+                            + securityHeaders())
+    }
+
+    func signOut(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try Self.checkOrigin(request)
+        if let token = Self.cookieValue(request), !token.isEmpty, token.count <= 128 { try await sessions.close(token: token) }
+        return HTTPResponse(status: 303, headers: [("Location", "/reports"), setCookie("", request, maxAge: 0)] + securityHeaders())
+    }
+
+    // MARK: Pages
+
+    /// The API parameters for the filters (groupBy and bucket set by the caller).
+    func parameters(_ filters: PageFilters, listing: Bool) throws -> ReportParameters {
+        try api.parameters(filters.apiQuery(listing: listing), accept: nil, listing: listing)
+    }
+
+    func summary(_ request: HTTPRequest, _ keyId: Int) async throws -> HTTPResponse {
+        let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
+        var p = try parameters(filters, listing: false)
+        let admissionKey = "page:\(keyId)"
+        p.bucket = .none
+        var byTeam = p
+        byTeam.groupBy = .team
+        var trendParameters = byTeam
+        trendParameters.bucket = filters.bucket(for: p)
+        async let agentNames = api.names(.agent)
+        async let teamNames = api.names(.team)
+        let agents: CSATReport, teams: CSATReport, trend: CSATReport
+        if try await api.hasRollups(p.timeZone) {
+            async let byAgent = api.shaped(p, key: admissionKey)
+            async let byTeam = api.shaped(byTeam, key: admissionKey)
+            async let perBucket = api.shaped(trendParameters, key: admissionKey)
+            (agents, teams, trend) = (try await byAgent, try await byTeam, try await perBucket)
+        } else {
+            // From raw ratings a key runs one report at a time (REPORT_RAW_CONCURRENCY_PER_KEY): one after the other.
+            agents = try await api.shaped(p, key: admissionKey)
+            teams = try await api.shaped(byTeam, key: admissionKey)
+            trend = try await api.shaped(trendParameters, key: admissionKey)
+        }
+        let view = SummaryView(filters: filters, parameters: p, agents: agents, teams: teams, trend: trend,
+                               agentNames: try await agentNames, teamNames: try await teamNames, settings: settings)
+        return html(200, ReportPageHTML.layout(title: "CSAT \(p.from) – \(p.to)", signedIn: true, body: view.render()))
+    }
+
+    func responses(_ request: HTTPRequest, _ keyId: Int) async throws -> HTTPResponse {
+        let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
+        let p = try parameters(filters, listing: true)
+        async let page = api.responsePage(p)
+        async let agentNames = api.names(.agent)
+        async let teamNames = api.names(.team)
+        let (items, next) = try await page
+        let view = ResponsesView(filters: filters, parameters: p, items: items, next: next, agentNames: try await agentNames,
+                                 teamNames: try await teamNames, settings: settings)
+        return html(200, ReportPageHTML.layout(title: "Responses \(p.from) – \(p.to)", signedIn: true, body: view.render()))
+    }
+
+    /// The rows on screen as CSV: a table in its sort order, or the page of responses shown.
+    func export(_ request: HTTPRequest, _ keyId: Int) async throws -> HTTPResponse {
+        let file = request.pathParameters["file"] ?? ""
+        let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
+        let csv: String
+        switch file {
+        case "agents.csv", "teams.csv":
+            var p = try parameters(filters, listing: false)
+            p.bucket = .none
+            p.groupBy = file == "agents.csv" ? .agent : .team
+            let report = try await api.shaped(p, key: "page:\(keyId)")
+            csv = report.reordered(filters.sorted(report.rows)).csv
+        case "responses.csv":
+            csv = ReportRoutes.responsesCSV(try await api.responsePage(try parameters(filters, listing: true)).items)
+        default:
+            throw APIError.notFound("Exports are agents.csv, teams.csv and responses.csv.")
+        }
+        let name = "csat-" + file.replacingOccurrences(of: ".csv", with: "") + "-\(filters.from)-\(filters.to).csv"
+        return HTTPResponse(status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"),
+                                                   ("Content-Disposition", "attachment; filename=\"\(name)\"")] + securityHeaders(),
+                            body: Array(csv.utf8))
+    }
+}
+
+/// The page's filters as they stand in its URL (so a view can be bookmarked and shared): a period preset or a
+/// custom range, the time zone, the trend's bucket, the API's filters, and the tables' sort.
+struct PageFilters {
+    static let presets: [(id: String, label: String)] = [("7d", "7 days"), ("14d", "14 days"), ("30d", "30 days"), ("90d", "90 days"),
+                                                        ("this-month", "This month"), ("last-month", "Last month")]
+    static let sorts = ["name", "responses", "average", "csat", "previous"]
+    static let channelTypes = ["SENDBIRD", "SENDBIRD_JAVASCRIPT", "SENDBIRD_IOS", "SENDBIRD_ANDROID", "FACEBOOK_CONVERSATION",
+                               "FACEBOOK_FEED", "TWITTER_DIRECT_MESSAGE", "TWITTER_STATUS", "INSTAGRAM_COMMENT", "INSTAGRAM_DIRECT_MESSAGE",
+                               "WHATSAPP_MESSAGE", "LINE"]
+
+    var range = "30d"
+    var from = LocalDate(dayNumber: 0)
+    var to = LocalDate(dayNumber: 0)
+    var zone = "UTC"
+    var bucketChoice = "auto"
+    var agentIds: [String] = []
+    var teamIds: [String] = []
+    var channelTypes: [String] = []
+    var priorities: [String] = []
+    var scores: [String] = []
+    var sort = "responses"
+    var descending = true
+    var cursor: String?
+
+    /// The dates of a preset, ending today in the zone.
+    static func dates(of preset: String, today: LocalDate) -> (LocalDate, LocalDate)? {
+        switch preset {
+        case "7d": return (today.adding(days: -6), today)
+        case "14d": return (today.adding(days: -13), today)
+        case "30d": return (today.adding(days: -29), today)
+        case "90d": return (today.adding(days: -89), today)
+        case "this-month":
+            let (y, m, _) = today.components
+            return (LocalDate(year: y, month: m, day: 1), today)
+        case "last-month":
+            let (y, m, _) = today.components
+            let first = LocalDate(year: m == 1 ? y - 1 : y, month: m == 1 ? 12 : m - 1, day: 1)
+            return (first, LocalDate(year: y, month: m, day: 1).adding(days: -1))
+        default: return nil
+        }
+    }
+
+    static func parse(_ query: [(name: String, value: String)], defaultZone: String) throws -> PageFilters {
+        var filters = PageFilters()
+        var problems: [(String, String)] = []
+        func single(_ name: String) -> String? {
+            let all = query.filter { $0.name == name }
+            if all.count > 1 { problems.append((name, "must be given once")) }
+            return all.first?.value
+        }
+        let known: Set<String> = ["range", "from", "to", "tz", "bucket", "agentId", "teamId", "channelType", "priority", "score", "sort",
+                                  "dir", "cursor"]
+        for item in query where !known.contains(item.name) { problems.append((item.name, "is not a filter of this page")) }
+        filters.zone = single("tz") ?? defaultZone
+        let today = ReportRoutes.today(in: filters.zone) ?? ReportRoutes.today(in: "UTC") ?? LocalDate(dayNumber: 0)
+        let range = single("range")
+        if let range, range != "custom", !presets.contains(where: { $0.id == range }) {
+            problems.append(("range", "must be one of \(presets.map(\.id).joined(separator: ", ")) or custom"))
+        }
+        let fromText = single("from"), toText = single("to")
+        let preset = dates(of: range ?? "30d", today: today)
+        if let preset, (fromText == nil || fromText == preset.0.description) && (toText == nil || toText == preset.1.description) {
+            filters.range = range ?? "30d"
+            (filters.from, filters.to) = preset
+        } else {
+            // Dates of their own make the range custom (the API checks them; a missing end defaults to today).
+            filters.range = "custom"
+            filters.to = toText.flatMap(LocalDate.init) ?? today
+            filters.from = fromText.flatMap(LocalDate.init) ?? filters.to.adding(days: -29)
+            if let fromText, LocalDate(fromText) == nil { problems.append(("from", "must be a date YYYY-MM-DD")) }
+            if let toText, LocalDate(toText) == nil { problems.append(("to", "must be a date YYYY-MM-DD")) }
+        }
+        if let bucket = single("bucket") {
+            if ["auto", "day", "week", "month"].contains(bucket) { filters.bucketChoice = bucket } else {
+                problems.append(("bucket", "must be auto, day, week or month"))
+            }
+        }
+        filters.agentIds = query.filter { $0.name == "agentId" }.map(\.value)
+        filters.teamIds = query.filter { $0.name == "teamId" }.map(\.value)
+        filters.channelTypes = query.filter { $0.name == "channelType" }.map(\.value)
+        filters.priorities = query.filter { $0.name == "priority" }.map(\.value)
+        filters.scores = query.filter { $0.name == "score" }.map(\.value)
+        if let sort = single("sort") {
+            if sorts.contains(sort) { filters.sort = sort } else { problems.append(("sort", "must be one of \(sorts.joined(separator: ", "))")) }
+        }
+        if let dir = single("dir") {
+            if dir == "asc" || dir == "desc" { filters.descending = dir == "desc" } else { problems.append(("dir", "must be asc or desc")) }
+        } else {
+            filters.descending = filters.sort != "name"
+        }
+        filters.cursor = single("cursor")
+        guard problems.isEmpty else {
+            throw APIError(.invalidQuery, detail: problems.map { "\($0.0) \($0.1)" }.joined(separator: "; ") + ".",
+                           extensions: ["errors": .array(problems.map { .object([("field", .string($0.0)), ("message", .string($0.1))]) })])
+        }
+        return filters
+    }
+
+    /// The trend's bucket: as chosen, or by the period's length (days up to 31, weeks up to 180, then months).
+    func bucket(for p: ReportParameters) -> ReportBucket {
+        switch bucketChoice {
+        case "day": return .day
+        case "week": return .week
+        case "month": return .month
+        default: return p.days <= 31 ? .day : p.days <= 180 ? .week : .month
+        }
+    }
+
+    /// The query of the JSON API for these filters.
+    func apiQuery(listing: Bool) -> [(name: String, value: String)] {
+        var query: [(name: String, value: String)] = [("from", from.description), ("to", to.description), ("tz", zone)]
+        query += agentIds.map { ("agentId", $0) } + teamIds.map { ("teamId", $0) } + channelTypes.map { ("channelType", $0) }
+        query += priorities.map { ("priority", $0) } + scores.map { ("score", $0) }
+        if listing, let cursor { query.append(("cursor", cursor)) }
+        return query
+    }
+
+    /// This view's own query, canonical: a preset stands for its dates, defaults are left out.
+    var items: [(name: String, value: String)] {
+        var query: [(name: String, value: String)] = []
+        if range == "custom" { query += [("from", from.description), ("to", to.description)] } else if range != "30d" { query.append(("range", range)) }
+        query.append(("tz", zone))
+        if bucketChoice != "auto" { query.append(("bucket", bucketChoice)) }
+        query += agentIds.map { ("agentId", $0) } + teamIds.map { ("teamId", $0) } + channelTypes.map { ("channelType", $0) }
+        query += priorities.map { ("priority", $0) } + scores.map { ("score", $0) }
+        if sort != "responses" || !descending { query += [("sort", sort), ("dir", descending ? "desc" : "asc")] }
+        return query
+    }
+
+    static func encode(_ query: [(name: String, value: String)]) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return query.map { ($0.name.addingPercentEncoding(withAllowedCharacters: allowed) ?? "") + "="
+            + ($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "") }.joined(separator: "&")
+    }
+
+    func url(_ path: String, _ query: [(name: String, value: String)]) -> String {
+        query.isEmpty ? path : path + "?" + Self.encode(query)
+    }
+
+    /// This view with one more filter value (a drill-down), or a custom period.
+    func adding(_ name: String, _ value: String) -> PageFilters {
+        var copy = self
+        copy.cursor = nil
+        switch name {
+        case "agentId": if !copy.agentIds.contains(value) { copy.agentIds.append(value) }
+        case "teamId": if !copy.teamIds.contains(value) { copy.teamIds.append(value) }
+        case "score": copy.scores = [value]
+        default: break
+        }
+        return copy
+    }
+
+    func period(_ start: LocalDate, _ end: LocalDate) -> PageFilters {
+        var copy = self
+        copy.range = "custom"
+        copy.from = start
+        copy.to = end
+        copy.cursor = nil
+        return copy
+    }
+
+    /// This view without one filter value: the chip's one-click removal.
+    func removing(_ name: String, _ value: String) -> PageFilters {
+        var copy = self
+        copy.cursor = nil
+        switch name {
+        case "agentId": copy.agentIds.removeAll { $0 == value }
+        case "teamId": copy.teamIds.removeAll { $0 == value }
+        case "channelType": copy.channelTypes.removeAll { $0 == value }
+        case "priority": copy.priorities.removeAll { $0 == value }
+        case "score": copy.scores.removeAll { $0 == value }
+        case "range": copy.range = "30d"; (copy.from, copy.to) = Self.dates(of: "30d", today: ReportRoutes.today(in: zone) ?? to) ?? (from, to)
+        default: break
+        }
+        return copy
+    }
+
+    /// Rows in the tables' order; ties by name then id, so the order is stable.
+    func sorted(_ rows: [CSATRow]) -> [CSATRow] {
+        func key(_ row: CSATRow) -> Double? {
+            switch sort {
+            case "responses": return Double(row.figures.responses)
+            case "average": return row.figures.averageScore
+            case "csat": return row.figures.csatPercent
+            case "previous": return row.previous?.averageScore
+            default: return nil
+            }
+        }
+        return rows.sorted { a, b in
+            if sort != "name" {
+                let (x, y) = (key(a), key(b))
+                if x != y {
+                    // Rows without a figure go last either way.
+                    guard let x else { return false }
+                    guard let y else { return true }
+                    return descending ? x > y : x < y
+                }
+            }
+            if a.name != b.name { return (a.name < b.name) != (sort == "name" && descending) }
+            return a.groupId < b.groupId
+        }
+    }
+}

@@ -1,0 +1,174 @@
+/// Charts of the report page, drawn on the server as inline SVG (no script, no chart library): a trend of average
+/// score and CSAT % per bucket, and stacked bars of the 1–5 distribution. Every text is XML-escaped.
+public enum SVG {
+    /// Escapes text for XML content and attribute values.
+    public static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default:
+                // XML 1.0 has no place for most control characters, even escaped.
+                if scalar.value < 0x20 && scalar != "\t" && scalar != "\n" && scalar != "\r" { out += "\u{FFFD}" } else { out.unicodeScalars.append(scalar) }
+            }
+        }
+        return out
+    }
+
+    /// At most `limit` characters, the last one an ellipsis when cut.
+    public static func truncate(_ text: String, to limit: Int) -> String {
+        guard text.count > limit, limit > 1 else { return text }
+        return String(text.prefix(limit - 1)) + "…"
+    }
+
+    /// A number with a fixed count of decimals (no Foundation formatter: the Reports module has none).
+    public static func fixed(_ value: Double, _ places: Int) -> String {
+        var scale = 1.0
+        for _ in 0..<places { scale *= 10 }
+        let scaled = (abs(value) * scale).rounded()
+        let whole = Int(scaled / scale)
+        var text = (value < 0 && scaled > 0 ? "-" : "") + String(whole)
+        if places > 0 {
+            let fraction = Int(scaled) - whole * Int(scale)
+            let digits = String(fraction)
+            text += "." + String(repeating: "0", count: places - digits.count) + digits
+        }
+        return text
+    }
+
+    /// The colour of a score's segment, red (1) to green (5).
+    static let scoreColors = ["#c0392b", "#e67e22", "#f1c40f", "#7cb342", "#2e7d32"]
+}
+
+/// One point of the trend: a bucket and the figures behind it (nil figures: no scored responses, drawn as a gap).
+public struct TrendPoint: Sendable, Equatable {
+    public let label: String
+    public let average: Double?
+    public let csatPercent: Double?
+    public let responses: Int
+    public let href: String?
+
+    public init(label: String, average: Double?, csatPercent: Double?, responses: Int, href: String? = nil) {
+        self.label = label
+        self.average = average
+        self.csatPercent = csatPercent
+        self.responses = responses
+        self.href = href
+    }
+}
+
+public enum TrendChart {
+    /// Average score (left axis, 1–5, solid) and CSAT % (right axis, 0–100, dashed) per bucket, with the responses
+    /// behind each bucket as grey bars along the bottom. Lines break where a bucket has no scored response.
+    public static func render(_ points: [TrendPoint], width: Int = 760, height: Int = 240) -> String {
+        let left = 44.0, right = 48.0, top = 14.0, bottom = 34.0
+        let plotWidth = Double(width) - left - right, plotHeight = Double(height) - top - bottom
+        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart trend\" viewBox=\"0 0 \(width) \(height)\" role=\"img\" "
+            + "aria-label=\"Average score and CSAT per bucket\">"
+        guard !points.isEmpty else {
+            return svg + "<text x=\"\(width / 2)\" y=\"\(height / 2)\" text-anchor=\"middle\" class=\"empty\">No buckets in this period</text></svg>"
+        }
+        func x(_ index: Int) -> Double {
+            points.count == 1 ? left + plotWidth / 2 : left + plotWidth * Double(index) / Double(points.count - 1)
+        }
+        func yAverage(_ value: Double) -> Double { top + plotHeight * (5 - min(5, max(1, value))) / 4 }
+        func yPercent(_ value: Double) -> Double { top + plotHeight * (100 - min(100, max(0, value))) / 100 }
+        let f = { (value: Double) in SVG.fixed(value, 1) }
+        // Grid and axes.
+        for score in 1...5 {
+            let y = f(yAverage(Double(score)))
+            svg += "<line class=\"grid\" x1=\"\(f(left))\" x2=\"\(f(left + plotWidth))\" y1=\"\(y)\" y2=\"\(y)\"/>"
+            svg += "<text class=\"axis\" x=\"\(f(left - 6))\" y=\"\(y)\" text-anchor=\"end\" dominant-baseline=\"middle\">\(score)</text>"
+        }
+        for percent in [0, 50, 100] {
+            svg += "<text class=\"axis pct\" x=\"\(f(left + plotWidth + 6))\" y=\"\(f(yPercent(Double(percent))))\" dominant-baseline=\"middle\">\(percent)%</text>"
+        }
+        // Responses per bucket, scaled to the busiest one.
+        let most = max(1, points.map(\.responses).max() ?? 1)
+        let slot = points.count == 1 ? plotWidth / 3 : plotWidth / Double(points.count - 1)
+        let barWidth = max(1, min(24, slot * 0.6))
+        for (index, point) in points.enumerated() where point.responses > 0 {
+            let barHeight = max(1, (plotHeight * 0.25) * Double(point.responses) / Double(most))
+            svg += "<rect class=\"volume\" x=\"\(f(x(index) - barWidth / 2))\" y=\"\(f(top + plotHeight - barHeight))\" "
+                + "width=\"\(f(barWidth))\" height=\"\(f(barHeight))\"/>"
+        }
+        // The two series, broken at gaps.
+        for (series, value, scale) in [("average", { (p: TrendPoint) in p.average }, yAverage),
+                                       ("csat", { (p: TrendPoint) in p.csatPercent }, yPercent)] as [(String, (TrendPoint) -> Double?, (Double) -> Double)] {
+            var segment: [String] = []
+            func flush() {
+                if segment.count > 1 { svg += "<polyline class=\"line \(series)\" points=\"\(segment.joined(separator: " "))\"/>" }
+                segment = []
+            }
+            for (index, point) in points.enumerated() {
+                if let v = value(point) { segment.append("\(f(x(index))),\(f(scale(v)))") } else { flush() }
+            }
+            flush()
+        }
+        // Markers: one link per bucket with data, titled with its figures.
+        for (index, point) in points.enumerated() {
+            guard point.average != nil || point.csatPercent != nil else { continue }
+            let title = SVG.escape(point.label + ": average " + (point.average.map { SVG.fixed($0, 2) } ?? "–")
+                                   + ", CSAT " + (point.csatPercent.map { SVG.fixed($0, 1) + "%" } ?? "–")
+                                   + ", \(point.responses) responses")
+            var marker = ""
+            if let average = point.average {
+                marker += "<circle class=\"dot average\" cx=\"\(f(x(index)))\" cy=\"\(f(yAverage(average)))\" r=\"4\"/>"
+            }
+            if let csat = point.csatPercent {
+                marker += "<circle class=\"dot csat\" cx=\"\(f(x(index)))\" cy=\"\(f(yPercent(csat)))\" r=\"3\"/>"
+            }
+            marker = "<title>\(title)</title>" + marker
+            if let href = point.href {
+                svg += "<a href=\"\(SVG.escape(href))\" class=\"point\">\(marker)</a>"
+            } else {
+                svg += "<g class=\"point\">\(marker)</g>"
+            }
+        }
+        // At most about seven labels along the bottom, the first and the last always.
+        let every = max(1, Int((Double(points.count) / 7).rounded(.up)))
+        var labelled = Array(stride(from: 0, to: points.count, by: every))
+        if let last = labelled.last, last != points.count - 1 {
+            if points.count - 1 - last < (every + 1) / 2, labelled.count > 1 { labelled.removeLast() }
+            labelled.append(points.count - 1)
+        }
+        for index in labelled {
+            svg += "<text class=\"axis\" x=\"\(f(x(index)))\" y=\"\(f(top + plotHeight + 18))\" text-anchor=\"middle\">"
+                + SVG.escape(SVG.truncate(points[index].label, to: 12)) + "</text>"
+        }
+        return svg + "</svg>"
+    }
+}
+
+public enum DistributionBar {
+    /// The 1–5 counts as one stacked bar; each segment titled with its count and share, and linked when `hrefs`
+    /// names a target. An all-zero distribution draws an empty outline.
+    public static func render(_ counts: [Int], hrefs: [String?] = [], width: Int = 760, height: Int = 28) -> String {
+        let total = counts.reduce(0, +)
+        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart distribution\" viewBox=\"0 0 \(width) \(height)\" "
+            + "role=\"img\" aria-label=\"Scores 1 to 5\" preserveAspectRatio=\"none\">"
+        guard total > 0 else {
+            return svg + "<rect class=\"outline\" x=\"0.5\" y=\"0.5\" width=\"\(width - 1)\" height=\"\(height - 1)\"/></svg>"
+        }
+        var at = 0.0
+        for (index, count) in counts.prefix(5).enumerated() where count > 0 {
+            let share = Double(count) / Double(total)
+            let segment = Double(width) * share
+            let title = "Score \(index + 1): \(count) (\(SVG.fixed(share * 100, 1))%)"
+            let rect = "<rect class=\"score\(index + 1)\" fill=\"\(SVG.scoreColors[index])\" x=\"\(SVG.fixed(at, 2))\" y=\"0\" "
+                + "width=\"\(SVG.fixed(segment, 2))\" height=\"\(height)\"><title>\(SVG.escape(title))</title></rect>"
+            if index < hrefs.count, let href = hrefs[index] {
+                svg += "<a href=\"\(SVG.escape(href))\">\(rect)</a>"
+            } else {
+                svg += rect
+            }
+            at += segment
+        }
+        return svg + "</svg>"
+    }
+}

@@ -1,0 +1,36 @@
+import Postgres
+
+/// Sessions of the report page: a cookie token (256 random bits, only its SHA-256 stored) bound to the reports API
+/// key that opened it. A session ends at sign-out, at expiry, or as soon as its key is revoked (checked on every page).
+public struct ReportSessionStore: Sendable {
+    let pool: Database
+
+    public init(pool: Database) {
+        self.pool = pool
+    }
+
+    /// Opens a session for a live key with the reports scope; nil for any other key (unknown, revoked, other scope).
+    public func open(key: String, lifetimeSeconds: Int) async throws -> String? {
+        let token = TokenVault.newToken()
+        let rows = try await pool.query("""
+            INSERT INTO report_sessions (token_hash, api_key_id, expires_at)
+            SELECT $1, id, now() + make_interval(secs => $3) FROM api_keys
+             WHERE key_hash = $2 AND revoked_at IS NULL AND 'reports' = ANY (scopes)
+            RETURNING id
+            """, [PostgresBytes(TokenVault.hash(token)), PostgresBytes(TokenVault.hash(key)), Double(lifetimeSeconds)])
+        return rows.first == nil ? nil : token
+    }
+
+    /// The id of the API key behind a live session, or nil.
+    public func keyId(of token: String) async throws -> Int? {
+        let rows = try await pool.query("""
+            SELECT k.id FROM report_sessions s JOIN api_keys k ON k.id = s.api_key_id
+             WHERE s.token_hash = $1 AND s.expires_at > now() AND k.revoked_at IS NULL AND 'reports' = ANY (k.scopes)
+            """, [PostgresBytes(TokenVault.hash(token))])
+        return try rows.first?.decode(0, as: Int.self)
+    }
+
+    public func close(token: String) async throws {
+        _ = try await pool.query("DELETE FROM report_sessions WHERE token_hash = $1", [PostgresBytes(TokenVault.hash(token))])
+    }
+}
