@@ -117,6 +117,13 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   scenario "reports agent, Kolkata (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=Asia/Kolkata" "${auth[@]}"
   scenario "reports agent, 1 channel (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&channelType=SENDBIRD_IOS" "${auth[@]}"
   scenario "reports agent by week (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&bucket=week" "${auth[@]}"
+  # The report page (/reports): three reports (agents, teams, the trend) and the HTML around them, per request.
+  cookie=$(curl -s -o /dev/null -D - -X POST --data-urlencode "key=$key" "http://127.0.0.1:$port/reports/sign-in" \
+    | awk -F'[=;]' 'tolower($1) ~ /^set-cookie: dg_reports$/ {print $2}')
+  curl -s -H "Cookie: dg_reports=$cookie" "http://127.0.0.1:$port/reports?tz=UTC" | grep -q 'id="card-responses"' \
+    || { echo "report page: signing in failed"; exit 1; }
+  scenario "report page, 30 days (rollup) c1" "http://127.0.0.1:$port/reports?tz=UTC" -H "Cookie: dg_reports=$cookie"
+  scenario "report page, 90 days (rollup) c1" "http://127.0.0.1:$port/reports?range=90d&tz=UTC" -H "Cookie: dg_reports=$cookie"
   connections=4
   scenario "reports agent, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC" "${auth[@]}"
   scenario "reports team, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "${auth[@]}"

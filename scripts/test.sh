@@ -37,6 +37,9 @@ python3 scripts/scale_out.py "$TEST_DATABASE_URL"
 echo "== browser: the web client's demo in headless Chromium from another origin, and a refused origin"
 python3 scripts/browser_test.py "$TEST_DATABASE_URL"
 
+echo "== report page: sign-in, summary, filters, drill-down and CSV in headless Chromium, numbers against the JSON API"
+python3 scripts/report_page_test.py "$TEST_DATABASE_URL"
+
 echo "== restarts: the gateway and its embedded Desk emulator stopped and started on the same data, then another Desk"
 python3 scripts/restart_test.py
 

@@ -31,7 +31,7 @@ def _free_port():
 class Browser:
     """Headless Chromium driven through chromedriver; `close()` ends both."""
 
-    def __init__(self, log_path, width=1280, height=900):
+    def __init__(self, log_path, width=1280, height=900, downloads=None):
         driver = shutil.which("chromedriver") or "/usr/lib/chromium/chromedriver"
         binary = shutil.which("chromium") or "/usr/bin/chromium"
         self.port = _free_port()
@@ -50,7 +50,12 @@ class Browser:
                 "--no-first-run", "--disable-extensions", "--disable-background-networking"]
         if os.geteuid() == 0:
             args.append("--no-sandbox")  # Chromium's sandbox refuses to run as root
-        capabilities = {"browserName": "chrome", "goog:chromeOptions": {"binary": binary, "args": args},
+        options = {"binary": binary, "args": args}
+        if downloads:
+            # Files a page offers for download land here without a prompt.
+            options["prefs"] = {"download.default_directory": str(downloads), "download.prompt_for_download": False,
+                                "download.directory_upgrade": True}
+        capabilities = {"browserName": "chrome", "goog:chromeOptions": options,
                         "goog:loggingPrefs": {"browser": "ALL"}, "pageLoadStrategy": "normal"}
         session = self._call("POST", "/session", {"capabilities": {"alwaysMatch": capabilities}})
         self.session = f"/session/{session['sessionId']}"

@@ -70,14 +70,23 @@ import TestSupport
             try tickets(scale, customer: 2, status: "CLOSED", closed: "now() - interval '31 days'", from: 100_001)  // stay: customer active
             try tickets(scale, customer: 1, status: "ACTIVE", closed: "NULL", from: 200_001)                        // stay: open
             try tickets(scale, customer: 1, status: "CLOSED", closed: "now() - interval '2 days'", from: 300_001)   // stay: recent
+            // Report page sessions: expired two days ago go, expired an hour ago and live ones stay.
+            let key = try tx.query("INSERT INTO api_keys (name, key_hash, scopes) VALUES ('k', '\\x01', '{reports}') RETURNING id")[0].decode(0, as: Int.self)
+            for (count, expires, start) in [(scale, "now() - interval '2 days'", 1), (scale, "now() - interval '1 hour'", 100_001),
+                                             (scale, "now() + interval '1 hour'", 200_001)] {
+                try tx.query("""
+                    INSERT INTO report_sessions (token_hash, api_key_id, expires_at)
+                    SELECT decode(md5('r' || g), 'hex'), $3, \(expires) FROM generate_series($1::int, $2::int) g
+                    """, [start, start + count - 1, key])
+            }
             return ["sessions": 2 * scale, "outbox": 2 * scale, "idempotency_keys": scale, "webhook_events_applied": scale,
-                    "webhook_events_unapplied": scale, "tickets_closed": scale]
+                    "webhook_events_unapplied": scale, "tickets_closed": scale, "report_sessions": scale]
         }
     }
 
     static func counts(_ pool: Database) async throws -> [String: Int] {
         var result: [String: Int] = [:]
-        for table in ["sessions", "outbox", "idempotency_keys", "webhook_events", "tickets"] {
+        for table in ["sessions", "outbox", "idempotency_keys", "webhook_events", "tickets", "report_sessions"] {
             result[table] = try await pool.query("SELECT count(*) FROM \(table)")[0].decode(0)
         }
         return result
@@ -117,6 +126,7 @@ import TestSupport
             #expect(after["sessions"] == before["sessions"]! - 2 * scale)
             #expect(after["outbox"] == before["outbox"]! - 2 * scale)
             #expect(after["idempotency_keys"] == scale)
+            #expect(after["report_sessions"] == 2 * scale)
             #expect(after["webhook_events"] == 3 * scale)
             #expect(after["tickets"] == 3 * scale)
             // The rows that stay are exactly the ones inside retention.

@@ -176,6 +176,7 @@ public struct ReportPageRoutes: Sendable {
 
     func summary(_ request: HTTPRequest, _ keyId: Int) async throws -> HTTPResponse {
         let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
+        if filters.fromForm { return canonical(filters, "/reports") }
         var p = try parameters(filters, listing: false)
         let admissionKey = "page:\(keyId)"
         p.bucket = .none
@@ -204,6 +205,7 @@ public struct ReportPageRoutes: Sendable {
 
     func responses(_ request: HTTPRequest, _ keyId: Int) async throws -> HTTPResponse {
         let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
+        if filters.fromForm { return canonical(filters, "/reports/responses") }
         let p = try parameters(filters, listing: true)
         async let page = api.responsePage(p)
         async let agentNames = api.names(.agent)
@@ -212,6 +214,10 @@ public struct ReportPageRoutes: Sendable {
         let view = ResponsesView(filters: filters, parameters: p, items: items, next: next, agentNames: try await agentNames,
                                  teamNames: try await teamNames, settings: settings)
         return html(200, ReportPageHTML.layout(title: "Responses \(p.from) – \(p.to)", signedIn: true, body: view.render()))
+    }
+
+    func canonical(_ filters: PageFilters, _ path: String) -> HTTPResponse {
+        HTTPResponse(status: 303, headers: [("Location", filters.url(path, filters.items))] + securityHeaders())
     }
 
     /// The rows on screen as CSV: a table in its sort order, or the page of responses shown.
@@ -261,6 +267,9 @@ struct PageFilters {
     var sort = "responses"
     var descending = true
     var cursor: String?
+    /// Submitted by the filter form (which also sends the dates it showed): answered with a redirect to the
+    /// canonical URL, so the address bar holds a clean, shareable view.
+    var fromForm = false
 
     /// The dates of a preset, ending today in the zone.
     static func dates(of preset: String, today: LocalDate) -> (LocalDate, LocalDate)? {
@@ -289,7 +298,7 @@ struct PageFilters {
             return all.first?.value
         }
         let known: Set<String> = ["range", "from", "to", "tz", "bucket", "agentId", "teamId", "channelType", "priority", "score", "sort",
-                                  "dir", "cursor"]
+                                  "dir", "cursor", "shownFrom", "shownTo"]
         for item in query where !known.contains(item.name) { problems.append((item.name, "is not a filter of this page")) }
         filters.zone = single("tz") ?? defaultZone
         let today = ReportRoutes.today(in: filters.zone) ?? ReportRoutes.today(in: "UTC") ?? LocalDate(dayNumber: 0)
@@ -298,8 +307,13 @@ struct PageFilters {
             problems.append(("range", "must be one of \(presets.map(\.id).joined(separator: ", ")) or custom"))
         }
         let fromText = single("from"), toText = single("to")
+        // The form sends the dates it showed (shownFrom/shownTo): dates left as shown follow the chosen preset,
+        // edited dates make the range custom.
+        let shownFrom = single("shownFrom"), shownTo = single("shownTo")
+        filters.fromForm = shownFrom != nil || shownTo != nil
+        let untouched = filters.fromForm && range != nil && range != "custom" && fromText == shownFrom && toText == shownTo
         let preset = dates(of: range ?? "30d", today: today)
-        if let preset, (fromText == nil || fromText == preset.0.description) && (toText == nil || toText == preset.1.description) {
+        if let preset, untouched || (fromText == nil || fromText == preset.0.description) && (toText == nil || toText == preset.1.description) {
             filters.range = range ?? "30d"
             (filters.from, filters.to) = preset
         } else {

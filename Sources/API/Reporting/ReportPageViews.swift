@@ -26,6 +26,7 @@ struct FilterPanel {
         html += "</select></label>"
         html += "<label>From<input type=\"date\" name=\"from\" value=\"\(filters.from)\"></label>"
         html += "<label>To<input type=\"date\" name=\"to\" value=\"\(filters.to)\"></label>"
+        html += "<input type=\"hidden\" name=\"shownFrom\" value=\"\(filters.from)\"><input type=\"hidden\" name=\"shownTo\" value=\"\(filters.to)\">"
         html += "<label>Time zone<select name=\"tz\">"
         for zone in (zones.contains(filters.zone) ? zones : zones + [filters.zone]) {
             html += "<option\(zone == filters.zone ? " selected" : "")>\(esc(zone))</option>"
