@@ -40,6 +40,12 @@ python3 scripts/browser_test.py "$TEST_DATABASE_URL"
 echo "== report page: sign-in, summary, filters, drill-down and CSV in headless Chromium, numbers against the JSON API"
 python3 scripts/report_page_test.py "$TEST_DATABASE_URL"
 
+echo "== pgbouncer: two gateways through a transaction-pooling pgbouncer, a journey and a report"
+python3 scripts/pgbouncer_test.py "$TEST_DATABASE_URL"
+
+echo "== read replica: reports from a pg_basebackup standby, lag and outage fall back to the primary"
+python3 scripts/replica_test.py "$TEST_DATABASE_URL"
+
 echo "== restarts: the gateway and its embedded Desk emulator stopped and started on the same data, then another Desk"
 python3 scripts/restart_test.py
 

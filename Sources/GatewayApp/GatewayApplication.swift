@@ -77,7 +77,8 @@ func openDatabase(_ config: GatewayConfig, logger: Logger) async throws -> (Data
     let database = Database(connectionString: connectionString!, poolSize: config.dbPoolSize,
                             connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
                             statementTimeoutMilliseconds: config.dbStatementTimeoutMilliseconds,
-                            acquireTimeoutMilliseconds: config.dbAcquireTimeoutMilliseconds)
+                            acquireTimeoutMilliseconds: config.dbAcquireTimeoutMilliseconds,
+                            transactionPooling: config.dbTransactionPooling)
     return (database, embedded)
 }
 
@@ -132,7 +133,11 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         let webhooks = WebhookRoutes(secrets: [webhookSecret, config.deskAPIToken].compactMap { $0 }, appId: config.deskAppId, inbox: WebhookInbox(pool: pool),
                                      customer: customer, metrics: metrics, logger: logger)
         webhooks.register(in: &wiring.routes)
-        try await registerReports(&wiring)
+        let reads = try await registerReports(&wiring)
+        if reads.hasReplica {
+            await reads.check()
+            try await services.start(BackgroundLoop("read replica check", repeating(every: .seconds(1)) { await reads.check() }))
+        }
         let sync = deskSync(wiring)
         let zoneBackfill = backfillZones(wiring)
         for loop in [zoneBackfill, BackgroundLoop("watchdog") { await watchdog.run() },
@@ -233,9 +238,27 @@ func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
 }
 
 /// The reporting API; refuses a reporting zone PostgreSQL does not know.
-func registerReports(_ wiring: inout Wiring) async throws {
+func registerReports(_ wiring: inout Wiring) async throws -> ReportReads {
     let (config, pool) = (wiring.config, wiring.pool)
-    let reportStore = ReportStore(pool: pool)
+    let replica = config.databaseReadURL.map {
+        Database(connectionString: $0, poolSize: config.dbReadPoolSize, connectTimeoutSeconds: min(config.dbConnectTimeoutSeconds, 2),
+                 statementTimeoutMilliseconds: config.dbStatementTimeoutMilliseconds,
+                 acquireTimeoutMilliseconds: config.dbAcquireTimeoutMilliseconds, transactionPooling: config.dbTransactionPooling)
+    }
+    let reads = ReportReads(primary: pool, replica: replica, maxLagSeconds: Double(config.reportReplicaMaxLagSeconds))
+    if replica != nil {
+        wiring.metrics.gauge("report_replica_usable", help: "1 while report reads go to the read replica (DATABASE_READ_URL), 0 while they fall back to the primary.") {
+            [([], reads.replicaState.usable ? 1 : 0)]
+        }
+        wiring.metrics.gauge("report_replica_lag_seconds", help: "The read replica's replay lag at its last check (absent while it is down).") {
+            reads.replicaState.lag.map { [([], $0)] } ?? []
+        }
+    }
+    wiring.metrics.gauge("report_reads_total", help: "Report reads by the database that served them (replica or primary); only ever grows.") {
+        let counts = reads.readCounts
+        return [([("database", "replica")], Double(counts.replica)), ([("database", "primary")], Double(counts.primary))]
+    }
+    let reportStore = ReportStore(pool: pool, reads: reads)
     let knownZones = try await reportStore.knownZones()
     for zone in config.reportTimeZones where !knownZones.contains(zone) {
         throw ConfigError(variable: "REPORT_TIME_ZONES", message: "PostgreSQL does not know the time zone '\(zone)'")
@@ -260,6 +283,7 @@ func registerReports(_ wiring: inout Wiring) async throws {
     pageSettings.zones = config.reportTimeZones
     ReportPageRoutes(api: reports, sessions: ReportSessionStore(pool: pool), customers: customerSessions, settings: pageSettings)
         .register(in: &wiring.routes)
+    return reads
 }
 
 /// New reporting zones are backfilled in the background; until then their reports are computed from raw ratings.

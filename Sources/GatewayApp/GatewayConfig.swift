@@ -26,6 +26,13 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     /// nil: start (or reuse) the embedded private PostgreSQL cluster.
     public var databaseURL: String?
     public var dbPoolSize = 4
+    /// DATABASE_URL names a transaction-pooling proxy (pgbouncer `pool_mode = transaction`).
+    public var dbTransactionPooling = false
+    /// A streaming replica for report reads (libpq URL or key=value string; several hosts allowed).
+    public var databaseReadURL: String?
+    public var dbReadPoolSize = 4
+    /// Report reads leave a replica whose replay lags more than this (seconds).
+    public var reportReplicaMaxLagSeconds = 30
     public var dbConnectTimeoutSeconds = 5
     public var dbStatementTimeoutMilliseconds = 5000
     public var dbAcquireTimeoutMilliseconds = 5000
@@ -136,6 +143,10 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     private mutating func readDatabase(_ reader: EnvironmentReader) throws {
         databaseURL = try reader.optionalString("DATABASE_URL")
         dbPoolSize = try reader.int("DB_POOL_SIZE", default: dbPoolSize, range: 1...256)
+        dbTransactionPooling = try reader.bool("DB_TRANSACTION_POOLING", default: false)
+        databaseReadURL = try reader.optionalString("DATABASE_READ_URL")
+        dbReadPoolSize = try reader.int("DB_READ_POOL_SIZE", default: dbReadPoolSize, range: 1...256)
+        reportReplicaMaxLagSeconds = try reader.int("REPORT_REPLICA_MAX_LAG_S", default: reportReplicaMaxLagSeconds, range: 0...86_400)
         dbConnectTimeoutSeconds = try reader.int("DB_CONNECT_TIMEOUT_S", default: dbConnectTimeoutSeconds, range: 1...300)
         dbStatementTimeoutMilliseconds = try reader.int("DB_STATEMENT_TIMEOUT_MS", default: dbStatementTimeoutMilliseconds, range: 10...3_600_000)
         dbAcquireTimeoutMilliseconds = try reader.int("DB_ACQUIRE_TIMEOUT_MS", default: dbAcquireTimeoutMilliseconds, range: 1...600_000)
@@ -259,7 +270,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         assetsDirectory = try reader.optionalString("ASSETS_DIR")
     }
     public var description: String {
-        "GatewayConfig(host: \(host), port: \(port), httpThreads: \(httpThreads), database: \(databaseURL == nil ? "embedded" : "<redacted>"), dbPoolSize: \(dbPoolSize), desk: \(deskBaseURL ?? "embedded emulator"), deskApiToken: \(deskAPIToken == nil ? "unset" : "<redacted>"), sessionKey: \(sessionKey == nil ? "generated" : "<redacted>"), logLevel: \(logLevel))"
+        "GatewayConfig(host: \(host), port: \(port), httpThreads: \(httpThreads), database: \(databaseURL == nil ? "embedded" : "<redacted>"), readReplica: \(databaseReadURL == nil ? "none" : "<redacted>"), dbPoolSize: \(dbPoolSize), desk: \(deskBaseURL ?? "embedded emulator"), deskApiToken: \(deskAPIToken == nil ? "unset" : "<redacted>"), sessionKey: \(sessionKey == nil ? "generated" : "<redacted>"), logLevel: \(logLevel))"
     }
 }
 

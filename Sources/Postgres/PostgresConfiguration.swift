@@ -7,20 +7,25 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// How long a caller may wait for a free connection before failing with `poolTimeout`.
     public var acquireTimeoutMilliseconds: Int
     public var applicationName: String
+    /// Behind a transaction-pooling proxy (pgbouncer `pool_mode = transaction`): no session state may outlive a
+    /// transaction, so statements go unnamed (no prepared statements) and no `options` startup parameter is sent
+    /// (the statement timeout then comes from the role, the database or the proxy).
+    public var transactionPooling: Bool
 
     public init(connectionString: String, poolSize: Int = 4, connectTimeoutSeconds: Int = 5,
                 statementTimeoutMilliseconds: Int = 5000, acquireTimeoutMilliseconds: Int = 5000,
-                applicationName: String = "desk-gateway") {
+                applicationName: String = "desk-gateway", transactionPooling: Bool = false) {
         self.connectionString = connectionString
         self.poolSize = poolSize
         self.connectTimeoutSeconds = connectTimeoutSeconds
         self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
         self.acquireTimeoutMilliseconds = acquireTimeoutMilliseconds
         self.applicationName = applicationName
+        self.transactionPooling = transactionPooling
     }
 
     /// Never prints the connection string: it may hold a password.
     public var description: String {
-        "PostgresConfiguration(poolSize: \(poolSize), connectTimeout: \(connectTimeoutSeconds)s, statementTimeout: \(statementTimeoutMilliseconds)ms)"
+        "PostgresConfiguration(poolSize: \(poolSize), connectTimeout: \(connectTimeoutSeconds)s, statementTimeout: \(statementTimeoutMilliseconds)ms, transactionPooling: \(transactionPooling))"
     }
 }

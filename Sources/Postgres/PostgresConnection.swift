@@ -4,7 +4,8 @@ import Glibc
 #endif
 
 /// One libpq connection. Used by one thread at a time: the pool hands it to a job on the pool's own thread,
-/// so it is deliberately not `Sendable`. Statements are prepared once per connection and then executed by name.
+/// so it is deliberately not `Sendable`. Statements are prepared once per connection and then executed by name
+/// (or sent unnamed behind a transaction pooler).
 public final class PostgresConnection {
     private var raw: OpaquePointer?
     private let keywords: [String]
@@ -14,10 +15,20 @@ public final class PostgresConnection {
     var statementsInJob = 0
     var inTransaction = false
 
+    /// Unnamed statements only (see `PostgresConfiguration.transactionPooling`).
+    private let unnamed: Bool
+
     init(configuration: PostgresConfiguration) {
-        keywords = ["dbname", "connect_timeout", "options", "application_name"]
-        values = [configuration.connectionString, String(configuration.connectTimeoutSeconds),
-                  "-c statement_timeout=\(configuration.statementTimeoutMilliseconds) -c client_min_messages=warning", configuration.applicationName]
+        unnamed = configuration.transactionPooling
+        if configuration.transactionPooling {
+            // pgbouncer refuses an `options` startup parameter.
+            keywords = ["dbname", "connect_timeout", "application_name"]
+            values = [configuration.connectionString, String(configuration.connectTimeoutSeconds), configuration.applicationName]
+        } else {
+            keywords = ["dbname", "connect_timeout", "options", "application_name"]
+            values = [configuration.connectionString, String(configuration.connectTimeoutSeconds),
+                      "-c statement_timeout=\(configuration.statementTimeoutMilliseconds) -c client_min_messages=warning", configuration.applicationName]
+        }
     }
 
     /// A connection outside any pool, for work that must stay synchronous; it connects on first use and again
@@ -93,6 +104,14 @@ public final class PostgresConnection {
     private func run(_ sql: String, _ texts: [String?]) throws -> PostgresRows {
         try ensureConnected()
         statementsInJob += 1
+        if unnamed {
+            // Parse, bind and execute in one round trip; nothing stays on the server connection.
+            let result = withCStringArray(texts) { params in
+                PQexecParams(raw, sql, Int32(texts.count), nil, params, nil, nil, 0)
+            }
+            defer { PQclear(result) }
+            return try check(result)
+        }
         let name: String
         if let existing = prepared[sql] {
             name = existing

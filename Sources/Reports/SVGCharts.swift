@@ -3,6 +3,8 @@
 public enum SVG {
     /// Escapes text for XML content and attribute values.
     public static func escape(_ text: String) -> String {
+        // Most names need nothing: hand them back as they are.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22 || $0 == 0x27 }) { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -148,9 +150,10 @@ public enum TrendChart {
 public enum DistributionBar {
     /// The 1–5 counts as one stacked bar; each segment titled with its count and share, and linked when `hrefs`
     /// names a target. An all-zero distribution draws an empty outline.
-    public static func render(_ counts: [Int], hrefs: [String?] = [], width: Int = 760, height: Int = 28) -> String {
+    public static func render(_ counts: [Int], hrefs: [String?] = [], width: Int = 760, height: Int = 28,
+                              cssClass: String = "chart distribution") -> String {
         let total = counts.reduce(0, +)
-        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart distribution\" viewBox=\"0 0 \(width) \(height)\" "
+        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"\(cssClass)\" viewBox=\"0 0 \(width) \(height)\" "
             + "role=\"img\" aria-label=\"Scores 1 to 5\" preserveAspectRatio=\"none\">"
         guard total > 0 else {
             return svg + "<rect class=\"outline\" x=\"0.5\" y=\"0.5\" width=\"\(width - 1)\" height=\"\(height - 1)\"/></svg>"

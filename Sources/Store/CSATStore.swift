@@ -179,37 +179,47 @@ public struct CSATStore: RatingStore {
 
     /// Makes sure every configured zone has rollups. A new zone is first registered (under a brief SHARE lock, so
     /// no rating is in flight) together with the highest rating and request ids at that moment: later ones update its
-    /// rollups as they arrive, and the backfill adds exactly the older ones, without holding any lock. Reports use
-    /// the zone's rollups only once the backfill is done; an interrupted backfill starts over.
-    /// Returns the zones that were backfilled.
+    /// rollups as they arrive, and the backfill adds exactly the older ones, without holding any table lock. Reports
+    /// use the zone's rollups only once the backfill is done; an interrupted backfill starts over.
+    /// Both steps take the zone lock at transaction level (a session lock would not hold through a transaction
+    /// pooler); the registration's time marks it, and only the latest registration is backfilled, so two instances
+    /// never add the same ratings twice. Returns the zones that were backfilled.
     @discardableResult
     public func ensureZones(_ zones: [String]) async throws -> [String] {
         try await pool.withConnection { connection in
-            try connection.query("SELECT pg_advisory_lock($1)", [Self.zoneLock])
-            defer { _ = try? connection.query("SELECT pg_advisory_unlock($1)", [Self.zoneLock]) }
             var added: [String] = []
             for zone in zones {
-                let state = try connection.query("SELECT backfilled_at IS NOT NULL FROM report_zones WHERE zone = $1", [zone])
-                if let done = state.first, try done.decode(0, as: Bool.self) { continue }
-                let marks = try connection.transaction { tx -> (Int, Int) in
+                let registration = try connection.transaction { tx -> (Int, Int, String)? in
+                    try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
+                    let state = try tx.query("SELECT backfilled_at IS NOT NULL FROM report_zones WHERE zone = $1", [zone])
+                    if let done = state.first, try done.decode(0, as: Bool.self) { return nil }
                     try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
                     try tx.query("DELETE FROM csat_detail_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
                     try tx.query("DELETE FROM csat_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
                     let row = try tx.query("""
-                        INSERT INTO report_zones (zone, last_rating_id, last_request_id)
-                        SELECT $1, (SELECT coalesce(max(id), 0) FROM csat_ratings), (SELECT coalesce(max(id), 0) FROM csat_requests)
+                        INSERT INTO report_zones (zone, last_rating_id, last_request_id, added_at)
+                        SELECT $1, (SELECT coalesce(max(id), 0) FROM csat_ratings), (SELECT coalesce(max(id), 0) FROM csat_requests),
+                               clock_timestamp()
                         ON CONFLICT (zone) DO UPDATE SET last_rating_id = EXCLUDED.last_rating_id,
-                            last_request_id = EXCLUDED.last_request_id, added_at = now(), backfilled_at = NULL
-                        RETURNING last_rating_id, last_request_id
+                            last_request_id = EXCLUDED.last_request_id, added_at = EXCLUDED.added_at, backfilled_at = NULL
+                        RETURNING last_rating_id, last_request_id, added_at::text
                         """, [zone])
-                    return (try row[0].decode(0), try row[0].decode(1))
+                    return (try row[0].decode(0), try row[0].decode(1), try row[0].decode(2))
                 }
-                try connection.transaction { tx in
+                guard let (lastRating, lastRequest, mark) = registration else { continue }
+                let backfilled = try connection.transaction { tx -> Bool in
+                    try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
+                    // Registered again by another instance meanwhile: that registration's backfill is the one to run.
+                    let current = try tx.query("""
+                        SELECT 1 FROM report_zones WHERE zone = $1 AND added_at = $2::timestamptz AND backfilled_at IS NULL
+                        """, [zone, mark])
+                    guard !current.isEmpty else { return false }
                     try tx.query("SET LOCAL statement_timeout = 0")
-                    try Self.backfill(zone: zone, lastRating: marks.0, lastRequest: marks.1, on: tx)
+                    try Self.backfill(zone: zone, lastRating: lastRating, lastRequest: lastRequest, on: tx)
                     try tx.query("UPDATE report_zones SET backfilled_at = now() WHERE zone = $1", [zone])
+                    return true
                 }
-                added.append(zone)
+                if backfilled { added.append(zone) }
             }
             return added
         }

@@ -20,10 +20,12 @@ public final class Database: Sendable {
     }
 
     public convenience init(connectionString: String, poolSize: Int = 10, connectTimeoutSeconds: Int = 5,
-                            statementTimeoutMilliseconds: Int = 10_000, acquireTimeoutMilliseconds: Int = 2_000) {
+                            statementTimeoutMilliseconds: Int = 10_000, acquireTimeoutMilliseconds: Int = 2_000,
+                            transactionPooling: Bool = false) {
         self.init(pool: PostgresPool(configuration: PostgresConfiguration(
             connectionString: connectionString, poolSize: poolSize, connectTimeoutSeconds: connectTimeoutSeconds,
-            statementTimeoutMilliseconds: statementTimeoutMilliseconds, acquireTimeoutMilliseconds: acquireTimeoutMilliseconds)))
+            statementTimeoutMilliseconds: statementTimeoutMilliseconds, acquireTimeoutMilliseconds: acquireTimeoutMilliseconds,
+            transactionPooling: transactionPooling)))
     }
 
     public var connectionString: String { pool.configuration.connectionString }

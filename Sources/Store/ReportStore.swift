@@ -5,9 +5,12 @@ public import Reports
 /// `rated_at` index) in any other zone.
 public struct ReportStore: Sendable {
     let pool: Database
+    /// Where report reads go: a replica when one is configured and usable, else `pool`.
+    let reads: ReportReads
 
-    public init(pool: Database) {
+    public init(pool: Database, reads: ReportReads? = nil) {
         self.pool = pool
+        self.reads = reads ?? ReportReads(primary: pool)
     }
 
     public typealias Entry = (group: Int, bucketStart: LocalDate?, figures: CSATFigures)
@@ -64,7 +67,7 @@ public struct ReportStore: Sendable {
             """
         var current: [Entry] = []
         var previous: [(group: Int, figures: CSATFigures)] = []
-        for row in try await pool.query(sql, binds) {
+        for row in try await reads.run({ try await $0.query(sql, binds) }) {
             let group: Int = try row.decode(0)
             let tag: Int = try row.decode(1)
             let distribution = [try row.decode(4, as: Int.self), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8)]
@@ -101,7 +104,7 @@ public struct ReportStore: Sendable {
              GROUP BY 1, 2
             """
         let bounded = limit == .max ? sql : "SELECT * FROM (\(sql)) AS sums LIMIT \(limit)"
-        return try await pool.query(bounded, binds).map(Self.entry)
+        return try await reads.run { try await $0.query(bounded, binds) }.map(Self.entry)
     }
 
     static func entry(_ row: PostgresRow) throws -> Entry {
@@ -118,7 +121,7 @@ public struct ReportStore: Sendable {
     public func names(_ group: ReportGroup) async throws -> [Int: String] {
         let sql = group == .agent ? "SELECT id, display_name FROM agents" : "SELECT id, name FROM teams"
         var names: [Int: String] = [:]
-        for row in try await pool.query(sql) { names[try row.decode(0)] = try row.decode(1) }
+        for row in try await reads.run({ try await $0.query(sql) }) { names[try row.decode(0)] = try row.decode(1) }
         return names
     }
 
@@ -159,7 +162,7 @@ public struct ReportStore: Sendable {
              ORDER BY r.rated_at DESC, r.id DESC
              LIMIT $\(binds.count)
             """
-        return try await pool.query(sql, binds).map { row in
+        return try await reads.run { try await $0.query(sql, binds) }.map { row in
             ResponseItem(id: try row.decode(0), ticketId: try row.decode(1), messageId: try row.decode(2), score: try row.decodeIfPresent(3),
                          comment: row[4], agentId: try row.decodeIfPresent(5), agentName: row[6], teamId: try row.decodeIfPresent(7),
                          teamName: row[8], channelType: try row.decode(9), priority: try row.decode(10), ratedAt: try row.decode(11),

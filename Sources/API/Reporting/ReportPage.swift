@@ -382,10 +382,28 @@ struct PageFilters {
     }
 
     static func encode(_ query: [(name: String, value: String)]) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return query.map { ($0.name.addingPercentEncoding(withAllowedCharacters: allowed) ?? "") + "="
-            + ($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "") }.joined(separator: "&")
+        var out: [UInt8] = []
+        for (index, item) in query.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: "&")) }
+            percentEncode(item.name, into: &out)
+            out.append(UInt8(ascii: "="))
+            percentEncode(item.value, into: &out)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// RFC 3986 unreserved bytes stay, every other byte is %XX (pages build hundreds of links; no Foundation here).
+    static func percentEncode(_ text: String, into out: inout [UInt8]) {
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(byte)
+            default:
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            }
+        }
     }
 
     func url(_ path: String, _ query: [(name: String, value: String)]) -> String {
@@ -441,18 +459,16 @@ struct PageFilters {
             default: return nil
             }
         }
-        return rows.sorted { a, b in
-            if sort != "name" {
-                let (x, y) = (key(a), key(b))
-                if x != y {
-                    // Rows without a figure go last either way.
-                    guard let x else { return false }
-                    guard let y else { return true }
-                    return descending ? x > y : x < y
-                }
+        let keyed = rows.map { (row: $0, key: key($0)) }
+        return keyed.sorted { a, b in
+            if sort != "name", a.key != b.key {
+                // Rows without a figure go last either way.
+                guard let x = a.key else { return false }
+                guard let y = b.key else { return true }
+                return descending ? x > y : x < y
             }
-            if a.name != b.name { return (a.name < b.name) != (sort == "name" && descending) }
-            return a.groupId < b.groupId
-        }
+            if a.row.name != b.row.name { return (a.row.name < b.row.name) != (sort == "name" && descending) }
+            return a.row.groupId < b.row.groupId
+        }.map(\.row)
     }
 }

@@ -219,18 +219,25 @@ struct SummaryView {
             + "<th>\(sortLink("Responses", "responses", id: id))</th><th>\(sortLink("Average", "average", id: id))</th>"
             + "<th>\(sortLink("CSAT", "csat", id: id))</th><th>Scores 1–5</th><th>\(sortLink("Previous avg", "previous", id: id))</th>"
             + "<th>Previous CSAT</th><th>Change</th></tr></thead><tbody>"
+        // One drill-down link per row: this view's link plus the row's id (built once, not per row).
+        var drillBase = filters
+        drillBase.cursor = nil
+        let base = esc(drillBase.url("/reports/responses", drillBase.items))
+        let chosen = Set(field == "agentId" ? filters.agentIds : filters.teamIds)
+        let separator = base.contains("?") ? "&amp;" : "?"
         for row in rows {
             let figures = row.figures
             let previous = row.previous ?? CSATFigures()
-            let drill = filters.adding(field, String(row.groupId))
+            let id = String(row.groupId)
+            let href = chosen.contains(id) ? base : base + separator + field + "=" + id
             let few = settings.smallSample > 0 && figures.responses < settings.smallSample
             html += "<tr data-id=\"\(row.groupId)\" data-responses=\"\(figures.responses)\" data-average=\"\(ReportPageHTML.number(figures.averageScore))\" "
                 + "data-csat=\"\(ReportPageHTML.number(figures.csatPercent))\" data-distribution=\"\(figures.distribution.map(String.init).joined(separator: ","))\""
                 + "\(few ? " data-few=\"true\"" : "")>"
-            html += "<td><a href=\"\(esc(drill.url("/reports/responses", drill.items)))\" title=\"\(esc(row.name))\">\(esc(SVG.truncate(row.name, to: 48)))</a>"
+            html += "<td><a href=\"\(href)\" title=\"\(esc(row.name))\">\(esc(SVG.truncate(row.name, to: 48)))</a>"
                 + (few ? "<span class=\"few\" title=\"Fewer than \(settings.smallSample) responses\">few</span>" : "") + "</td>"
             html += "<td>\(figures.responses)</td><td>\(ReportPageHTML.average(figures.averageScore))</td><td>\(ReportPageHTML.percent(figures.csatPercent))</td>"
-            html += "<td>" + DistributionBar.render(figures.distribution, width: 100, height: 12).replacingOccurrences(of: "class=\"chart distribution\"", with: "class=\"mini\"") + "</td>"
+            html += "<td>" + DistributionBar.render(figures.distribution, width: 100, height: 12, cssClass: "mini") + "</td>"
             html += "<td>\(ReportPageHTML.average(previous.averageScore))</td><td>\(ReportPageHTML.percent(previous.csatPercent))</td>"
             html += "<td>\(ReportPageHTML.change(figures.averageScore, previous.averageScore, places: 2, suffix: ""))</td></tr>"
         }

@@ -50,12 +50,20 @@ public struct ReportRoutes: Sendable {
     public func register(in routes: inout RouteTable) {
         routes.add("GET", "/v1/reports/csat", .hybrid(fast: { request, _ in cachedReport(request) }, slow: { request, _ in
             try await authorize(request)
-            return try await report(request)
+            return try await Self.namingDatabase { try await report(request) }
         }))
         routes.add("GET", "/v1/reports/csat/responses", .async { request, _ in
             try await authorize(request)
-            return try await responses(request)
+            return try await Self.namingDatabase { try await responses(request) }
         })
+    }
+
+    /// Adds `X-Report-Database: replica` or `primary`: which database served the answer's report reads.
+    static func namingDatabase(_ body: () async throws -> HTTPResponse) async throws -> HTTPResponse {
+        let origin = ReadOrigin()
+        var response = try await ReadOrigin.$current.withValue(origin) { try await body() }
+        if let label = origin.label, response.header("x-report-database") == nil { response.headers.append(("X-Report-Database", label)) }
+        return response
     }
 
     /// API keys come as `Authorization: Bearer dgk_…` or `X-API-Key`. A customer's session token is refused with 403.
