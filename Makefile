@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Both install what is missing first, so they work on a fresh
 # Debian machine with the Swift toolchain as well as on one where everything is already there.
-.PHONY: deps build run test bench bench-emulator soak image fuzz sanitize clean
+.PHONY: deps build run test bench bench-emulator soak image image-test fuzz sanitize clean
 
 PORT ?= 8080
 
@@ -43,5 +43,15 @@ bench-emulator: deps
 	swift build -c release --product desk-emulator
 	@python3 bench/emulator_growth.py $(EMULATOR_TICKETS)
 
+# The container image, built with podman from deploy/Dockerfile (no daemon, no registry: scripts/image.sh).
+image: deps
+	@scripts/install-deps.sh --image
+	@scripts/image.sh
+
+# The image run with podman against a private PostgreSQL: readiness, a journey, a report, non-root, read-only root,
+# SIGTERM (scripts/image_test.py; not in make test, which would build the image on every run).
+image-test: image
+	@scripts/image-test.sh
+
 clean:
-	rm -rf .build .build-fuzz .build-address .build-thread .data
+	rm -rf .build .build-fuzz .build-address .build-thread .data .image

@@ -21,6 +21,12 @@ install_missing libmicrohttpd-dev libpq-dev libcurl4-openssl-dev postgresql post
 
 command -v swift >/dev/null || { echo "the Swift toolchain is not on PATH (swift 6.x is required)" >&2; exit 1; }
 
+# podman (no daemon) and debootstrap for 'make image'.
+if [ "${1:-}" = "--image" ]; then
+  install_missing podman debootstrap uidmap fuse-overlayfs slirp4netns crun
+  exit 0
+fi
+
 # Contract checks and the browser used by 'make test'.
 if [ "${1:-}" = "--test" ]; then
   # Headless Chromium and its WebDriver for the browser test: Debian's builds, nothing downloaded at run time.

@@ -1,46 +1,51 @@
 import Synchronization
 
-/// Reports computed from raw ratings (a zone without rollups) can cost seconds of database time each: at most
-/// `total` run at once on an instance and `perKey` for one API key, so one key cannot take the pool from customers.
-/// Excess is refused at once (waiting would only pile requests up behind a slow query).
+/// Reports computed from raw ratings (a zone without rollups) can cost seconds of database time each. They share a
+/// budget of `total` database connections on an instance (at most half the pool, so customers keep the rest), and
+/// one API key runs at most `perKey` of them. A report that finds two connections free computes its two periods at
+/// once, one on each; otherwise one after the other on one. Excess is refused at once (waiting would only pile
+/// requests up behind a slow query).
 final class ReportAdmission: Sendable {
     let total: Int
     let perKey: Int
-    private let state = Mutex<(running: Int, byKey: [String: Int])>((0, [:]))
+    private let state = Mutex<(connections: Int, byKey: [String: Int])>((0, [:]))
 
     init(total: Int, perKey: Int) {
         self.total = max(1, total)
         self.perKey = max(1, perKey)
     }
 
-    var running: Int { state.withLock { $0.running } }
+    /// Connections held by raw reports now.
+    var running: Int { state.withLock { $0.connections } }
 
-    func run<T: Sendable>(key: String, _ body: () async throws -> T) async throws -> T {
-        try enter(key)
-        defer { leave(key) }
-        return try await body()
+    /// Runs `body` with the number of connections it may use (1 or 2).
+    func run<T: Sendable>(key: String, _ body: (Int) async throws -> T) async throws -> T {
+        let granted = try enter(key)
+        defer { leave(key, granted) }
+        return try await body(granted)
     }
 
-    private func enter(_ key: String) throws {
-        let refusal: APIError? = state.withLock { state in
+    private func enter(_ key: String) throws -> Int {
+        let decision: Result<Int, APIError> = state.withLock { state in
             if state.byKey[key, default: 0] >= perKey {
-                return APIError(.rateLimited, detail: "This API key already runs \(perKey) report(s) computed from raw ratings; retry when one ends.",
-                                headers: [("Retry-After", "2")])
+                return .failure(APIError(.rateLimited, detail: "This API key already runs \(perKey) report(s) computed from raw ratings; retry when one ends.",
+                                         headers: [("Retry-After", "2")]))
             }
-            if state.running >= total {
-                return APIError(.reportsBusy, detail: "\(total) report(s) computed from raw ratings are running; retry shortly.",
-                                headers: [("Retry-After", "2")])
+            if state.connections >= total {
+                return .failure(APIError(.reportsBusy, detail: "Reports computed from raw ratings hold all \(total) connection(s) they may use; retry shortly.",
+                                         headers: [("Retry-After", "2")]))
             }
-            state.running += 1
+            let granted = state.connections + 2 <= total ? 2 : 1
+            state.connections += granted
             state.byKey[key, default: 0] += 1
-            return nil
+            return .success(granted)
         }
-        if let refusal { throw refusal }
+        return try decision.get()
     }
 
-    private func leave(_ key: String) {
+    private func leave(_ key: String, _ granted: Int) {
         state.withLock { state in
-            state.running -= 1
+            state.connections -= granted
             let left = state.byKey[key, default: 1] - 1
             state.byKey[key] = left > 0 ? left : nil
         }

@@ -162,7 +162,7 @@ public struct ReportRoutes: Sendable {
             if useRollups {
                 sums = try await reports.fromBlocks(p, plan: BlockPlan(p))
             } else {
-                sums = try await admission.run(key: key) { try await rawSums(p) }
+                sums = try await admission.run(key: key) { connections in try await rawSums(p, connections: connections) }
             }
         } catch let error as DomainError where error.code == .storeTimeout {
             throw APIError(.reportTimeout, detail: "The report took longer than the database allows; narrow the range, use a coarser "
@@ -174,7 +174,7 @@ public struct ReportRoutes: Sendable {
         return report
     }
 
-    /// Whether reports in this zone come from rollups (else from raw ratings, one at a time per key).
+    /// Whether reports in this zone come from rollups (else from raw ratings, admitted per key and per instance).
     func hasRollups(_ zone: String) async throws -> Bool {
         try await rollupZones.contains(zone)
     }
@@ -184,16 +184,24 @@ public struct ReportRoutes: Sendable {
         try await cache.names(group) { try await reports.names(group) }
     }
 
-    /// Both periods' sums from the raw ratings, one query after the other so that a report holds at most one
-    /// connection; each query returns at most enough rows to tell that the report is too large.
-    func rawSums(_ p: ReportParameters) async throws -> (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)]) {
+    /// Both periods' sums from the raw ratings: at once on two connections when the admission granted two, else one
+    /// after the other on one; each query returns at most enough rows to tell that the report is too large.
+    func rawSums(_ p: ReportParameters, connections: Int) async throws
+        -> (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)]) {
         // Ratings and requests come as separate rows: twice the cells, plus one to see the excess.
         let limit = 2 * settings.maxCells + 1
-        let current = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: limit)
-        if current.count >= limit { throw tooLarge(settings.maxCells + 1) }
         let previous = p.previous
-        let before = try await reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, limit: limit)
-        if before.count >= limit { throw tooLarge(settings.maxCells + 1) }
+        let current: [ReportStore.Entry], before: [ReportStore.Entry]
+        if connections >= 2 {
+            async let now = reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: limit)
+            async let then = reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, limit: limit)
+            (current, before) = (try await now, try await then)
+        } else {
+            current = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: limit)
+            if current.count >= limit { throw tooLarge(settings.maxCells + 1) }
+            before = try await reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, limit: limit)
+        }
+        if current.count >= limit || before.count >= limit { throw tooLarge(settings.maxCells + 1) }
         return (current, before.map { ($0.group, $0.figures) })
     }
 

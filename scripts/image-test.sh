@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# make image-test: the image (already built by make image) against a private PostgreSQL reachable over TCP.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+url=$(scripts/test-postgres.sh start .build/image-test-pg 25438)
+trap 'scripts/test-postgres.sh stop .build/image-test-pg' EXIT
+python3 scripts/image_test.py "$url"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# make image: builds deploy/Dockerfile with podman, without a daemon or a registry. The runtime base is a minimal
+# Debian bookworm made here with debootstrap (imported once as localhost/debian-bookworm-minbase); the binaries are
+# this machine's release build with the Swift runtime linked in (--static-swift-stdlib), copied in through the
+# Dockerfile's `prebuilt` stage. Prints the image's size. IMAGE names the result (desk-gateway:latest).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+image=${IMAGE:-desk-gateway:latest}
+base=localhost/debian-bookworm-minbase
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+podman=(podman --cgroup-manager=cgroupfs)
+
+if ! "${podman[@]}" image exists "$base"; then
+  echo "== runtime base: debootstrap --variant=minbase bookworm"
+  rootfs=.image/rootfs
+  rm -rf "$rootfs"; mkdir -p "$rootfs"
+  debootstrap --variant=minbase bookworm "$rootfs" "$mirror" >/dev/null
+  # What a base image carries no need for: apt lists, docs, man pages, locales but C, logs.
+  rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* \
+         "$rootfs"/usr/share/info/* "$rootfs"/var/log/*.log
+  find "$rootfs"/usr/share/locale -mindepth 1 -maxdepth 1 ! -name 'C*' -exec rm -rf {} + 2>/dev/null || true
+  tar -C "$rootfs" -c . | "${podman[@]}" import --change 'CMD ["/bin/bash"]' - "$base" >/dev/null
+  rm -rf "$rootfs"
+fi
+
+echo "== binaries: release build with the Swift runtime linked in"
+swift build -c release --static-swift-stdlib --product desk-gateway
+swift build -c release --static-swift-stdlib --product desk-emulator
+out=.image/out
+rm -rf "$out"
+install -D .build/release/desk-gateway "$out/usr/local/bin/desk-gateway"
+install -D .build/release/desk-emulator "$out/usr/local/bin/desk-emulator"
+strip "$out/usr/local/bin/desk-gateway" "$out/usr/local/bin/desk-emulator"
+mkdir -p "$out/usr/share/desk-gateway"
+cp -r sql "$out/usr/share/desk-gateway/sql"
+cp openapi.yaml "$out/usr/share/desk-gateway/openapi.yaml"
+
+echo "== image: podman build -f deploy/Dockerfile"
+"${podman[@]}" build --network=host --build-arg BUILD_STAGE=prebuilt --build-arg RUNTIME_IMAGE="$base" \
+  -f deploy/Dockerfile -t "$image" . >/dev/null
+size=$("${podman[@]}" image inspect --format '{{.Size}}' "$image")
+echo "built $image: $((size / 1000000)) MB"
