@@ -37,9 +37,10 @@ public struct Migration: Sendable {
     }
 }
 
-/// Applies pending migrations, each in its own transaction under a transaction-level advisory lock (so instances
-/// starting together apply each one once, also through a transaction-pooling proxy, where a session lock could be
-/// taken on one server connection and released on another).
+/// Applies pending migrations in one transaction under a transaction-level advisory lock: instances starting together
+/// apply each once (the first to get the lock applies them all; the others then find nothing pending), also through a
+/// transaction-pooling proxy, where a session lock could be taken on one server connection and released on another.
+/// A failing migration rolls back the whole upgrade, so the schema is either the old one or the new one.
 public struct Migrator: Sendable {
     /// Arbitrary constant shared by every instance of the gateway.
     public static let lockKey: Int64 = 0x4445_534B_4757 // "DESKGW"
@@ -54,8 +55,10 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(_ migrations: [Migration]) async throws -> [Int] {
         try await pool.withConnection { connection in
-            try connection.transaction { tx in
+            try connection.transaction { tx -> [Int] in
                 try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.lockKey])
+                // A migration that converts data may run longer than any request is allowed to.
+                try tx.query("SET LOCAL statement_timeout = 0")
                 try tx.execute(script: """
                     CREATE TABLE IF NOT EXISTS schema_migrations (
                         version integer PRIMARY KEY,
@@ -63,45 +66,32 @@ public struct Migrator: Sendable {
                         checksum text NOT NULL,
                         applied_at timestamptz NOT NULL DEFAULT now())
                     """)
-            }
-            var known: [Int: String] = [:]
-            for row in try connection.query("SELECT version, checksum FROM schema_migrations") {
-                known[try row.decode(0)] = try row.decode(1)
-            }
-            var applied: [Int] = []
-            for migration in migrations {
-                let checksum = try connection.query("SELECT md5($1)", [migration.sql])[0].decode(0, as: String.self)
-                if let existing = known[migration.version] {
-                    guard existing == checksum else { throw Self.changed(migration) }
-                    continue
+                var known: [Int: String] = [:]
+                for row in try tx.query("SELECT version, checksum FROM schema_migrations") {
+                    known[try row.decode(0)] = try row.decode(1)
                 }
-                let ran: Bool
-                do {
-                    ran = try connection.transaction { tx -> Bool in
-                        try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.lockKey])
-                        // Another instance may have applied it while this one waited for the lock.
-                        if let row = try tx.query("SELECT checksum FROM schema_migrations WHERE version = $1", [migration.version]).first {
-                            guard try row.decode(0, as: String.self) == checksum else { throw Self.changed(migration) }
-                            return false
+                var applied: [Int] = []
+                for migration in migrations {
+                    let checksum = try tx.query("SELECT md5($1)", [migration.sql])[0].decode(0, as: String.self)
+                    if let existing = known[migration.version] {
+                        guard existing == checksum else {
+                            throw PostgresError(code: .migrationFailed,
+                                                detail: "migration \(migration.version)_\(migration.name) changed after it was applied")
                         }
-                        // A migration that converts data may run longer than any request is allowed to.
-                        try tx.query("SET LOCAL statement_timeout = 0")
+                        continue
+                    }
+                    do {
                         try tx.execute(script: migration.sql)
                         try tx.query("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
                                      [migration.version, migration.name, checksum])
-                        return true
+                    } catch let error as PostgresError {
+                        throw PostgresError(code: .migrationFailed, sqlState: error.sqlState,
+                                            detail: "migration \(migration.version)_\(migration.name) failed: \(error.detail)")
                     }
-                } catch let error as PostgresError where error.code != .migrationFailed {
-                    throw PostgresError(code: .migrationFailed, sqlState: error.sqlState,
-                                        detail: "migration \(migration.version)_\(migration.name) failed: \(error.detail)")
+                    applied.append(migration.version)
                 }
-                if ran { applied.append(migration.version) }
+                return applied
             }
-            return applied
         }
-    }
-
-    static func changed(_ migration: Migration) -> PostgresError {
-        PostgresError(code: .migrationFailed, detail: "migration \(migration.version)_\(migration.name) changed after it was applied")
     }
 }
