@@ -36,7 +36,7 @@ cp -r sql "$out/usr/share/desk-gateway/sql"
 cp openapi.yaml "$out/usr/share/desk-gateway/openapi.yaml"
 
 echo "== image: podman build -f deploy/Dockerfile"
-"${podman[@]}" build --network=host --build-arg BUILD_STAGE=prebuilt --build-arg RUNTIME_IMAGE="$base" \
+"${podman[@]}" build --network=host --isolation=chroot --format docker --build-arg BUILD_STAGE=prebuilt --build-arg RUNTIME_IMAGE="$base" \
   -f deploy/Dockerfile -t "$image" . >/dev/null
 size=$("${podman[@]}" image inspect --format '{{.Size}}' "$image")
 echo "built $image: $((size / 1000000)) MB"

@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -21,7 +22,9 @@ database = f"image_{os.getpid()}"
 port = int(os.environ.get("IMAGE_TEST_PORT", "18381"))
 gateway = f"http://127.0.0.1:{port}"
 name = f"desk-gateway-test-{os.getpid()}"
-podman = ["podman", "--cgroup-manager=cgroupfs"]
+# runc where it is installed: crun refuses a host whose cgroups are in hybrid mode. Limits are given explicitly (and
+# low): podman's defaults for root exceed what a container host may grant.
+podman = ["podman", "--cgroup-manager=cgroupfs"] + (["--runtime", "runc"] if shutil.which("runc") else [])
 drain = 10
 
 
@@ -42,6 +45,7 @@ def main():
         check("the image exposes 8080", "8080/tcp" in (config.get("ExposedPorts") or {}), config.get("ExposedPorts"))
 
         started = run("run", "-d", "--name", name, "--network=host", "--read-only", "--tmpfs", "/tmp",
+                      "--ulimit", "nofile=16384:16384", "--ulimit", "nproc=4096:4096",
                       "--stop-timeout", str(drain + 5),
                       "-e", f"DATABASE_URL=host=127.0.0.1 port={pg_port} user=postgres dbname={database}",
                       "-e", f"PORT={port}", "-e", "HOST=127.0.0.1", "-e", f"DESK_EMULATOR_PORT={port + 1000}",

@@ -23,7 +23,7 @@ command -v swift >/dev/null || { echo "the Swift toolchain is not on PATH (swift
 
 # podman (no daemon) and debootstrap for 'make image'.
 if [ "${1:-}" = "--image" ]; then
-  install_missing podman debootstrap uidmap fuse-overlayfs slirp4netns crun
+  install_missing podman debootstrap uidmap fuse-overlayfs slirp4netns crun runc
   exit 0
 fi
 
