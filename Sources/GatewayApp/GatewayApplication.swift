@@ -268,7 +268,7 @@ func registerReports(_ wiring: inout Wiring) async throws -> ReportReads {
     reportSettings.maxDays = config.reportMaxDays
     reportSettings.cacheSeconds = config.reportCacheSeconds
     reportSettings.maxCells = config.reportMaxCells
-    // Raw reports hold one connection each: at most half the pool, so customers always keep the other half.
+    // Raw reports share at most half the pool's connections, so customers always keep the other half.
     reportSettings.rawConcurrency = min(config.reportRawConcurrency, max(1, config.dbPoolSize / 2))
     reportSettings.rawConcurrencyPerKey = config.reportRawConcurrencyPerKey
     let customerSessions = SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey))

@@ -15,9 +15,6 @@ final class ReportAdmission: Sendable {
         self.perKey = max(1, perKey)
     }
 
-    /// Connections held by raw reports now.
-    var running: Int { state.withLock { $0.connections } }
-
     /// Runs `body` with the number of connections it may use (1 or 2).
     func run<T: Sendable>(key: String, _ body: (Int) async throws -> T) async throws -> T {
         let granted = try enter(key)

@@ -26,6 +26,8 @@ public struct ReportPageRoutes: Sendable {
     let sessions: ReportSessionStore
     let customers: any SessionDirectory
     let settings: ReportPageSettings
+    /// Headers on every answer of the page (built once: they depend on the settings only).
+    let pageHeaders: [(name: String, value: String)]
     static let cookie = "dg_reports"
 
     public init(api: ReportRoutes, sessions: ReportSessionStore, customers: any SessionDirectory, settings: ReportPageSettings) {
@@ -33,6 +35,7 @@ public struct ReportPageRoutes: Sendable {
         self.sessions = sessions
         self.customers = customers
         self.settings = settings
+        pageHeaders = Self.securityHeaders(frameAncestors: settings.frameAncestors)
     }
 
     public func register(in routes: inout RouteTable) {
@@ -64,17 +67,17 @@ public struct ReportPageRoutes: Sendable {
     }
 
     /// Headers on every answer of the page: no script at all, styles only by hash, framing as configured.
-    func securityHeaders() -> [(name: String, value: String)] {
+    static func securityHeaders(frameAncestors: String?) -> [(name: String, value: String)] {
         var csp = "default-src 'none'; style-src \(ReportPageHTML.cssHash); img-src 'self' data:; form-action 'self'; base-uri 'none'; "
-        csp += "frame-ancestors " + (settings.frameAncestors ?? "'none'")
+        csp += "frame-ancestors " + (frameAncestors ?? "'none'")
         var headers: [(name: String, value: String)] = [("Content-Security-Policy", csp), ("X-Content-Type-Options", "nosniff"),
                                                         ("Referrer-Policy", "same-origin"), ("Cache-Control", "private, no-cache")]
-        if settings.frameAncestors == nil { headers.append(("X-Frame-Options", "DENY")) }
+        if frameAncestors == nil { headers.append(("X-Frame-Options", "DENY")) }
         return headers
     }
 
     func html(_ status: Int, _ body: String, _ extra: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + securityHeaders() + extra, body: Array(body.utf8))
+        HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + pageHeaders + extra, body: Array(body.utf8))
     }
 
     /// Runs a page for a signed-in caller (the id of the key behind the session); anyone else gets the sign-in form.
@@ -158,13 +161,13 @@ public struct ReportPageRoutes: Sendable {
             return html(401, ReportPageHTML.signIn(next: next, message: "The key is unknown, revoked, or has no reports scope."))
         }
         return HTTPResponse(status: 303, headers: [("Location", next), setCookie(token, request, maxAge: settings.sessionHours * 3600)]
-                            + securityHeaders())
+                            + pageHeaders)
     }
 
     func signOut(_ request: HTTPRequest) async throws -> HTTPResponse {
         try Self.checkOrigin(request)
         if let token = Self.cookieValue(request), !token.isEmpty, token.count <= 128 { try await sessions.close(token: token) }
-        return HTTPResponse(status: 303, headers: [("Location", "/reports"), setCookie("", request, maxAge: 0)] + securityHeaders())
+        return HTTPResponse(status: 303, headers: [("Location", "/reports"), setCookie("", request, maxAge: 0)] + pageHeaders)
     }
 
     // MARK: Pages
@@ -217,7 +220,7 @@ public struct ReportPageRoutes: Sendable {
     }
 
     func canonical(_ filters: PageFilters, _ path: String) -> HTTPResponse {
-        HTTPResponse(status: 303, headers: [("Location", filters.url(path, filters.items))] + securityHeaders())
+        HTTPResponse(status: 303, headers: [("Location", filters.url(path, filters.items))] + pageHeaders)
     }
 
     /// The rows on screen as CSV: a table in its sort order, or the page of responses shown.
@@ -239,7 +242,7 @@ public struct ReportPageRoutes: Sendable {
         }
         let name = "csat-" + file.replacingOccurrences(of: ".csv", with: "") + "-\(filters.from)-\(filters.to).csv"
         return HTTPResponse(status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"),
-                                                   ("Content-Disposition", "attachment; filename=\"\(name)\"")] + securityHeaders(),
+                                                   ("Content-Disposition", "attachment; filename=\"\(name)\"")] + pageHeaders,
                             body: Array(csv.utf8))
     }
 }
@@ -393,8 +396,10 @@ struct PageFilters {
     }
 
     /// RFC 3986 unreserved bytes stay, every other byte is %XX (pages build hundreds of links; no Foundation here).
+    static let hexDigits = Array("0123456789ABCDEF".utf8)
+
     static func percentEncode(_ text: String, into out: inout [UInt8]) {
-        let hex = Array("0123456789ABCDEF".utf8)
+        let hex = hexDigits
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),

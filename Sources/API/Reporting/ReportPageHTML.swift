@@ -115,8 +115,8 @@ enum ReportPageHTML {
         guard let now, let before else { return "<span class=\"muted\">no previous data</span>" }
         let delta = now - before
         let shown = SVG.fixed(delta, places)
-        let sign = delta > 0 && shown != SVG.fixed(0, places) ? "+" : ""
-        let kind = shown == SVG.fixed(0, places) || shown == "-" + SVG.fixed(0, places) ? "flat" : (delta > 0 ? "up" : "down")
-        return "<span class=\"\(kind)\">\(sign)\(shown)\(suffix)</span>"
+        // SVG.fixed never writes a negative zero, so a change that rounds away is exactly this text.
+        if shown == SVG.fixed(0, places) { return "<span class=\"flat\">\(shown)\(suffix)</span>" }
+        return delta > 0 ? "<span class=\"up\">+\(shown)\(suffix)</span>" : "<span class=\"down\">\(shown)\(suffix)</span>"
     }
 }

@@ -47,11 +47,12 @@ struct FilterPanel {
         }
         html += "<button type=\"submit\">Apply</button></form>"
         html += "<nav class=\"presets\" aria-label=\"Periods\">"
+        let today = ReportRoutes.today(in: filters.zone) ?? filters.to
         for preset in PageFilters.presets {
             var copy = filters
             copy.range = preset.id
             copy.cursor = nil
-            if let dates = PageFilters.dates(of: preset.id, today: ReportRoutes.today(in: filters.zone) ?? filters.to) { (copy.from, copy.to) = dates }
+            if let dates = PageFilters.dates(of: preset.id, today: today) { (copy.from, copy.to) = dates }
             let on = filters.range == preset.id
             html += "<a href=\"\(esc(copy.url(path, copy.items)))\"\(on ? " class=\"on\" aria-current=\"true\"" : "")>\(preset.label)</a>"
         }
