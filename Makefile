@@ -49,7 +49,8 @@ image: deps
 	@scripts/image.sh
 
 # The image run with podman against a private PostgreSQL: readiness, a journey, a report, non-root, read-only root,
-# SIGTERM (scripts/image_test.py; not in make test, which would build the image on every run).
+# SIGTERM (scripts/image_test.py); then deploy/compose.yaml with podman-compose (scripts/compose_test.py). Not in make
+# test, which would build the image on every run.
 image-test: image
 	@scripts/image-test.sh
 

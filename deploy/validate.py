@@ -55,7 +55,7 @@ compose = yaml.safe_load((root / "compose.yaml").read_text())
 services = compose.get("services", {})
 check("compose: services are mappings with an image or a build", all(isinstance(s, dict) and ("image" in s or "build" in s) for s in services.values()))
 allowed = {"image", "build", "restart", "environment", "volumes", "healthcheck", "depends_on", "ports", "profiles", "entrypoint",
-           "command", "stop_grace_period"}
+           "command", "stop_grace_period", "read_only", "tmpfs"}
 unknown = {k for s in services.values() for k in s if k not in allowed}
 check("compose: only known service keys", not unknown, str(unknown))
 for name, service in services.items():
@@ -65,7 +65,9 @@ for name, service in services.items():
         source = volume.split(":")[0]
         if not source.startswith((".", "/")):
             check(f"compose: volume {source} is declared", source in (compose.get("volumes") or {}), source)
-check("compose: PostgreSQL 15", services["postgres"]["image"].startswith("postgres:15"))
+check("compose: PostgreSQL 15 unless POSTGRES_IMAGE says otherwise", services["postgres"]["image"] == "${POSTGRES_IMAGE:-postgres:15}")
+check("compose: the gateway's root filesystem is read-only, /tmp a tmpfs", services["gateway"].get("read_only") is True
+      and "/tmp" in services["gateway"].get("tmpfs", []))
 check("compose: emulator behind a profile", services["desk-emulator"].get("profiles") == ["emulator"])
 check("compose: gateway builds from deploy/Dockerfile", services["gateway"]["build"]["dockerfile"] == "deploy/Dockerfile")
 

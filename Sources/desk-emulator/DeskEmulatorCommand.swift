@@ -44,7 +44,11 @@ struct DeskEmulatorCommand: AsyncParsableCommand {
         }
         try emulator.start()
         FileHandle.standardOutput.write(Data("desk-emulator listening on \(emulator.baseURL) (app \(appId))\(restored ? ", state restored from " + (state ?? "") : ""); Ctrl-C stops it\n".utf8))
-        // Runs until the process is stopped; SIGINT/SIGTERM end it with their default action.
+        // Runs until SIGINT or SIGTERM. Handled, not left to the default action: as a container's PID 1 the process
+        // would otherwise ignore SIGTERM and wait out the stop timeout. Every change is saved before it is answered,
+        // so there is nothing to flush.
+        signal(SIGINT) { _ in _exit(0) }
+        signal(SIGTERM) { _ in _exit(0) }
         while true { try await Task.sleep(for: .seconds(3600)) }
     }
 }
