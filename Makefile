@@ -14,9 +14,12 @@ build: deps
 run: build
 	PORT=$(PORT) ./.build/release/desk-gateway
 
+# IMAGE_TEST=0 leaves out the container image and the Compose file (podman), the last step.
+IMAGE_TEST ?= 1
 test:
 	@scripts/install-deps.sh --test
-	@scripts/test.sh
+	@if [ "$(IMAGE_TEST)" != 0 ]; then scripts/install-deps.sh --image; fi
+	@IMAGE_TEST=$(IMAGE_TEST) scripts/test.sh
 
 # libFuzzer over the JSON parser, the ticket body validator, the cursor decoder and the report parameters
 # (FUZZ_SECONDS each; make test runs them for 60 s).
@@ -49,8 +52,8 @@ image: deps
 	@scripts/image.sh
 
 # The image run with podman against a private PostgreSQL: readiness, a journey, a report, non-root, read-only root,
-# SIGTERM (scripts/image_test.py); then deploy/compose.yaml with podman-compose (scripts/compose_test.py). Not in make
-# test, which would build the image on every run.
+# SIGTERM (scripts/image_test.py); then deploy/compose.yaml with podman-compose (scripts/compose_test.py). make test
+# ends with both.
 image-test: image
 	@scripts/image-test.sh
 

@@ -59,3 +59,9 @@ done
 
 echo "== fuzz: 60 s per parser"
 scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+
+if [ "${IMAGE_TEST:-1}" != 0 ]; then
+  echo "== image: deploy/Dockerfile built with podman, run read-only against PostgreSQL; deploy/compose.yaml with podman-compose"
+  scripts/image.sh
+  scripts/image-test.sh
+fi
