@@ -1,7 +1,7 @@
 """Soak: minutes of a realistic mix from many new customers against the release gateway (its own private PostgreSQL;
 Desk is the release desk-emulator in its own process, as a real Desk would be, with a state file and signed webhooks
 to the gateway), with retention shortened so housekeeping acts within the run. Every 30 s it samples the gateway's RSS, open files and threads, the database
-size and row counts; at the end it prints the samples and the slopes: RSS MB/hour after warm-up, database MB/hour,
+size and row counts; at the end it prints the samples and the slopes: RSS MB/hour after warm-up, database MB/hour (reporting data apart from the rest),
 p50/p99 of ticket reads in the first and last minute, and every unexpected status.
 Usage: soak.py [MINUTES]   (make soak; default 10). Not part of make test."""
 import http.client
@@ -23,6 +23,8 @@ port = int(os.environ.get("SOAK_PORT", "18480"))
 desk_port = int(os.environ.get("SOAK_EMULATOR_PORT", "19480"))
 pg_port = int(os.environ.get("SOAK_PG_PORT", "25480"))
 workers = int(os.environ.get("SOAK_WORKERS", "16"))
+# Minutes before the slopes are taken: the caches' ages and the squeezed retention windows (about 4.3 minutes).
+warmup = float(os.environ.get("SOAK_WARMUP_MINUTES", "5"))
 out = root / "bench" / "out"
 out.mkdir(parents=True, exist_ok=True)
 data = root / ".build" / "soak-postgres"
@@ -136,10 +138,14 @@ def sample(pid, began, desk_pid):
     field = lambda name: int(next(line.split()[1] for line in status.splitlines() if line.startswith(name)))
     desk_status = pathlib.Path(f"/proc/{desk_pid}/status").read_text()
     desk_rss = int(next(line.split()[1] for line in desk_status.splitlines() if line.startswith("VmRSS:")))
-    tables = ["sessions", "idempotency_keys", "webhook_events", "outbox", "tickets", "csat_ratings"]
+    tables = ["sessions", "idempotency_keys", "webhook_events", "outbox", "tickets", "customer_syncs", "csat_ratings"]
     rows = psql("SELECT " + ", ".join(f"(SELECT count(*) FROM {t})" for t in tables)).split("|")
+    # Kept by design: reporting data (csat_*) and the directories ratings name (customers, agents, teams).
+    kept = psql("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = 'public' AND c.relkind = 'r' AND (c.relname LIKE 'csat%' OR c.relname IN ('customers', 'agents', 'teams'))")
+    db = int(psql("SELECT pg_database_size('desk_gateway')") or 0) / 1e6
     return {"t": time.time() - began, "rss_mb": field("VmRSS:") / 1024, "threads": field("Threads:"), "desk_rss_mb": desk_rss / 1024,
-            "fds": len(os.listdir(f"/proc/{pid}/fd")), "db_mb": int(psql("SELECT pg_database_size('desk_gateway')") or 0) / 1e6,
+            "fds": len(os.listdir(f"/proc/{pid}/fd")), "db_mb": db, "kept_mb": int(kept or 0) / 1e6,
             "customers": counts["customers"], "rows": dict(zip(tables, rows))}
 
 
@@ -178,9 +184,12 @@ def main():
         "RATE_LIMIT_BURST": "10000000", "SIGNIN_RATE_LIMIT_PER_MINUTE": "10000000", "SIGNIN_RATE_LIMIT_BURST": "10000000",
         "HTTP_PER_ADDRESS_CONNECTION_LIMIT": "0", "SYNC_INTERVAL_S": "0", "ASSETS_DIR": str(root),
         # Retention squeezed into the run: sessions live 2 minutes and go when dead; applied events and finished
-        # operations go at once; housekeeping every 30 s.
+        # operations go at once; idempotency keys after 3 minutes, closed tickets (and the customer's last listing)
+        # after about 4; housekeeping every 30 s. After the warm-up everything but reporting data has reached its
+        # steady state.
         "SESSION_TTL_S": "120", "HOUSEKEEPING_INTERVAL_S": "30", "RETENTION_DEAD_SESSION_DAYS": "0",
         "RETENTION_WEBHOOK_DAYS": "0", "RETENTION_OUTBOX_DAYS": "0", "RETENTION_UNAPPLIED_WEBHOOK_DAYS": "0",
+        "RETENTION_IDEMPOTENCY_HOURS": "0.05", "RETENTION_CLOSED_TICKET_DAYS": "0.003",
     })
     log = open(out / "soak-gateway.log", "w")
     gateway = subprocess.Popen([str(root / ".build/release/desk-gateway"), "serve"], env=env, stdout=log, stderr=log)
@@ -210,7 +219,8 @@ def main():
             time.sleep(min(30, max(0.1, began + minutes * 60 - time.time())))
             samples.append(sample(gateway.pid, began, desk_process.pid))
             last = samples[-1]
-            print(f"{last['t']:6.0f} s  rss {last['rss_mb']:6.1f} MB (Desk {last['desk_rss_mb']:6.1f})  db {last['db_mb']:6.1f} MB  fds {last['fds']:4d}  "
+            print(f"{last['t']:6.0f} s  rss {last['rss_mb']:6.1f} MB (Desk {last['desk_rss_mb']:6.1f})  db {last['db_mb']:6.1f} MB "
+                  f"(reporting {last['kept_mb']:5.1f})  fds {last['fds']:4d}  "
                   f"threads {last['threads']:3d}  customers {last['customers']:6d}  rows {last['rows']}", flush=True)
         stop.set()
         for thread in threads:
@@ -224,9 +234,12 @@ def main():
         desk_process.terminate()
         desk_process.wait(timeout=30)
 
-    warm = [s for s in samples if s["t"] >= 120] or samples
+    warm = [s for s in samples if s["t"] >= warmup * 60] or samples
     rss_slope = slope([(s["t"] / 3600, s["rss_mb"]) for s in warm])
     db_slope = slope([(s["t"] / 3600, s["db_mb"]) for s in warm])
+    kept_slope = slope([(s["t"] / 3600, s["kept_mb"]) for s in warm])
+    other_slope = slope([(s["t"] / 3600, s["db_mb"] - s["kept_mb"]) for s in warm])
+    customers_per_hour = slope([(s["t"] / 3600, s["customers"]) for s in warm])
     first = [d for t, d in reads if t - began <= 60]
     last = [d for t, d in reads if t - began >= minutes * 60 - 60]
     p99_drift = (percentile(last, 0.99) / percentile(first, 0.99) - 1) * 100 if first and last else float("nan")
@@ -234,8 +247,14 @@ def main():
     print(f"soak: {minutes:g} min, {counts['customers']} customers, {counts['requests']} requests, {workers} workers")
     print("| figure | value |")
     print("|---|---|")
-    print(f"| RSS after warm-up (2 min) | {warm[0]['rss_mb']:.1f} → {samples[-1]['rss_mb']:.1f} MB, slope {rss_slope:+.1f} MB/hour |")
+    per_customer = lambda mb_per_hour: mb_per_hour * 1e6 / customers_per_hour if customers_per_hour else float("nan")
+    print(f"| RSS after warm-up ({warmup:g} min) | {warm[0]['rss_mb']:.1f} → {samples[-1]['rss_mb']:.1f} MB, slope {rss_slope:+.1f} MB/hour "
+          f"({per_customer(rss_slope):.0f} bytes per new customer) |")
     print(f"| database | {samples[0]['db_mb']:.1f} → {samples[-1]['db_mb']:.1f} MB, slope after warm-up {db_slope:+.1f} MB/hour |")
+    print(f"| of which reporting data and directories (kept by design) | {warm[0]['kept_mb']:.1f} → {samples[-1]['kept_mb']:.1f} MB, "
+          f"{kept_slope:+.1f} MB/hour ({per_customer(kept_slope):.0f} bytes per rated customer) |")
+    print(f"| everything else (under retention) | {warm[0]['db_mb'] - warm[0]['kept_mb']:.1f} → {samples[-1]['db_mb'] - samples[-1]['kept_mb']:.1f} MB, "
+          f"{other_slope:+.1f} MB/hour |")
     print(f"| open files / threads | {samples[0]['fds']} → {samples[-1]['fds']} / {samples[0]['threads']} → {samples[-1]['threads']} |")
     print(f"| ticket reads, first minute | p50 {percentile(first, 0.5):.2f} ms, p99 {percentile(first, 0.99):.2f} ms ({len(first)}) |")
     print(f"| ticket reads, last minute | p50 {percentile(last, 0.5):.2f} ms, p99 {percentile(last, 0.99):.2f} ms ({len(last)}) |")

@@ -329,7 +329,7 @@ func startServer(_ wiring: Wiring, services: ServiceGroup) async throws -> HTTPS
     policy.authFailureBurst = config.authFailuresPerMinute
     policy.trustedProxies = config.trustedProxies.compactMap(CIDR.init)
     let responder = APIResponder(routes: wiring.routes, metrics: wiring.metrics, logger: wiring.logger, policy: policy,
-                                 idempotency: IdempotencyStore(pool: wiring.pool), verified: wiring.verified)
+                                 idempotency: IdempotencyStore(pool: wiring.pool, windowHours: wiring.config.retention.idempotencyHours), verified: wiring.verified)
     var serverConfig = HTTPServerConfiguration(
         host: config.host, port: config.port, threads: config.httpThreads,
         connectionTimeoutSeconds: config.httpConnectionTimeoutSeconds, connectionLimit: config.httpConnectionLimit,

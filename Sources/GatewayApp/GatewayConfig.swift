@@ -256,12 +256,12 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         syncLateRatingDays = try reader.int("SYNC_LATE_RATING_DAYS", default: syncLateRatingDays, range: 0...3650)
         syncFirstRunDays = try reader.int("SYNC_FIRST_RUN_DAYS", default: syncFirstRunDays, range: 1...3650)
         housekeepingIntervalSeconds = try reader.int("HOUSEKEEPING_INTERVAL_S", default: housekeepingIntervalSeconds, range: 0...86_400)
-        retention.deadSessionDays = try reader.int("RETENTION_DEAD_SESSION_DAYS", default: retention.deadSessionDays, range: 0...3650)
-        retention.idempotencyHours = try reader.int("RETENTION_IDEMPOTENCY_HOURS", default: retention.idempotencyHours, range: 1...87_600)
-        retention.appliedWebhookDays = try reader.int("RETENTION_WEBHOOK_DAYS", default: retention.appliedWebhookDays, range: 0...3650)
-        retention.unappliedWebhookDays = try reader.int("RETENTION_UNAPPLIED_WEBHOOK_DAYS", default: retention.unappliedWebhookDays, range: 0...3650)
-        retention.finishedOutboxDays = try reader.int("RETENTION_OUTBOX_DAYS", default: retention.finishedOutboxDays, range: 0...3650)
-        retention.closedTicketDays = try reader.int("RETENTION_CLOSED_TICKET_DAYS", default: retention.closedTicketDays, range: 1...3650)
+        retention.deadSessionDays = try reader.number("RETENTION_DEAD_SESSION_DAYS", default: retention.deadSessionDays, range: 0...3650)
+        retention.idempotencyHours = try reader.number("RETENTION_IDEMPOTENCY_HOURS", default: retention.idempotencyHours, range: 0.01...87_600)
+        retention.appliedWebhookDays = try reader.number("RETENTION_WEBHOOK_DAYS", default: retention.appliedWebhookDays, range: 0...3650)
+        retention.unappliedWebhookDays = try reader.number("RETENTION_UNAPPLIED_WEBHOOK_DAYS", default: retention.unappliedWebhookDays, range: 0...3650)
+        retention.finishedOutboxDays = try reader.number("RETENTION_OUTBOX_DAYS", default: retention.finishedOutboxDays, range: 0...3650)
+        retention.closedTicketDays = try reader.number("RETENTION_CLOSED_TICKET_DAYS", default: retention.closedTicketDays, range: 0.001...3650)
         syncRequestsPerSecond = try reader.int("SYNC_REQUESTS_PER_SECOND", default: syncRequestsPerSecond, range: 1...100)
         outboxMaxBackoffSeconds = try reader.int("OUTBOX_MAX_BACKOFF_S", default: outboxMaxBackoffSeconds, range: 1...86_400)
         outboxWarnAgeSeconds = try reader.int("OUTBOX_WARN_AGE_S", default: outboxWarnAgeSeconds, range: 1...604_800)
@@ -288,6 +288,15 @@ struct EnvironmentReader {
         guard let text = try optionalString(name) else { return fallback }
         guard let value = Int(text), range.contains(value) else {
             throw ConfigError(variable: name, message: "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
+        }
+        return value
+    }
+
+    /// A decimal number such as 24 or 0.05 (a retention of minutes, for soaks and tests).
+    func number(_ name: String, default fallback: Double, range: ClosedRange<Double>) throws -> Double {
+        guard let text = try optionalString(name) else { return fallback }
+        guard let value = Double(text), value.isFinite, range.contains(value) else {
+            throw ConfigError(variable: name, message: "expected a number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
         }
         return value
     }

@@ -1,20 +1,21 @@
+import Foundation
 import Postgres
 
 /// How long each kind of row is kept once it is of no further use (README "Housekeeping"). CSAT ratings, requests and
-/// their rollups are reporting data and are never removed.
+/// their rollups are reporting data and are never removed. Fractions are allowed (the soak ages rows in minutes).
 public struct RetentionPolicy: Sendable {
     /// Expired or revoked sessions, kept this long for audits (and while an outbox row still names them).
-    public var deadSessionDays = 1
+    public var deadSessionDays: Double = 1
     /// Idempotency keys: the replay window.
-    public var idempotencyHours = 24
+    public var idempotencyHours: Double = 24
     /// Applied Desk webhook events (long enough for `webhooks replay` after an upgrade).
-    public var appliedWebhookDays = 14
+    public var appliedWebhookDays: Double = 14
     /// Webhook events that were not applied (`unrecognized`, `failed`, `foreign`): kept longer, for a replay.
-    public var unappliedWebhookDays = 90
+    public var unappliedWebhookDays: Double = 90
     /// Delivered or failed outbox operations (clients poll `/v1/operations/{id}`).
-    public var finishedOutboxDays = 14
+    public var finishedOutboxDays: Double = 14
     /// Closed tickets of customers who have not listed their tickets for this long (read again from Desk on demand).
-    public var closedTicketDays = 30
+    public var closedTicketDays: Double = 30
     /// Rows deleted per statement: short transactions, short locks.
     public var batchSize = 1000
 
@@ -42,7 +43,9 @@ public struct HousekeepingStore: Sendable {
     }
 
     static func rules(_ policy: RetentionPolicy) -> [Rule] {
-        let days = { (n: Int) in "now() - interval '\(max(0, n)) days'" }
+        // Fixed-point text: Swift would write a small Double in exponent form, which an interval literal refuses.
+        let ago = { (n: Double, unit: String) in "now() - interval '\(String(format: "%.6f", max(0, n))) \(unit)'" }
+        let days = { (n: Double) in ago(n, "days") }
         return [
             // The outbox first: a session named by an outbox row can only go once that row has gone.
             Rule(table: "outbox", label: "outbox", due: "status IN ('delivered', 'failed') AND finished_at < \(days(policy.finishedOutboxDays))",
@@ -54,7 +57,7 @@ public struct HousekeepingStore: Sendable {
             Rule(table: "report_sessions", label: "report_sessions", due: "expires_at < \(days(policy.deadSessionDays))",
                  age: "created_at"),
             Rule(table: "idempotency_keys", label: "idempotency_keys",
-                 due: "created_at < now() - interval '\(max(0, policy.idempotencyHours)) hours'", age: "created_at"),
+                 due: "created_at < \(ago(policy.idempotencyHours, "hours"))", age: "created_at"),
             Rule(table: "webhook_events", label: "webhook_events_applied",
                  due: "status = 'applied' AND received_at < \(days(policy.appliedWebhookDays))", age: "received_at"),
             Rule(table: "webhook_events", label: "webhook_events_unapplied",
@@ -67,6 +70,8 @@ public struct HousekeepingStore: Sendable {
                 AND NOT EXISTS (SELECT 1 FROM customer_syncs c WHERE c.customer_id = tickets.customer_id
                                    AND c.synced_at >= \(days(policy.closedTicketDays)))
                 """, age: "fetched_at"),
+            // When a customer last listed their tickets: older than the closed-ticket window it keeps nothing cached.
+            Rule(table: "customer_syncs", label: "customer_syncs", due: "synced_at < \(days(policy.closedTicketDays))", age: "synced_at"),
         ]
     }
 

@@ -15,9 +15,12 @@ public struct IdempotencyStore: Sendable {
     }
 
     let pool: Database
+    /// The replay window: a key older than this is taken over by the next request (housekeeping removes it).
+    let windowSeconds: Double
 
-    public init(pool: Database) {
+    public init(pool: Database, windowHours: Double = 24) {
         self.pool = pool
+        windowSeconds = windowHours * 3600
     }
 
     public func claim(principal: String, key: String, requestHash: [UInt8]) async throws -> Claim {
@@ -29,8 +32,8 @@ public struct IdempotencyStore: Sendable {
             if !inserted.isEmpty { return .claimed }
             let rows = try connection.query("""
                 SELECT request_hash, status, headers::text, body FROM idempotency_keys
-                 WHERE principal = $1 AND key = $2 AND created_at > now() - interval '24 hours'
-                """, [principal, key])
+                 WHERE principal = $1 AND key = $2 AND created_at > now() - $3::float8 * interval '1 second'
+                """, [principal, key, windowSeconds])
             guard let row = rows.first else {
                 // Expired: take it over.
                 try connection.query("""
@@ -57,10 +60,6 @@ public struct IdempotencyStore: Sendable {
     /// Lets a failed attempt be retried with the same key.
     public func release(principal: String, key: String) async throws {
         try await pool.query("DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2 AND status IS NULL", [principal, key])
-    }
-
-    public func purge() async throws {
-        try await pool.query("DELETE FROM idempotency_keys WHERE created_at < now() - interval '24 hours'")
     }
 
     /// `[[name, value], …]` as written by `complete`.

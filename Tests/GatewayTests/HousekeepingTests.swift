@@ -80,13 +80,13 @@ import TestSupport
                     """, [start, start + count - 1, key])
             }
             return ["sessions": 2 * scale, "outbox": 2 * scale, "idempotency_keys": scale, "webhook_events_applied": scale,
-                    "webhook_events_unapplied": scale, "tickets_closed": scale, "report_sessions": scale]
+                    "webhook_events_unapplied": scale, "tickets_closed": scale, "report_sessions": scale, "customer_syncs": 1]
         }
     }
 
     static func counts(_ pool: Database) async throws -> [String: Int] {
         var result: [String: Int] = [:]
-        for table in ["sessions", "outbox", "idempotency_keys", "webhook_events", "tickets", "report_sessions"] {
+        for table in ["sessions", "outbox", "idempotency_keys", "webhook_events", "tickets", "report_sessions", "customer_syncs"] {
             result[table] = try await pool.query("SELECT count(*) FROM \(table)")[0].decode(0)
         }
         return result
@@ -129,6 +129,8 @@ import TestSupport
             #expect(after["report_sessions"] == 2 * scale)
             #expect(after["webhook_events"] == 3 * scale)
             #expect(after["tickets"] == 3 * scale)
+            // The quiet customer's last listing, older than the closed-ticket window, goes; the active one's stays.
+            #expect(after["customer_syncs"] == 1)
             // The rows that stay are exactly the ones inside retention.
             let expiredLeft: Int = try await pool.query("SELECT count(*) FROM sessions WHERE expires_at < now() - interval '1 day'")[0].decode(0)
             #expect(expiredLeft == 2)   // held by outbox rows
@@ -138,6 +140,44 @@ import TestSupport
             #expect(activeClosed == scale)
             // A second pass finds nothing more.
             #expect(try await HousekeepingStore(pool: pool).run(policy).removed.values.reduce(0, +) == 0)
+        }
+    }
+
+    /// Retention in fractions of its unit: minutes of idempotency keys and closed tickets (what the soak uses), and
+    /// the replay window follows the idempotency retention instead of a fixed day.
+    @Test func fractionalRetentionAndTheReplayWindowAgree() async throws {
+        try await Self.withDatabase { pool, _ in
+            try await pool.transaction { tx in
+                try tx.query("INSERT INTO customers (id, sendbird_id) VALUES (1, 'c')")
+                try tx.query("""
+                    INSERT INTO idempotency_keys (principal, key, request_hash, status, headers, body, created_at)
+                    VALUES ('p', 'old', '\\x01', 201, '[]', '\\x7b7d', now() - interval '40 minutes'),
+                           ('p', 'new', '\\x01', 201, '[]', '\\x7b7d', now() - interval '20 minutes')
+                    """)
+                try tx.query("""
+                    INSERT INTO tickets (id, customer_id, channel_url, status, priority, title, created_at, updated_at, closed_at, document, desk)
+                    VALUES (1, 1, 'a', 'CLOSED', 'LOW', 't', now() - interval '1 day', now(), now() - interval '10 minutes', '{}', '{}'),
+                           (2, 1, 'b', 'CLOSED', 'LOW', 't', now() - interval '1 day', now(), now() - interval '2 minutes', '{}', '{}')
+                    """)
+            }
+            let store = IdempotencyStore(pool: pool, windowHours: 0.5)
+            guard case .replay = try await store.claim(principal: "p", key: "new", requestHash: [1]) else {
+                Issue.record("a key 20 minutes old replays inside a 30-minute window"); return
+            }
+            guard case .claimed = try await store.claim(principal: "p", key: "old", requestHash: [1]) else {
+                Issue.record("a key 40 minutes old is past a 30-minute window and is taken over"); return
+            }
+            try await pool.query("UPDATE idempotency_keys SET created_at = now() - interval '40 minutes' WHERE key = 'old'")
+            var policy = RetentionPolicy()
+            policy.idempotencyHours = 0.5
+            policy.closedTicketDays = 5.0 / 1440   // 5 minutes
+            let run = try await HousekeepingStore(pool: pool).run(policy)
+            #expect(run.removed["idempotency_keys"] == 1)
+            #expect(run.removed["tickets_closed"] == 1)
+            let keys = try await pool.query("SELECT key FROM idempotency_keys").map { try $0.decode(0, as: String.self) }
+            #expect(keys == ["new"])
+            let tickets = try await pool.query("SELECT id FROM tickets").map { try $0.decode(0, as: Int.self) }
+            #expect(tickets == [2])
         }
     }
 

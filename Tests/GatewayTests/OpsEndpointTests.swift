@@ -135,7 +135,8 @@ import TestSupport
 
     @Test func invalidValuesNameTheVariable() {
         for (name, value) in [("PORT", "eighty"), ("PORT", "70000"), ("DB_POOL_SIZE", "0"), ("HOST", "localhost"),
-                              ("LOG_LEVEL", "loud"), ("HTTP_BODY_LIMIT_BYTES", "-1")] {
+                              ("LOG_LEVEL", "loud"), ("HTTP_BODY_LIMIT_BYTES", "-1"), ("RETENTION_IDEMPOTENCY_HOURS", "0"),
+                              ("RETENTION_CLOSED_TICKET_DAYS", "nan"), ("RETENTION_WEBHOOK_DAYS", "1e9")] {
             do {
                 _ = try GatewayConfig.fromEnvironment([name: value])
                 Issue.record("\(name)=\(value) was accepted")
@@ -146,6 +147,13 @@ import TestSupport
                 Issue.record("unexpected error \(error)")
             }
         }
+    }
+
+    @Test func retentionTakesFractions() throws {
+        let config = try GatewayConfig.fromEnvironment(["RETENTION_IDEMPOTENCY_HOURS": "0.05", "RETENTION_CLOSED_TICKET_DAYS": "0.003"])
+        #expect(config.retention.idempotencyHours == 0.05)
+        #expect(config.retention.closedTicketDays == 0.003)
+        #expect(try GatewayConfig.fromEnvironment([:]).retention.idempotencyHours == 24)
     }
 
     @Test func deskSettingsAreValidated() throws {
