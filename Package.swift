@@ -16,7 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
-        // C is fenced into these system-library targets (and CMicroHTTPDFixes); only HTTPServer, Postgres and API's PageFetch import them.
+        // C is fenced into these system-library targets (and CMicroHTTPDFixes); only HTTPServer, Postgres, CurlHTTP and API's PageFetch import them.
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // libcurl's easy API for link previews: a write callback that can stop a transfer, and pinned addresses.
@@ -29,8 +29,9 @@ let package = Package(
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Domain", dependencies: ["JSON"], swiftSettings: strict),
         .target(name: "Reports", dependencies: ["JSON"], swiftSettings: strict),
-        .target(name: "DeskClient", dependencies: ["Domain", "JSON"], swiftSettings: strict),
-        .target(name: "DeskEmulator", dependencies: ["HTTPServer", "JSON", "Domain",
+        .target(name: "CurlHTTP", dependencies: ["CCurl"], swiftSettings: strict),
+        .target(name: "DeskClient", dependencies: ["Domain", "JSON", "CurlHTTP"], swiftSettings: strict),
+        .target(name: "DeskEmulator", dependencies: ["HTTPServer", "JSON", "Domain", "CurlHTTP",
                                                      .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         .executableTarget(name: "desk-emulator", dependencies: [
             "DeskEmulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -39,7 +40,7 @@ let package = Package(
         .target(name: "Telemetry", dependencies: ["JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "Store", dependencies: ["Postgres", "JSON", "Domain", "Reports", .product(name: "Crypto", package: "swift-crypto")],
                 swiftSettings: strict),
-        .target(name: "API", dependencies: ["CCurl", "Store", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain", "DeskClient",
+        .target(name: "API", dependencies: ["CCurl", "CurlHTTP", "Store", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain", "DeskClient",
                                             .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "GatewayApp", dependencies: ["API", "Services", "Store", "HTTPServer", "Telemetry", "DeskClient", "DeskEmulator", "Domain",
                                                    .product(name: "Logging", package: "swift-log")], swiftSettings: strict),

@@ -25,6 +25,9 @@ pg_port = int(os.environ.get("SOAK_PG_PORT", "25480"))
 workers = int(os.environ.get("SOAK_WORKERS", "16"))
 # Minutes before the slopes are taken: the caches' ages and the squeezed retention windows (about 4.3 minutes).
 warmup = float(os.environ.get("SOAK_WARMUP_MINUTES", "5"))
+# SOAK_HEAPTRACK=1: heaptrack (Debian's) attaches to the gateway after the warm-up and, at the end, the allocation
+# sites still holding memory are printed: what grows after the warm-up shows there (the caches' contents too).
+heaptrack = os.environ.get("SOAK_HEAPTRACK", "") not in ("", "0")
 out = root / "bench" / "out"
 out.mkdir(parents=True, exist_ok=True)
 data = root / ".build" / "soak-postgres"
@@ -166,6 +169,10 @@ def percentile(values, q):
 
 
 def main():
+    if heaptrack and not shutil.which("heaptrack"):
+        raise SystemExit("SOAK_HEAPTRACK needs heaptrack (apt-get install heaptrack)")
+    for old_profile in out.glob("soak-heaptrack*"):
+        old_profile.unlink()
     pg_bin = sorted(pathlib.Path("/usr/lib/postgresql").glob("*/bin"))[-1]
     as_postgres = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     if (data / "data").exists():
@@ -193,6 +200,7 @@ def main():
     })
     log = open(out / "soak-gateway.log", "w")
     gateway = subprocess.Popen([str(root / ".build/release/desk-gateway"), "serve"], env=env, stdout=log, stderr=log)
+    profiler = None
     try:
         deadline = time.time() + 120
         while True:
@@ -216,6 +224,9 @@ def main():
             thread.start()
         samples = [sample(gateway.pid, began, desk_process.pid)]
         while time.time() - began < minutes * 60:
+            if heaptrack and profiler is None and time.time() - began >= warmup * 60:
+                profiler = subprocess.Popen(["heaptrack", "-p", str(gateway.pid), "-o", str(out / "soak-heaptrack")],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(min(30, max(0.1, began + minutes * 60 - time.time())))
             samples.append(sample(gateway.pid, began, desk_process.pid))
             last = samples[-1]
@@ -231,9 +242,19 @@ def main():
             gateway.wait(timeout=60)
         except subprocess.TimeoutExpired:
             gateway.kill()
+        if profiler is not None:
+            profiler.wait(timeout=300)   # heaptrack writes its file once the gateway has ended
         desk_process.terminate()
         desk_process.wait(timeout=30)
 
+    if heaptrack:
+        profiles = sorted(out.glob("soak-heaptrack*.zst"), key=lambda f: f.stat().st_mtime)
+        if profiles:
+            report = subprocess.run(["heaptrack_print", "-f", str(profiles[-1]), "--print-leaks", "1", "--print-peaks", "0",
+                                     "--print-allocators", "0", "--print-temporary", "0", "--merge-backtraces", "0", "-n", "12"],
+                                    capture_output=True, text=True).stdout
+            (out / "soak-heaptrack.txt").write_text(report)
+            print(f"heaptrack: {profiles[-1]}; still held at the end, by site: bench/out/soak-heaptrack.txt")
     warm = [s for s in samples if s["t"] >= warmup * 60] or samples
     rss_slope = slope([(s["t"] / 3600, s["rss_mb"]) for s in warm])
     db_slope = slope([(s["t"] / 3600, s["db_mb"]) for s in warm])

@@ -1,8 +1,6 @@
 import Domain
 public import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import CurlHTTP
 import JSON
 import Synchronization
 
@@ -73,46 +71,57 @@ extension DeskClient {
         case abandoned
     }
 
-    func perform(_ request: URLRequest) async -> Outcome {
+    /// One attempt. The deadline covers the wait for a free connection too (curl's own timeout starts with the
+    /// transfer): whichever comes first ends the caller's wait; a late transfer is cancelled, not awaited.
+    func perform(_ request: CurlRequest) async -> Outcome {
+        let http = http
+        let finished: CurlOutcome?
         do {
-            let (data, response) = try await sessionData(for: request)
-            guard let http = response as? HTTPURLResponse else { return .unreachable("not an HTTP response") }
-            return .answer(status: http.statusCode, headers: http.allHeaderFields, data: data)
-        } catch let error as URLError where error.code == .timedOut {
-            return .timedOut
-        } catch is CancellationError {
-            return .abandoned
+            finished = try await withDeadline(configuration.requestTimeout) { () async throws -> CurlOutcome in await http.perform(request) }
         } catch {
-            return .unreachable(String(describing: type(of: error)) + " " + ((error as? URLError)?.code.rawValue.description ?? ""))
+            return .abandoned   // the caller was cancelled
+        }
+        guard let outcome = finished else { return .timedOut }
+        switch outcome {
+        case .answer(let status, let headers, let body):
+            var fields: [AnyHashable: Any] = [:]
+            for (name, value) in headers { fields[name] = value }
+            return .answer(status: status, headers: fields, data: Data(body))
+        case .timedOut: return .timedOut
+        case .failed(let reason): return .unreachable(reason)
+        case .abandoned: return .abandoned
         }
     }
 
     func makeRequest(_ method: String, _ path: String, _ credential: Credential, query: [(String, String)],
-                     body: JSONValue?) throws(DomainError) -> URLRequest {
+                     body: JSONValue?) throws(DomainError) -> CurlRequest {
         var text = configuration.baseURL + path
         if !query.isEmpty {
             text += "?" + query.map { "\(Self.percentEncode($0.0))=\(Self.percentEncode($0.1))" }.joined(separator: "&")
         }
-        guard let url = URL(string: text) else {
+        guard URL(string: text) != nil else {
             throw DomainError(.upstreamProtocol, "The Desk base URL is not valid.", internalDetail: "bad URL for \(path)")
         }
-        var request = URLRequest(url: url, timeoutInterval: Self.seconds(configuration.requestTimeout))
-        request.httpMethod = method
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        var request = CurlRequest(method: method, url: text, headers: [("Content-Type", "application/json"), ("Accept", "application/json")],
+                                  body: body?.bytes(), timeout: configuration.requestTimeout)
         switch credential {
         case .customerAuth(let accessToken):
-            request.setValue(accessToken, forHTTPHeaderField: "sendbirdAccessToken")
+            request.headers.append(("sendbirdAccessToken", Self.headerValue(accessToken)))
         case .customer(let session):
-            request.setValue(session.token, forHTTPHeaderField: "sendbirdDeskToken")
+            request.headers.append(("sendbirdDeskToken", Self.headerValue(session.token)))
         case .platform:
             guard let token = configuration.apiToken else {
                 throw DomainError(.upstreamUnavailable, "The Desk Platform API is not configured.", internalDetail: "DESK_API_TOKEN unset")
             }
-            request.setValue(token, forHTTPHeaderField: "SENDBIRDDESKAPITOKEN")
+            request.headers.append(("SENDBIRDDESKAPITOKEN", Self.headerValue(token)))
         }
-        if let body { request.httpBody = Data(body.bytes()) }
         return request
+    }
+
+    /// A credential as a header value: line breaks and other control characters dropped, so a value can never
+    /// start a header of its own (curl sends header lines as given).
+    static func headerValue(_ value: String) -> String {
+        String(String.UnicodeScalarView(value.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }))
     }
 
     static func decode(_ data: Data) throws(DomainError) -> JSONValue {
@@ -185,49 +194,5 @@ extension DeskClient {
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
-    /// URLSession's own timeout is not reliable below a second on Linux: the deadline is enforced here (one shared
-    /// race, `withDeadline`): whichever comes first resumes the caller; a late transfer is cancelled, not awaited.
-    private func sessionData(for request: URLRequest) async throws -> (Data, URLResponse) {
-        let session = sessionForRequests
-        guard let answer = try await withDeadline(configuration.requestTimeout, { try await Self.transfer(request, on: session) }) else {
-            throw URLError(.timedOut)
-        }
-        return answer
-    }
-
-    /// One transfer; cancelling the calling task cancels it.
-    private static func transfer(_ request: URLRequest, on session: URLSession) async throws -> (Data, URLResponse) {
-        let holder = TransferHolder()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error { continuation.resume(throwing: error); return }
-                    guard let response else { continuation.resume(throwing: URLError(.badServerResponse)); return }
-                    continuation.resume(returning: (data ?? Data(), response))
-                }
-                holder.set(task)
-                task.resume()
-            }
-        } onCancel: {
-            holder.cancel()
-        }
-    }
-}
-
-/// The transfer a cancellation must reach, even when the cancellation comes before the transfer exists.
-final class TransferHolder: Sendable {
-    private let state = Mutex<(task: URLSessionDataTask?, cancelled: Bool)>((nil, false))
-
-    func set(_ task: URLSessionDataTask) {
-        if state.withLock({ state -> Bool in state.task = task; return state.cancelled }) { task.cancel() }
-    }
-
-    func cancel() {
-        state.withLock { state -> URLSessionDataTask? in
-            state.cancelled = true
-            return state.task
-        }?.cancel()
     }
 }

@@ -1,8 +1,6 @@
 public import Domain
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import CurlHTTP
 public import JSON
 
 /// A customer's Desk session (from `POST /sapi/customers/auth/`). Never returned to clients or logged.
@@ -24,25 +22,20 @@ public struct DeskCallRecord: Sendable {
 /// and the Platform API (`/platform/v1`, server-to-server). Every attempt has a deadline; idempotent calls retry
 /// with full-jitter backoff and honour `Retry-After`; a circuit breaker fails fast while Desk is down.
 ///
-/// HTTP goes through FoundationNetworking's URLSession (libcurl underneath): no extra package to build, HTTP/1.1
-/// keep-alive and TLS from a mature library, and an async API.
+/// HTTP goes through libcurl (`CurlClient`: keep-alive and TLS from a mature library, on threads of its own), not
+/// FoundationNetworking's URLSession, which leaks memory on every request on Linux.
 public final class DeskClient: Sendable {
     public let configuration: DeskClientConfiguration
     public let breaker: CircuitBreaker
-    let sessionForRequests: URLSession
+    let http: CurlClient
     let observe: @Sendable (DeskCallRecord) -> Void
 
     public init(configuration: DeskClientConfiguration, observe: @escaping @Sendable (DeskCallRecord) -> Void = { _ in }) {
         self.configuration = configuration
         self.observe = observe
         breaker = CircuitBreaker(threshold: configuration.breakerFailureThreshold, cooldown: configuration.breakerCooldown)
-        let sessionConfiguration = URLSessionConfiguration.ephemeral
-        sessionConfiguration.httpMaximumConnectionsPerHost = 32
-        sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        // Nothing from Desk is worth keeping in memory between calls (the gateway has its own caches).
-        sessionConfiguration.urlCache = nil
-        sessionConfiguration.httpCookieStorage = nil
-        sessionForRequests = URLSession(configuration: sessionConfiguration)
+        // No cache and no cookies: nothing from Desk is kept between calls (the gateway has its own caches).
+        http = CurlClient(maxConnections: 32, name: "desk-client")
     }
 
     enum Credential {

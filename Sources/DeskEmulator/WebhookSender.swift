@@ -1,9 +1,7 @@
 import Crypto
 import Domain
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import CurlHTTP
 import JSON
 import Synchronization
 
@@ -101,13 +99,12 @@ final class WebhookSender: Sendable {
         let (stream, continuation) = AsyncStream<WebhookEvent>.makeStream()
         self.continuation = continuation
         worker = Task {
-            let configuration = URLSessionConfiguration.ephemeral
-            configuration.timeoutIntervalForRequest = Self.timeout
-            let session = URLSession(configuration: configuration)
+            // One at a time, in order: one connection is enough.
+            let client = CurlClient(maxConnections: 1, name: "desk-webhooks")
             for await event in stream {
                 let (urls, secret) = settings.value.withLock { ($0.urls, $0.secret) }
                 let body = event.body(settings.shape.withLock { $0 })
-                for url in urls { await Self.deliver(body, to: url, secret: secret, session: session) }
+                for url in urls { await Self.deliver(body, to: url, secret: secret, client: client) }
             }
         }
     }
@@ -134,16 +131,13 @@ final class WebhookSender: Sendable {
         return "sha1=" + Codec.hex(mac)
     }
 
-    private static func deliver(_ body: [UInt8], to url: String, secret: String, session: URLSession) async {
-        guard let target = URL(string: url) else { return }
-        var request = URLRequest(url: target, timeoutInterval: timeout)
-        request.httpMethod = "POST"
-        request.httpBody = Data(body)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue(signature(body, secret: secret), forHTTPHeaderField: "x-hub-signature")
+    private static func deliver(_ body: [UInt8], to url: String, secret: String, client: CurlClient) async {
+        guard URL(string: url) != nil else { return }
+        let request = CurlRequest(method: "POST", url: url,
+                                  headers: [("Content-Type", "application/json"), ("x-hub-signature", signature(body, secret: secret))],
+                                  body: body, timeout: .seconds(timeout))
         for attempt in 0...retries {
-            if let (_, response) = try? await session.data(for: request),
-               let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status) {
+            if case .answer(let status, _, _) = await client.perform(request), (200..<300).contains(status) {
                 return
             }
             if Task.isCancelled { return }

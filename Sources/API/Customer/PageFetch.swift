@@ -1,4 +1,5 @@
 internal import CCurl
+import CurlHTTP
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -65,18 +66,11 @@ enum PageFetch {
             let pinned = request.addresses.compactMap(format).joined(separator: ",")
             resolveList = curl_slist_append(resolveList, "\(request.host):\(request.port):\(pinned)")
         }
-        let milliseconds = max(1, Int(request.timeout.components.seconds) * 1000 + Int(request.timeout.components.attoseconds / 1_000_000_000_000_000))
         let sink = Sink(maxBytes: request.maxBytes)
         let context = Unmanaged.passRetained(sink)
         defer { context.release() }
-        _ = dg_curl_set_string(handle, CURLOPT_URL, request.url)
-        _ = dg_curl_set_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
-        _ = dg_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
-        _ = dg_curl_set_long(handle, CURLOPT_FOLLOWLOCATION, 0)
-        _ = dg_curl_set_long(handle, CURLOPT_TIMEOUT_MS, milliseconds)
-        _ = dg_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, milliseconds)
+        CurlClient.setBaseOptions(handle, url: request.url, timeout: request.timeout)
         _ = dg_curl_set_long(handle, CURLOPT_BUFFERSIZE, 64 * 1024)
-        _ = dg_curl_set_string(handle, CURLOPT_ACCEPT_ENCODING, "")
         _ = dg_curl_set_list(handle, CURLOPT_HTTPHEADER, headerList)
         if let resolveList { _ = dg_curl_set_list(handle, CURLOPT_RESOLVE, resolveList) }
         _ = dg_curl_set_writer(handle, { data, size, count, context in
@@ -118,17 +112,6 @@ enum PageFetch {
 
     /// A short, fixed wording for the client (never the library's own text).
     static func describe(_ code: CURLcode) -> String {
-        switch code {
-        case CURLE_COULDNT_CONNECT: return "the connection was refused"
-        case CURLE_COULDNT_RESOLVE_HOST: return "the host does not resolve"
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
-             CURLE_SSL_CACERT_BADFILE: return "the TLS handshake failed"
-        case CURLE_GOT_NOTHING: return "the server closed the connection without a reply"
-        case CURLE_WEIRD_SERVER_REPLY, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE, CURLE_BAD_CONTENT_ENCODING:
-            return "the server's reply was broken"
-        case CURLE_UNSUPPORTED_PROTOCOL: return "only http and https are fetched"
-        case CURLE_URL_MALFORMAT: return "the URL is malformed"
-        default: return "the transfer failed"
-        }
+        CurlClient.describe(curlCode: code.rawValue)
     }
 }
