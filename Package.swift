@@ -58,7 +58,7 @@ let package = Package(
         .testTarget(name: "ServicesTests", dependencies: ["Services", "Domain", "JSON", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "JSON", "Domain"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "DeskContractTests", dependencies: ["DeskClient", "DeskEmulator", "Domain", "JSON", "HTTPServer", "TestSupport",
+        .testTarget(name: "DeskContractTests", dependencies: ["DeskClient", "CurlHTTP", "DeskEmulator", "Domain", "JSON", "HTTPServer", "TestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "API", "Postgres", "DeskEmulator", "DeskClient", "Domain", "JSON", "TestSupport",
                                                         "Store", "Reports", "HTTPServer",

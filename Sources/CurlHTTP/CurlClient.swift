@@ -109,7 +109,8 @@ public final class CurlClient: Sendable {
     private func enqueue(_ job: Job) {
         let spawn = pool.withLock { pool -> Bool in
             pool.queue.append(job)
-            guard pool.idle == 0, pool.threads < maxThreads else { return false }
+            // A new thread when more requests wait than threads do.
+            guard pool.queue.count - pool.head > pool.idle, pool.threads < maxThreads else { return false }
             pool.threads += 1
             return true
         }
@@ -128,7 +129,11 @@ public final class CurlClient: Sendable {
             pool.idle -= 1
             let job = pool.queue[pool.head]
             pool.head += 1
-            if pool.head > 64, pool.head * 2 > pool.queue.count {
+            // Taken jobs leave the array (and their bodies memory) once it is drained, or half of it is taken.
+            if pool.head == pool.queue.count {
+                pool.queue.removeAll(keepingCapacity: pool.queue.count <= 64)
+                pool.head = 0
+            } else if pool.head > 64, pool.head * 2 > pool.queue.count {
                 pool.queue.removeFirst(pool.head)
                 pool.head = 0
             }

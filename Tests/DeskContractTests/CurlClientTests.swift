@@ -1,0 +1,102 @@
+import CurlHTTP
+import DeskEmulator
+import Foundation
+import Testing
+
+/// The HTTP client under Desk calls and the emulator's webhooks, against the emulator over loopback.
+@Suite struct CurlClientTests {
+    static func withEmulator(_ body: (DeskEmulator, DeskEmulatorConfiguration) async throws -> Void) async throws {
+        var configuration = DeskEmulatorConfiguration()
+        configuration.port = 0
+        let emulator = DeskEmulator(configuration: configuration)
+        try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
+        try emulator.start()
+        do {
+            try await body(emulator, configuration)
+        } catch {
+            await emulator.stop()
+            throw error
+        }
+        await emulator.stop()
+    }
+
+    static func agents(_ emulator: DeskEmulator, _ configuration: DeskEmulatorConfiguration, timeout: Duration = .seconds(10)) -> CurlRequest {
+        CurlRequest(method: "GET", url: emulator.baseURL + "/platform/v1/agents", headers: [("SENDBIRDDESKAPITOKEN", configuration.apiToken)],
+                    timeout: timeout)
+    }
+
+    /// More callers than connections: every one is answered, in turn, with its status, headers and body.
+    @Test func moreCallersThanConnectionsAreAllAnswered() async throws {
+        try await Self.withEmulator { emulator, configuration in
+            let client = CurlClient(maxConnections: 3)
+            let request = Self.agents(emulator, configuration)
+            let statuses = await withTaskGroup(of: (Int, Bool, Bool).self) { group in
+                for _ in 0..<60 {
+                    group.addTask {
+                        guard case .answer(let status, let headers, let body) = await client.perform(request) else { return (0, false, false) }
+                        let json = headers.contains { $0.name.lowercased() == "content-type" && $0.value.contains("json") }
+                        return (status, json, body.first == UInt8(ascii: "{") || body.first == UInt8(ascii: "["))
+                    }
+                }
+                var all: [(Int, Bool, Bool)] = []
+                for await result in group { all.append(result) }
+                return all
+            }
+            #expect(statuses.count == 60)
+            #expect(statuses.allSatisfy { $0 == (200, true, true) }, "\(statuses.filter { $0 != (200, true, true) })")
+        }
+    }
+
+    /// A body goes out with its method, and the answer's status comes back as it is (a 4xx is an answer).
+    @Test func bodiesGoOutWithTheirMethod() async throws {
+        try await Self.withEmulator { emulator, configuration in
+            let client = CurlClient(maxConnections: 1)
+            let body = Array(#"{"sendbirdAppId":"\#(configuration.appId)","sendbirdId":"demo-customer"}"#.utf8)
+            let auth = CurlRequest(method: "POST", url: emulator.baseURL + "/sapi/customers/auth/",
+                                   headers: [("Content-Type", "application/json"), ("sendbirdAccessToken", "demo-token")], body: body,
+                                   timeout: .seconds(10))
+            guard case .answer(let status, _, let answer) = await client.perform(auth) else { Issue.record("no answer"); return }
+            #expect(status == 200, "\(String(decoding: answer, as: UTF8.self))")
+            #expect(String(decoding: answer, as: UTF8.self).contains("token"))
+            var wrong = auth
+            wrong.headers = [("Content-Type", "application/json"), ("sendbirdAccessToken", "not-the-token")]
+            guard case .answer(let refused, _, _) = await client.perform(wrong) else { Issue.record("no answer"); return }
+            #expect(refused == 401 || refused == 403, "\(refused)")
+        }
+    }
+
+    /// A stalled server: the transfer ends at its deadline; a caller that stops waiting is answered at once, and the
+    /// connection's thread is free again soon after (the next request on a one-connection client gets through).
+    @Test func deadlinesAndCancellationFreeTheConnection() async throws {
+        try await Self.withEmulator { emulator, configuration in
+            let client = CurlClient(maxConnections: 1)
+            emulator.setFaults(EmulatorFaults(latencyMs: 10_000))
+            var started = ContinuousClock.now
+            let timed = await client.perform(Self.agents(emulator, configuration, timeout: .milliseconds(300)))
+            guard case .timedOut = timed else { Issue.record("expected a timeout, got \(timed)"); return }
+            #expect(ContinuousClock.now - started < .seconds(5))
+
+            let waiting = Task { await client.perform(Self.agents(emulator, configuration, timeout: .seconds(30))) }
+            try await Task.sleep(for: .milliseconds(200))
+            started = ContinuousClock.now
+            waiting.cancel()
+            guard case .abandoned = await waiting.value else { Issue.record("expected abandoned"); return }
+            #expect(ContinuousClock.now - started < .seconds(1))
+
+            emulator.setFaults(EmulatorFaults())
+            started = ContinuousClock.now
+            guard case .answer(200, _, _) = await client.perform(Self.agents(emulator, configuration)) else {
+                Issue.record("the connection was not freed"); return
+            }
+            // The aborted transfer notices within about a second (curl's progress callback), well inside the wait.
+            #expect(ContinuousClock.now - started < .seconds(5))
+        }
+    }
+
+    /// Nothing listening: a short fixed reason, never curl's own text.
+    @Test func aRefusedConnectionIsAFailure() async {
+        let outcome = await CurlClient(maxConnections: 1).perform(CurlRequest(method: "GET", url: "http://127.0.0.1:1/", timeout: .seconds(5)))
+        guard case .failed(let reason) = outcome else { Issue.record("expected a failure, got \(outcome)"); return }
+        #expect(reason == "the connection was refused")
+    }
+}
