@@ -136,6 +136,54 @@ def psql(sql):
     return subprocess.run(["psql", url, "-tAc", sql], capture_output=True, text=True).stdout.strip()
 
 
+def cpu_seconds(pid):
+    """User and system CPU seconds a process has used."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_seconds():
+    """CPU seconds of the private cluster: the postmaster and its live children (backends come and go with the pool,
+    ended ones count through the postmaster's cutime/cstime)."""
+    try:
+        master = int((data / "data" / "postmaster.pid").read_text().split()[0])
+        fields = pathlib.Path(f"/proc/{master}/stat").read_text().rsplit(")", 1)[1].split()
+        total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    for entry in pathlib.Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                text = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(text[1]) == master:
+                    total += cpu_seconds(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                pass
+    return total
+
+
+def server_view():
+    """From the gateway's /metrics: the ticket-read histogram of /v1/tickets/{id} and the ticket cache's results."""
+    # A connection of its own each time: the gateway closes one idle for longer than its connection timeout.
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    except (OSError, http.client.HTTPException):
+        return {}
+    finally:
+        conn.close()
+    view = {}
+    for line in text.splitlines():
+        if line.startswith("http_request_duration_seconds_bucket{") and 'route="/v1/tickets/{id}"' in line:
+            bound = line.split('le="', 1)[1].split('"', 1)[0]
+            view[("le", bound)] = view.get(("le", bound), 0) + float(line.rsplit(" ", 1)[1])
+        elif line.startswith("ticket_cache_total{"):
+            result = line.split('result="', 1)[1].split('"', 1)[0]
+            view[("cache", result)] = float(line.rsplit(" ", 1)[1])
+    return view
+
+
 def sample(pid, began, desk_pid):
     status = pathlib.Path(f"/proc/{pid}/status").read_text()
     field = lambda name: int(next(line.split()[1] for line in status.splitlines() if line.startswith(name)))
@@ -149,7 +197,8 @@ def sample(pid, began, desk_pid):
     db = int(psql("SELECT pg_database_size('desk_gateway')") or 0) / 1e6
     return {"t": time.time() - began, "rss_mb": field("VmRSS:") / 1024, "threads": field("Threads:"), "desk_rss_mb": desk_rss / 1024,
             "fds": len(os.listdir(f"/proc/{pid}/fd")), "db_mb": db, "kept_mb": int(kept or 0) / 1e6,
-            "customers": counts["customers"], "rows": dict(zip(tables, rows))}
+            "customers": counts["customers"], "rows": dict(zip(tables, rows)),
+            "cpu": {"gateway": cpu_seconds(pid), "Desk": cpu_seconds(desk_pid), "PostgreSQL": postgres_cpu_seconds()}}
 
 
 def slope(points):
@@ -223,16 +272,24 @@ def main():
         for thread in threads:
             thread.start()
         samples = [sample(gateway.pid, began, desk_process.pid)]
+        views = {"start": server_view()}
         while time.time() - began < minutes * 60:
+            if "first" not in views and time.time() - began >= 60:
+                views["first"] = server_view()
+            if "last" not in views and time.time() - began >= minutes * 60 - 60:
+                views["last"] = server_view()
             if heaptrack and profiler is None and time.time() - began >= warmup * 60:
                 profiler = subprocess.Popen(["heaptrack", "-p", str(gateway.pid), "-o", str(out / "soak-heaptrack")],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(min(30, max(0.1, began + minutes * 60 - time.time())))
+            upcoming = [began + 60, began + minutes * 60 - 60, began + minutes * 60]
+            wake = min([w for w in upcoming if w > time.time()] + [time.time() + 30])
+            time.sleep(min(30, max(0.1, wake - time.time())))
             samples.append(sample(gateway.pid, began, desk_process.pid))
             last = samples[-1]
             print(f"{last['t']:6.0f} s  rss {last['rss_mb']:6.1f} MB (Desk {last['desk_rss_mb']:6.1f})  db {last['db_mb']:6.1f} MB "
                   f"(reporting {last['kept_mb']:5.1f})  fds {last['fds']:4d}  "
                   f"threads {last['threads']:3d}  customers {last['customers']:6d}  rows {last['rows']}", flush=True)
+        views["end"] = server_view()
         stop.set()
         for thread in threads:
             thread.join(timeout=30)
@@ -280,6 +337,31 @@ def main():
     print(f"| ticket reads, first minute | p50 {percentile(first, 0.5):.2f} ms, p99 {percentile(first, 0.99):.2f} ms ({len(first)}) |")
     print(f"| ticket reads, last minute | p50 {percentile(last, 0.5):.2f} ms, p99 {percentile(last, 0.99):.2f} ms ({len(last)}) |")
     print(f"| p99 drift | {p99_drift:+.0f} % |")
+    # Where the time goes: CPU per new customer in the first and last minute of each process on the shared cores, and
+    # the gateway's own view of the same reads (its histogram, from the routed request to its answer, so without the
+    # time spent in sockets and run queues, and the ticket cache's results).
+    def window(a, b):
+        return [s for s in samples if a <= s["t"] <= b]
+    for name, (a, b) in (("first", (0, 61)), ("last", (minutes * 60 - 61, minutes * 60))):
+        span = window(a, b)
+        if len(span) >= 2 and span[-1]["customers"] > span[0]["customers"]:
+            new = span[-1]["customers"] - span[0]["customers"]
+            per = ", ".join(f"{proc} {(span[-1]['cpu'][proc] - span[0]['cpu'][proc]) * 1000 / new:.1f}" for proc in span[0]["cpu"])
+            print(f"| CPU ms per new customer, {name} minute | {per} |")
+    def server_line(before, after):
+        if not before or not after:
+            return "not scraped"
+        delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        total = delta.get(("le", "+Inf"), 0)
+        if not total:
+            return "no reads"
+        share = lambda bound: delta.get(("le", bound), 0) / total * 100
+        cache = {k[1]: v for k, v in delta.items() if k[0] == "cache"}
+        hits = cache.get("hit", 0) / sum(cache.values()) * 100 if sum(cache.values()) else float("nan")
+        return (f"{total:.0f} reads: {share('0.001'):.1f} % within 1 ms, {share('0.0025'):.1f} % within 2.5 ms, "
+                f"{share('0.01'):.2f} % within 10 ms; cache hits {hits:.1f} %")
+    print(f"| ticket reads inside the gateway, first minute | {server_line(views.get('start'), views.get('first'))} |")
+    print(f"| ticket reads inside the gateway, last minute | {server_line(views.get('last'), views.get('end'))} |")
     print(f"| rows at the end | {samples[-1]['rows']} |")
     print(f"| unexpected statuses | {sum(unexpected.values())} {dict((f'{r} {s}', c) for (r, s), c in unexpected.items())} |")
     return 1 if unexpected else 0
