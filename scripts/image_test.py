@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import yaml
 from testlib import call, check, psql, summary, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
@@ -75,6 +76,32 @@ def main():
         check("a report", status == 200 and "totals" in (report or {}), status)
         check("the health check passes", run("healthcheck", "run", name).returncode == 0)
 
+        # The manifests hold to what the image and the running container really are.
+        deployment = yaml.safe_load((root / "deploy/k8s/deployment.yaml").read_text())
+        pod = deployment["spec"]["template"]["spec"]
+        container = next(c for c in pod["containers"] if c["name"] == "gateway")
+        security = {**pod.get("securityContext", {}), **container.get("securityContext", {})}
+        check("Kubernetes: runAsUser is the image's user", str(security.get("runAsUser")) == config.get("User"),
+              f"{security.get('runAsUser')} vs {config.get('User')}")
+        named = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
+        check("Kubernetes: containerPort is the port the image exposes", all(f"{n}/tcp" in (config.get("ExposedPorts") or {}) for n in named.values()),
+              named)
+        check("Kubernetes: args are the image's command", container.get("args") == config.get("Cmd"), f"{container.get('args')} vs {config.get('Cmd')}")
+        probes = {kind: container[kind]["httpGet"] for kind in ("startupProbe", "livenessProbe", "readinessProbe") if kind in container}
+        for kind, probe in probes.items():
+            probed, _ = call("GET", f"{gateway}{probe['path']}")
+            check(f"Kubernetes: {kind} {probe['path']} on port {probe['port']} answers 200 from the container",
+                  probed == 200 and probe["port"] in named, probed)
+        pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
+        check("Kubernetes: the preStop command runs in the image", bool(pre_stop) and run("exec", name, *pre_stop[:1], "0").returncode == 0, pre_stop)
+        check("Kubernetes: read-only root, as run here", security.get("readOnlyRootFilesystem") is True)
+        check("Kubernetes: the grace period covers the preStop pause and the drain",
+              pod.get("terminationGracePeriodSeconds", 30) > drain + int(pre_stop[-1] if pre_stop and pre_stop[-1].isdigit() else 0))
+        compose = yaml.safe_load((root / "deploy/compose.yaml").read_text())
+        check("Compose: the gateway's port maps to the image's port",
+              any(str(m).split(":")[-1].split("/")[0].endswith("8080") for m in compose["services"]["gateway"].get("ports", []))
+              and "8080/tcp" in (config.get("ExposedPorts") or {}), compose["services"]["gateway"].get("ports"))
+
         # SIGTERM: the gateway drains and exits 0 within the drain time.
         begun = time.time()
         stopped = run("stop", "-t", str(drain + 5), name)
@@ -83,15 +110,6 @@ def main():
         check(f"SIGTERM stops it cleanly within the drain time ({took:.1f} s)",
               stopped.returncode == 0 and took < drain and state.get("ExitCode") == 0, f"{took:.1f}s exit {state.get('ExitCode')}")
 
-        # The manifests name what the image really is.
-        deployment = (root / "deploy/k8s/deployment.yaml").read_text()
-        check("Kubernetes: runAsUser is the image's user", re.search(r"runAsUser:\s*10001", deployment) is not None)
-        check("Kubernetes: containerPort is the image's port", "containerPort: 8080" in deployment)
-        check("Kubernetes: probes on /livez and /readyz, which the image answers",
-              "path: /livez" in deployment and "path: /readyz" in deployment)
-        check("Kubernetes: read-only root, as tested here", "readOnlyRootFilesystem: true" in deployment)
-        compose = (root / "deploy/compose.yaml").read_text()
-        check("Compose: the gateway listens on the image's port", "8080" in compose)
     finally:
         run("rm", "-f", name)
         psql(admin, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
