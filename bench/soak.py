@@ -181,6 +181,9 @@ def server_view():
         elif line.startswith("ticket_cache_total{"):
             result = line.split('result="', 1)[1].split('"', 1)[0]
             view[("cache", result)] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith(("memory_entries{", "customer_memory_entries{")):
+            structure = line.split('structure="', 1)[1].split('"', 1)[0]
+            view[("entries", structure)] = float(line.rsplit(" ", 1)[1])
     return view
 
 
@@ -247,6 +250,8 @@ def main():
         "RETENTION_WEBHOOK_DAYS": "0", "RETENTION_OUTBOX_DAYS": "0", "RETENTION_UNAPPLIED_WEBHOOK_DAYS": "0",
         "RETENTION_IDEMPOTENCY_HOURS": "0.05", "RETENTION_CLOSED_TICKET_DAYS": "0.003",
     })
+    # SOAK_GATEWAY_ENV="NAME=value ...": settings for the gateway alone (an allocator tunable, a cache size), on top.
+    env.update(item.split("=", 1) for item in os.environ.get("SOAK_GATEWAY_ENV", "").split() if "=" in item)
     log = open(out / "soak-gateway.log", "w")
     gateway = subprocess.Popen([str(root / ".build/release/desk-gateway"), "serve"], env=env, stdout=log, stderr=log)
     profiler = None
@@ -276,12 +281,15 @@ def main():
         while time.time() - began < minutes * 60:
             if "first" not in views and time.time() - began >= 60:
                 views["first"] = server_view()
+            if "warm" not in views and time.time() - began >= warmup * 60:
+                views["warm"] = server_view()
             if "last" not in views and time.time() - began >= minutes * 60 - 60:
                 views["last"] = server_view()
             if heaptrack and profiler is None and time.time() - began >= warmup * 60:
-                profiler = subprocess.Popen(["heaptrack", "-p", str(gateway.pid), "-o", str(out / "soak-heaptrack")],
+                # -o before -p: heaptrack reads no option after the pid.
+                profiler = subprocess.Popen(["heaptrack", "-o", str(out / "soak-heaptrack"), "-p", str(gateway.pid)],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            upcoming = [began + 60, began + minutes * 60 - 60, began + minutes * 60]
+            upcoming = [began + 60, began + warmup * 60, began + minutes * 60 - 60, began + minutes * 60]
             wake = min([w for w in upcoming if w > time.time()] + [time.time() + 30])
             time.sleep(min(30, max(0.1, wake - time.time())))
             samples.append(sample(gateway.pid, began, desk_process.pid))
@@ -362,6 +370,10 @@ def main():
                 f"{share('0.01'):.2f} % within 10 ms; cache hits {hits:.1f} %")
     print(f"| ticket reads inside the gateway, first minute | {server_line(views.get('start'), views.get('first'))} |")
     print(f"| ticket reads inside the gateway, last minute | {server_line(views.get('last'), views.get('end'))} |")
+    # The bounded in-memory structures: once full they should stay level while RSS is measured.
+    warm_entries, end_entries = views.get("warm") or {}, views.get("end") or {}
+    entries = ", ".join(f"{k[1]} {warm_entries.get(k, 0):.0f} → {v:.0f}" for k, v in sorted(end_entries.items()) if k[0] == "entries")
+    print(f"| in-memory entries, end of warm-up → end | {entries or 'not scraped'} |")
     print(f"| rows at the end | {samples[-1]['rows']} |")
     print(f"| unexpected statuses | {sum(unexpected.values())} {dict((f'{r} {s}', c) for (r, s), c in unexpected.items())} |")
     return 1 if unexpected else 0
