@@ -81,7 +81,8 @@ import Testing
             started = ContinuousClock.now
             waiting.cancel()
             guard case .abandoned = await waiting.value else { Issue.record("expected abandoned"); return }
-            #expect(ContinuousClock.now - started < .seconds(1))
+            // At once, against the 10 s the server would take: the margin is for a loaded machine, not the client.
+            #expect(ContinuousClock.now - started < .seconds(3))
 
             emulator.setFaults(EmulatorFaults())
             started = ContinuousClock.now
