@@ -74,6 +74,11 @@ def main():
         check("the image's CLI creates a reports key", key.startswith("dgk_"), created.stderr[-300:])
         status, report = call("GET", f"{gateway}/v1/reports/csat?groupBy=team", headers={"X-API-Key": key})
         check("a report", status == 200 and "totals" in (report or {}), status)
+        # A named zone needs the zone database and Foundation's calendar (ICU, a shared library in the image).
+        status, report = call("GET", f"{gateway}/v1/reports/csat?groupBy=agent&tz=Asia/Tokyo&bucket=day",
+                              headers={"X-API-Key": key})
+        check("a report in Asia/Tokyo, by day", status == 200 and (report or {}).get("timeZone") == "Asia/Tokyo"
+              and (report or {}).get("bucket") == "day", (status, report))
         check("the health check passes", run("healthcheck", "run", name).returncode == 0)
 
         # The manifests hold to what the image and the running container really are.

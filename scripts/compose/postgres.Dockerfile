@@ -1,7 +1,7 @@
 # A stand-in for the official postgres:15 image, for the Compose test where no registry is reachable: Debian's
 # PostgreSQL 15 on the same debootstrap base as the gateway's image, honouring the three POSTGRES_* variables and the
 # data folder the Compose file uses. Test only; deployments use the official image.
-ARG BASE=localhost/debian-bookworm-minbase
+ARG BASE=localhost/debian-bookworm-minbase:2
 FROM ${BASE}
 RUN apt-get update \
  && apt-get install -y --no-install-recommends postgresql-15 \
