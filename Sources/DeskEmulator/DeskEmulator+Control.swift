@@ -108,6 +108,12 @@ extension DeskEmulator {
                 }
                 faults.latencyMs = value
             }
+            if let delay = body["answerDelayMs"] {
+                guard let value = delay.intValue, (0...60_000).contains(value) else {
+                    throw EmulatorFailure.invalid("answerDelayMs must be an integer from 0 to 60000.")
+                }
+                faults.answerDelayMs = value
+            }
             faults.down = body["down"]?.boolValue ?? false
             if let next = body["rateLimitNext"] {
                 guard let value = next.intValue, (0...10_000).contains(value) else {
@@ -123,7 +129,7 @@ extension DeskEmulator {
             }
             emulator.setFaults(faults)
             return EmulatorResponse.json(.object([("failRate", .number(faults.failRate)), ("latencyMs", .integer(faults.latencyMs)),
-                                                  ("down", .bool(faults.down))]))
+                                                  ("answerDelayMs", .integer(faults.answerDelayMs)), ("down", .bool(faults.down))]))
         }
         add("POST", "/webhooks") { emulator, request throws(EmulatorFailure) in
             let body = try request.jsonBody()

@@ -16,6 +16,9 @@ public struct EmulatorFaults: Sendable {
     public var rateLimitNext = 0
     /// The next this many customer or Platform API requests are answered 500: a failure a test can count on.
     public var failNext = 0
+    /// Each request is carried out (and its webhooks sent) at once, and its answer held this long: what the caller
+    /// learns arrives after the webhooks that tell the same, as when a webhook overtakes a slow answer.
+    public var answerDelayMs = 0
 
     public init(failRate: Double = 0, latencyMs: Int = 0, down: Bool = false, rateLimitNext: Int = 0, failNext: Int = 0) {
         self.failRate = failRate
@@ -231,10 +234,12 @@ extension DeskEmulator {
                     return EmulatorResponse.error(error.status, error.detail, code: error.code)
                 }
             }
-            guard currentFaults.latencyMs > 0 else { return .now(work()) }
+            guard currentFaults.latencyMs > 0 || currentFaults.answerDelayMs > 0 else { return .now(work()) }
             return .later {
-                try? await Task.sleep(for: .milliseconds(currentFaults.latencyMs))
-                return work()
+                if currentFaults.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(currentFaults.latencyMs)) }
+                let response = work()
+                if currentFaults.answerDelayMs > 0 { try? await Task.sleep(for: .milliseconds(currentFaults.answerDelayMs)) }
+                return response
             }
         }
     }

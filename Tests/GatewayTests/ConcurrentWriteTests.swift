@@ -1,4 +1,5 @@
 import Foundation
+import GatewayApp
 import Postgres
 import Store
 import Testing
@@ -37,6 +38,37 @@ import TestSupport
             #expect(rows == 60)
             let newest: Int = try await pool.query("SELECT count(*) FROM tickets WHERE updated_at = to_timestamp(1700000000.001)")[0].decode(0)
             #expect(newest == 60)
+        }
+    }
+
+    /// The order the soak saw, end to end and made certain: Desk creates the ticket and sends TICKET.CREATED at once
+    /// but holds its answer (`answerDelayMs`), so the webhook's row is in the cache before the create's own write. The
+    /// customer still gets the 201 with the ticket, and the cache holds one row for it. (The two inserts meeting in
+    /// the unique indexes at the same instant is the loop above.)
+    @Test func aCreateOvertakenByItsOwnWebhookIsStillCreated() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let held = 5_000
+            try await agent.post("/faults", #"{"answerDelayMs":\#(held)}"#)
+            let started = ContinuousClock.now
+            async let created = customer.send("POST", "/v1/tickets", #"{"title":"Overtaken","userName":"Demo"}"#)
+            // Seen before `held` has passed since the request left, the row can only be the webhook's.
+            var webhookRow: Int?
+            while webhookRow == nil, ContinuousClock.now - started < .milliseconds(held - 1_000) {
+                webhookRow = try await app.pool.query("SELECT id FROM tickets WHERE title = 'Overtaken'").first?.decode(0)
+                if webhookRow == nil { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            let response = try await created
+            try await agent.post("/faults", "{}")
+            #expect(webhookRow != nil, "the webhook was not applied while Desk held its answer")
+            #expect(response.status == 201, "\(response.text)")
+            let id = try #require(response.json?["id"] as? Int)
+            #expect(id == webhookRow)
+            let rows: Int = try await app.pool.query("SELECT count(*) FROM tickets WHERE id = $1", [id])[0].decode(0)
+            #expect(rows == 1)
+            let read = try await customer.send("GET", "/v1/tickets/\(id)")
+            #expect(read.status == 200 && read.json?["title"] as? String == "Overtaken", "\(read.text)")
         }
     }
 
