@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite against real components: one private PostgreSQL for the run (each suite makes its own
-# database in it), the real HTTP server on ephemeral ports, and the OpenAPI document validated.
+# database in it), the real HTTP server on ports below the ephemeral range, and the OpenAPI document validated.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

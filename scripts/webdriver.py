@@ -17,9 +17,12 @@ class WebDriverError(Exception):
     pass
 
 
-def _free_port():
-    with socket.socket() as probe:
-        for port in range(23000, 23999):
+def _free_port(taken=()):
+    """A free port below the kernel's ephemeral range (32768 up), as every listener of the tests is."""
+    for port in range(23000, 23999):
+        if port in taken:
+            continue
+        with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
                 return port
@@ -46,8 +49,12 @@ class Browser:
                 if time.time() > deadline:
                     raise WebDriverError("chromedriver did not start")
                 time.sleep(0.2)
+        # chromedriver would have Chromium's DevTools listen on a port the kernel picks (0: the ephemeral range);
+        # named here, it connects to this one.
+        devtools = _free_port(taken={self.port})
         args = ["--headless=new", "--disable-gpu", "--disable-dev-shm-usage", f"--window-size={width},{height}",
-                "--no-first-run", "--disable-extensions", "--disable-background-networking"]
+                "--no-first-run", "--disable-extensions", "--disable-background-networking",
+                f"--remote-debugging-port={devtools}"]
         if os.geteuid() == 0:
             args.append("--no-sandbox")  # Chromium's sandbox refuses to run as root
         options = {"binary": binary, "args": args}

@@ -40,7 +40,8 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var dbStartupWaitSeconds = 30
 
     public var embeddedPostgresDirectory = ".data/postgres"
-    public var embeddedPostgresPort = 55432
+    /// Below the kernel's ephemeral range (32768 up), where an outgoing connection could be holding it.
+    public var embeddedPostgresPort = 25432
 
     /// nil: run the embedded Desk emulator on `deskEmulatorPort`.
     public var deskBaseURL: String?

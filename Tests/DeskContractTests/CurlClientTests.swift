@@ -2,12 +2,13 @@ import CurlHTTP
 import DeskEmulator
 import Foundation
 import Testing
+import TestSupport
 
 /// The HTTP client under Desk calls and the emulator's webhooks, against the emulator over loopback.
 @Suite struct CurlClientTests {
     static func withEmulator(_ body: (DeskEmulator, DeskEmulatorConfiguration) async throws -> Void) async throws {
         var configuration = DeskEmulatorConfiguration()
-        configuration.port = 0
+        configuration.port = TestPorts.free()
         let emulator = DeskEmulator(configuration: configuration)
         try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
         try emulator.start()

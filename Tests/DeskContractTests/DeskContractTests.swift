@@ -6,10 +6,10 @@ import JSON
 import Testing
 import TestSupport
 
-/// The emulator on an ephemeral port with the demo data, and a client pointed at it over loopback.
+/// The emulator on a free port (`TestPorts`) with the demo data, and a client pointed at it over loopback.
 func withDesk<T>(_ body: (DeskEmulator, DeskClient) async throws -> T) async throws -> T {
     var configuration = DeskEmulatorConfiguration()
-    configuration.port = 0
+    configuration.port = TestPorts.free()
     let emulator = DeskEmulator(configuration: configuration)
     try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
     try emulator.start()
@@ -286,7 +286,7 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
 
     @Test func wrongPlatformTokenIsUnauthorized() async throws {
         var configuration = DeskEmulatorConfiguration()
-        configuration.port = 0
+        configuration.port = TestPorts.free()
         let emulator = DeskEmulator(configuration: configuration)
         try emulator.start()
         let client = DeskClient(configuration: DeskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId, apiToken: "wrong"))
@@ -316,7 +316,7 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
 
     @Test func slowDeskHitsTheDeadline() async throws {
         var configuration = DeskEmulatorConfiguration()
-        configuration.port = 0
+        configuration.port = TestPorts.free()
         let emulator = DeskEmulator(configuration: configuration)
         try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
         try emulator.start()

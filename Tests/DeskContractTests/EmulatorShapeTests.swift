@@ -15,7 +15,7 @@ import TestSupport
 
     func withEmulator(_ body: (Int) async throws -> Void) async throws {
         var configuration = DeskEmulatorConfiguration()
-        configuration.port = 0
+        configuration.port = TestPorts.free()
         let emulator = DeskEmulator(configuration: configuration)
         try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
         try emulator.start()

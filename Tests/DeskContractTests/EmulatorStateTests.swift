@@ -12,7 +12,7 @@ import TestSupport
 
     static func start(_ path: String) throws -> (DeskEmulator, Bool) {
         var configuration = DeskEmulatorConfiguration()
-        configuration.port = 0
+        configuration.port = TestPorts.free()
         let (emulator, restored) = try DeskEmulator.persistent(configuration: configuration, store: EmulatorFileStore(path: path))
         if !restored { try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8)) }
         try emulator.start()

@@ -30,10 +30,10 @@ final class WebhookReceiver: HTTPResponder {
     @Test func eventsAreSignedOrderedAndRetried() async throws {
         let receiver = WebhookReceiver()
         receiver.failFirst.withLock { $0 = 2 }
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), responder: receiver)
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free()), responder: receiver)
         try server.start()
         var configuration = DeskEmulatorConfiguration()
-        configuration.port = 0
+        configuration.port = TestPorts.free()
         configuration.webhookURLs = ["http://127.0.0.1:\(server.port)/hook"]
         configuration.webhookSecret = "s3cret"
         let emulator = DeskEmulator(configuration: configuration)

@@ -11,7 +11,7 @@ import TestSupport
 /// A Desk emulator outside the gateway, so it can go down and come back while gateways restart.
 func externalDesk() throws -> DeskEmulator {
     var configuration = DeskEmulatorConfiguration()
-    configuration.port = 0
+    configuration.port = TestPorts.free()
     let emulator = DeskEmulator(configuration: configuration)
     try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
     try emulator.start()
@@ -166,7 +166,9 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
         try await TestPostgres.withDatabase { url in
             let config = gatewayConfig(database: url, desk: desk)
             let a = try await TestGateway.start(config)
-            let b = try await TestGateway.start(config)
+            var other = config
+            other.port = TestPorts.free()
+            let b = try await TestGateway.start(other)
             let customerA = try await Customer.signIn(a)
             let customerB = try await Customer.signIn(b, user: "demo-customer-2", accessToken: "demo-token-2")
             var items: [(Customer, Int, Int)] = []

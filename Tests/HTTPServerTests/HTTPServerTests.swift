@@ -84,7 +84,7 @@ struct TestResponder: HTTPResponder {
 
 func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
                    _ body: (HTTPServer) async throws -> T) async throws -> T {
-    let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2,
+    let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2,
                                                                    bodyLimitBytes: bodyLimit),
                             responder: TestResponder(gate: gate))
     try server.start()
@@ -194,7 +194,7 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
 
     @Test func gracefulStopDrainsAnInFlightRequest() async throws {
         let gate = Gate()
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2),
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2),
                                 responder: TestResponder(gate: gate))
         try server.start()
         let port = server.port
@@ -221,7 +221,7 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
 
     @Test func stopPastTheDrainDeadlineAnswersWithTheShutdownResponse() async throws {
         let gate = Gate()
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2),
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2),
                                 responder: TestResponder(gate: gate))
         try server.start()
         let port = server.port

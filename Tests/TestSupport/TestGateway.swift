@@ -2,18 +2,18 @@ import Foundation
 import GatewayApp
 import Logging
 
-/// A real gateway on an ephemeral port against a test database.
+/// A real gateway on a free port (`TestPorts`) against a test database.
 public enum TestGateway {
     public static func configuration(databaseURL: String) -> GatewayConfig {
         var config = GatewayConfig()
         config.host = "127.0.0.1"
-        config.port = 0
+        config.port = TestPorts.free()
         config.databaseURL = databaseURL
         config.assetsDirectory = TestPostgres.repositoryRoot
         config.shutdownDrainSeconds = 5
         config.dbStartupWaitSeconds = 30
         config.logLevel = .warning
-        config.deskEmulatorPort = 0
+        config.deskEmulatorPort = TestPorts.free()
         config.syncIntervalSeconds = 0
         // Tests that need housekeeping run it themselves; back-dated rows elsewhere stay put.
         config.housekeepingIntervalSeconds = 0

@@ -5,6 +5,7 @@ import Glibc
 import GatewayApp
 import Logging
 import Postgres
+import Synchronization
 
 /// Where the tests find PostgreSQL. `make test` starts one private cluster for the whole run and passes its admin
 /// connection string in `TEST_DATABASE_URL`; without it (a bare `swift test`) a shared cluster is started under
@@ -70,10 +71,23 @@ public enum TestPostgres {
     /// A private cluster for tests that stop and start the server; destroyed by the caller. Its port is below the
     /// kernel's ephemeral range (so no client connection can be holding it) and free when chosen.
     public static func privateCluster() throws -> EmbeddedPostgres {
-        var port = Int.random(in: 20000...29999)
-        while !portIsFree(port) { port = Int.random(in: 20000...29999) }
+        let port = TestPorts.free()
         let directory = NSTemporaryDirectory() + "dg-pg-\(UUID().uuidString.prefix(8))"
         return try EmbeddedPostgres(directory: directory, port: port, durable: false, logger: logger)
+    }
+}
+
+/// Ports for what the tests listen on: below the kernel's ephemeral range (32768 up), where an outgoing connection
+/// could be holding a port, as every listener of the project's tests and benchmarks is. Free when handed out, and never
+/// handed out twice in one run, so servers started at once in parallel tests never meet.
+public enum TestPorts {
+    private static let given = Mutex<Set<Int>>([])
+
+    public static func free() -> Int {
+        while true {
+            let port = Int.random(in: 20000...29999)
+            if given.withLock({ $0.insert(port).inserted }), portIsFree(port) { return port }
+        }
     }
 }
 
