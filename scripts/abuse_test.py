@@ -15,7 +15,7 @@ import time
 import http.server
 import socketserver
 
-from testlib import call, check, summary, wait_ready
+from testlib import call, check, free_port, summary, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -72,7 +72,7 @@ env = dict(os.environ, DATABASE_URL=url, PORT=str(port), HOST="127.0.0.1", DESK_
            HTTP_PER_ADDRESS_CONNECTION_LIMIT="64", HTTP_REQUEST_TIMEOUT_S="5", ASSETS_DIR=str(root))
 log = open(out / "gateway.log", "w")
 gateway = subprocess.Popen([str(root / ".build/debug/desk-gateway")], env=env, stdout=log, stderr=log)
-pages = socketserver.ThreadingTCPServer(("127.0.0.1", 0), StallingPage)
+pages = socketserver.ThreadingTCPServer(("127.0.0.1", free_port()), StallingPage)
 pages.daemon_threads = True
 threading.Thread(target=pages.serve_forever, daemon=True).start()
 held = []
