@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Both install what is missing first, so they work on a fresh
 # Debian machine with the Swift toolchain as well as on one where everything is already there.
-.PHONY: deps build run test bench bench-emulator soak image image-test fuzz sanitize clean
+.PHONY: deps build run test bench bench-emulator soak image image-test image-source fuzz sanitize clean
 
 PORT ?= 8080
 
@@ -14,7 +14,7 @@ build: deps
 run: build
 	PORT=$(PORT) ./.build/release/desk-gateway
 
-# IMAGE_TEST=0 leaves out the container image and the Compose file (podman), the last step.
+# IMAGE_TEST=0 leaves out the container images and the Compose file (podman), the last steps.
 IMAGE_TEST ?= 1
 test:
 	@scripts/install-deps.sh --test
@@ -56,6 +56,11 @@ image: deps
 # ends with both.
 image-test: image
 	@scripts/image-test.sh
+
+# The Dockerfile's default target (what `docker build` and `docker compose up --build` make), built from source in a
+# stand-in for the Swift image and run through the same checks (scripts/image-source.sh). make test ends with it.
+image-source: image
+	@scripts/image-source.sh
 
 clean:
 	rm -rf .build .build-fuzz .build-address .build-thread .data .image

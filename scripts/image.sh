@@ -2,7 +2,7 @@
 # make image: builds deploy/Dockerfile with podman, without a daemon or a registry. The runtime base is a minimal
 # Debian bookworm made here with debootstrap (imported once as localhost/debian-bookworm-minbase:2); the binaries are
 # this machine's release build (the one `make build` makes), stripped, with one copy of the Swift runtime libraries
-# they load (deploy/swift-runtime.sh), copied in through the Dockerfile's `prebuilt` stage. Prints the image's size.
+# they load (deploy/swift-runtime.sh), copied in through the Dockerfile's `prebuilt` target. Prints the image's size.
 # IMAGE names the result (desk-gateway:latest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +40,7 @@ cp -r sql "$out/usr/share/desk-gateway/sql"
 cp openapi.yaml "$out/usr/share/desk-gateway/openapi.yaml"
 
 echo "== image: podman build -f deploy/Dockerfile"
-"${podman[@]}" build --network=host --isolation=chroot --format docker --build-arg BUILD_STAGE=prebuilt --build-arg RUNTIME_IMAGE="$base" \
+"${podman[@]}" build --network=host --isolation=chroot --format docker --target prebuilt --build-arg RUNTIME_IMAGE="$base" \
   -f deploy/Dockerfile -t "$image" . >/dev/null
 size=$("${podman[@]}" image inspect --format '{{.Size}}' "$image")
 echo "built $image: $((size / 1000000)) MB"

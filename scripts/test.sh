@@ -64,4 +64,6 @@ if [ "${IMAGE_TEST:-1}" != 0 ]; then
   echo "== image: deploy/Dockerfile built with podman, run read-only against PostgreSQL; deploy/compose.yaml with podman-compose"
   scripts/image.sh
   scripts/image-test.sh
+  echo "== image from source: the Dockerfile's default target, built in a Swift image (a local stand-in), the same checks"
+  scripts/image-source.sh
 fi
