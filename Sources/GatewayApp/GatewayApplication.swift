@@ -135,6 +135,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         webhooks.register(in: &wiring.routes)
         let reads = try await registerReports(&wiring)
         if reads.hasReplica {
+            try await services.start(StopAction(name: "read replica pool") { reads.shutdown() })
             await reads.check()
             try await services.start(BackgroundLoop("read replica check", repeating(every: .seconds(1)) { await reads.check() }))
         }

@@ -18,15 +18,20 @@ public final class PostgresPool: Sendable {
         self.configuration = configuration
         queue = JobQueue(acquireTimeout: .milliseconds(configuration.acquireTimeoutMilliseconds))
         for index in 0..<max(1, configuration.poolSize) {
+            queue.threadStarted()
             let thread = Thread { [queue] in
                 let connection = PostgresConnection(configuration: configuration)
                 try? connection.connect()
                 queue.work(with: connection)
+                queue.threadEnded()
             }
             thread.name = "postgres-\(index)"
             thread.start()
         }
     }
+
+    /// Pool threads that have not returned yet (0 once `shutdown` has waited them out).
+    public var threadsRunning: Int { queue.threadsRunning }
 
     public var statistics: PostgresPoolStatistics {
         let (busy, waiting) = queue.counts
@@ -68,9 +73,13 @@ public final class PostgresPool: Sendable {
         try await withConnection { try $0.query(sql, binds) }
     }
 
-    /// Fails waiting and future jobs and lets the threads close their connections.
+    /// Fails waiting and future jobs, lets the threads close their connections and waits for them to end (a thread
+    /// may still be connecting), up to the connect timeout and a margin. A command that exits right after must not
+    /// leave a thread inside libpq: exit's handlers (OpenSSL's among them) would pull its state away mid-call.
     public func shutdown() {
         queue.close()
+        guard !(Thread.current.name ?? "").hasPrefix("postgres-") else { return }
+        queue.waitForThreads(until: Date(timeIntervalSinceNow: Double(configuration.connectTimeoutSeconds) + 5))
     }
 }
 
@@ -104,6 +113,7 @@ final class JobQueue: @unchecked Sendable {
     private var head = 0
     private var busy = 0
     private var closed = false
+    private var threads = 0
     private let acquireTimeout: Duration
 
     init(acquireTimeout: Duration) {
@@ -137,6 +147,32 @@ final class JobQueue: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         for job in pending { job.fail(PostgresError(code: .poolClosed, detail: "the pool is shut down")) }
+    }
+
+    var threadsRunning: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return threads
+    }
+
+    func threadStarted() {
+        condition.lock()
+        threads += 1
+        condition.unlock()
+    }
+
+    func threadEnded() {
+        condition.lock()
+        threads -= 1
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until every pool thread has returned, or until `deadline`.
+    func waitForThreads(until deadline: Date) {
+        condition.lock()
+        while threads > 0, condition.wait(until: deadline) {}
+        condition.unlock()
     }
 
     /// The loop of one pool thread; returns when the pool closes.

@@ -35,6 +35,9 @@ public final class ReportReads: Sendable {
     }
 
     public var hasReplica: Bool { replica != nil }
+
+    /// Closes the replica's pool (the primary's belongs to the caller).
+    public func shutdown() { replica?.shutdown() }
     /// Whether reads go to the replica now, and its replay lag in seconds at the last check (nil: unknown or down).
     public var replicaState: (usable: Bool, lag: Double?) { state.withLock { $0 } }
     /// Report reads served so far by each database.

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Postgres
 import Testing
 import TestSupport
@@ -12,6 +15,33 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
 }
 
 @Suite struct PostgresTests {
+    /// A command that exits right after `shutdown` must find no pool thread inside libpq (exit's handlers tore OpenSSL
+    /// down under one still connecting, a crash the Compose test met). A server that takes connections and never
+    /// answers keeps both threads connecting; `shutdown` waits for them.
+    @Test func shutdownWaitsForThreadsStillConnecting() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        let port = TestPorts.free()
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        try #require(bound == 0 && listen(listener, 16) == 0)
+        let pool = PostgresPool(configuration: PostgresConfiguration(
+            connectionString: "host=127.0.0.1 port=\(port) user=nobody dbname=nothing sslmode=disable", poolSize: 2,
+            connectTimeoutSeconds: 2))
+        #expect(pool.threadsRunning == 2)
+        let started = ContinuousClock.now
+        pool.shutdown()
+        let waited = ContinuousClock.now - started
+        #expect(pool.threadsRunning == 0)
+        #expect(waited > .milliseconds(500), "shutdown returned after \(waited), before the connects could end")
+        #expect(waited < .seconds(7), "\(waited)")
+    }
+
     @Test func hostileValuesRoundTripUnchangedAsBoundParameters() async throws {
         try await withPool { pool in
             try await pool.query("CREATE TABLE notes (id serial PRIMARY KEY, body text NOT NULL)")
