@@ -1,14 +1,15 @@
-"""A small W3C WebDriver client over chromedriver's HTTP endpoint (Debian's chromium-driver), standard library only:
+"""A small W3C WebDriver client over chromedriver's HTTP endpoint (Debian's chromium-driver), standard library (and testlib) only:
 enough to open pages, click, type, run scripts, read the console and take screenshots in headless Chromium."""
 import base64
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
+
+from testlib import free_port
 
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 
@@ -17,27 +18,13 @@ class WebDriverError(Exception):
     pass
 
 
-def _free_port(taken=()):
-    """A free port below the kernel's ephemeral range (32768 up), as every listener of the tests is."""
-    for port in range(23000, 23999):
-        if port in taken:
-            continue
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    raise WebDriverError("no free port for chromedriver")
-
-
 class Browser:
     """Headless Chromium driven through chromedriver; `close()` ends both."""
 
     def __init__(self, log_path, width=1280, height=900, downloads=None):
         driver = shutil.which("chromedriver") or "/usr/lib/chromium/chromedriver"
         binary = shutil.which("chromium") or "/usr/bin/chromium"
-        self.port = _free_port()
+        self.port = free_port()
         self.driver = subprocess.Popen([driver, f"--port={self.port}"], stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
         self.base = f"http://127.0.0.1:{self.port}"
         deadline = time.time() + 20
@@ -50,8 +37,8 @@ class Browser:
                     raise WebDriverError("chromedriver did not start")
                 time.sleep(0.2)
         # chromedriver would have Chromium's DevTools listen on a port the kernel picks (0: the ephemeral range);
-        # named here, it connects to this one.
-        devtools = _free_port(taken={self.port})
+        # named here, it connects to this one. chromedriver already holds its own, so the two never meet.
+        devtools = free_port()
         args = ["--headless=new", "--disable-gpu", "--disable-dev-shm-usage", f"--window-size={width},{height}",
                 "--no-first-run", "--disable-extensions", "--disable-background-networking",
                 f"--remote-debugging-port={devtools}"]
