@@ -38,6 +38,7 @@ bench: build
 # SOAK_MINUTES of mixed traffic from many new customers against the release build (bench/soak.py; not in make test).
 SOAK_MINUTES ?= 10
 soak: build
+	swift build -c release --product desk-emulator
 	@python3 bench/soak.py $(SOAK_MINUTES)
 
 # The Desk emulator's cost per request as its world grows to EMULATOR_TICKETS tickets (state file, release build).

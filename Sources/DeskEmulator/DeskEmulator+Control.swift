@@ -138,6 +138,9 @@ extension DeskEmulator {
             emulator.setWebhooks(urls: urls, secret: secret)
             return EmulatorResponse.json(.object([("urls", .array(urls.map(JSONValue.string)))]))
         }
+        add("GET", "/webhooks/stats") { emulator, _ throws(EmulatorFailure) in
+            EmulatorResponse.json(emulator.takeWebhookStats().json)
+        }
         add("POST", "/tickets/{id}/chat-messages-fault") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
             let mode = try request.jsonBody()["mode"]?.stringValue

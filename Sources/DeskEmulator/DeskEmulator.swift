@@ -37,6 +37,9 @@ public struct DeskEmulatorConfiguration: Sendable {
     public var apiToken = "emulator-api-token"
     public var webhookURLs: [String] = []
     public var webhookSecret = "emulator-webhook-secret"
+    /// Webhooks in flight at once, and events waiting at most (more are dropped and counted).
+    public var webhookConcurrency = 8
+    public var webhookQueueCapacity = 10_000
     public var threads = 2
 
     public init() {}
@@ -88,7 +91,8 @@ public final class DeskEmulator: Sendable {
     init(configuration: DeskEmulatorConfiguration, world initial: EmulatorWorld, store: (any EmulatorStateStore)?) {
         self.configuration = configuration
         world = WorldCell(initial, store: store)
-        webhooks = WebhookSender(urls: configuration.webhookURLs, secret: configuration.webhookSecret)
+        webhooks = WebhookSender(urls: configuration.webhookURLs, secret: configuration.webhookSecret,
+                                 concurrency: configuration.webhookConcurrency, capacity: configuration.webhookQueueCapacity)
         var router = Router<EmulatorHandler>()
         Self.addCustomerRoutes(to: &router)
         Self.addPlatformRoutes(to: &router)
@@ -131,6 +135,9 @@ public final class DeskEmulator: Sendable {
     public var rateLimitedCount: Int { rateLimited.withLock { $0 } }
 
     public func setWebhooks(urls: [String], secret: String) { webhooks.configure(urls: urls, secret: secret) }
+
+    /// What the webhook sender has done so far (`GET /emulator/webhooks/stats`); the slowest lag starts over.
+    public func takeWebhookStats() -> WebhookStats { webhooks.take() }
 
     /// The envelope of the webhooks this emulator sends (`POST /emulator/settings {webhookShape}` too).
     public var webhookShape: WebhookShape {

@@ -2,7 +2,7 @@ import Crypto
 import Domain
 import Foundation
 import CurlHTTP
-import JSON
+public import JSON
 import Synchronization
 
 /// How the emulator wraps a webhook event. `primary` is the shape Sendbird documents (`{eventType, data: <ticket>}`),
@@ -78,8 +78,30 @@ struct WebhookEvent: Sendable {
     }
 }
 
-/// Delivers events in order, one at a time, like Desk: POST with `x-hub-signature: sha1=<hex HMAC-SHA1(secret, body)>`,
-/// 1 s to answer, up to 3 retries when the receiver does not answer 2xx in time.
+/// What the webhook sender has done: events waiting now, delivered, given up after the retries, dropped because
+/// the queue was full, and how long the latest and the slowest delivered event waited since it happened.
+public struct WebhookStats: Sendable, Equatable {
+    public var queued = 0
+    public var delivered = 0
+    public var failed = 0
+    public var dropped = 0
+    public var lastLagSeconds = 0.0
+    /// The slowest since the stats were last taken (`take`).
+    public var maxLagSeconds = 0.0
+
+    public var json: JSONValue {
+        .object([("queued", .integer(queued)), ("delivered", .integer(delivered)), ("failed", .integer(failed)),
+                 ("dropped", .integer(dropped)), ("lastLagMs", .integer(Int(lastLagSeconds * 1000))),
+                 ("maxLagMs", .integer(Int(maxLagSeconds * 1000)))])
+    }
+}
+
+/// Delivers events like Desk: several at once (`concurrency` lanes; Desk sends concurrently), each POST with
+/// `x-hub-signature: sha1=<hex HMAC-SHA1(secret, body)>`, 1 s to answer, up to 3 retries when the receiver does not
+/// answer 2xx in time. One ticket's events share a lane, so they leave in the order they happened (tests rely on
+/// it; the gateway does not). At most `capacity` events wait: a full queue drops the newest and counts it, as a
+/// Desk that cannot reach the receiver loses webhooks (the gateway's sync is what recovers them), instead of
+/// holding memory without bound.
 final class WebhookSender: Sendable {
     private final class Settings: Sendable {
         let value: Mutex<(urls: [String], secret: String)>
@@ -87,26 +109,47 @@ final class WebhookSender: Sendable {
         init(urls: [String], secret: String) { value = Mutex((urls, secret)) }
     }
 
+    private final class Counters: Sendable {
+        let value = Mutex(WebhookStats())
+    }
+
     private let settings: Settings
-    private let continuation: AsyncStream<WebhookEvent>.Continuation
-    private let worker: Task<Void, Never>
+    private let counters = Counters()
+    private let lanes: [AsyncStream<WebhookEvent>.Continuation]
+    private let workers: [Task<Void, Never>]
+    let capacity: Int
     static let timeout: TimeInterval = 1
     static let retries = 3
 
-    init(urls: [String], secret: String) {
+    init(urls: [String], secret: String, concurrency: Int = 8, capacity: Int = 10_000) {
         let settings = Settings(urls: urls, secret: secret)
         self.settings = settings
-        let (stream, continuation) = AsyncStream<WebhookEvent>.makeStream()
-        self.continuation = continuation
-        worker = Task {
-            // One at a time, in order: one connection is enough.
-            let client = CurlClient(maxConnections: 1, name: "desk-webhooks")
-            for await event in stream {
-                let (urls, secret) = settings.value.withLock { ($0.urls, $0.secret) }
-                let body = event.body(settings.shape.withLock { $0 })
-                for url in urls { await Self.deliver(body, to: url, secret: secret, client: client) }
-            }
+        self.capacity = max(1, capacity)
+        let client = CurlClient(maxConnections: max(1, concurrency), name: "desk-webhooks")
+        var lanes: [AsyncStream<WebhookEvent>.Continuation] = []
+        var workers: [Task<Void, Never>] = []
+        let counters = counters
+        for _ in 0..<max(1, concurrency) {
+            let (stream, continuation) = AsyncStream<WebhookEvent>.makeStream()
+            lanes.append(continuation)
+            workers.append(Task {
+                for await event in stream {
+                    let (urls, secret) = settings.value.withLock { ($0.urls, $0.secret) }
+                    let body = event.body(settings.shape.withLock { $0 })
+                    var delivered = true
+                    for url in urls where !(await Self.deliver(body, to: url, secret: secret, client: client)) { delivered = false }
+                    let lag = Date().timeIntervalSince1970 - event.occurredAt
+                    counters.value.withLock {
+                        $0.queued -= 1
+                        if delivered { $0.delivered += 1 } else { $0.failed += 1 }
+                        $0.lastLagSeconds = lag
+                        $0.maxLagSeconds = max($0.maxLagSeconds, lag)
+                    }
+                }
+            })
         }
+        self.lanes = lanes
+        self.workers = workers
     }
 
     func configure(urls: [String], secret: String) { settings.value.withLock { $0 = (urls, secret) } }
@@ -118,12 +161,27 @@ final class WebhookSender: Sendable {
 
     func send(_ event: WebhookEvent) {
         guard !settings.value.withLock({ $0.urls.isEmpty }) else { return }
-        continuation.yield(event)
+        let admitted = counters.value.withLock { stats -> Bool in
+            guard stats.queued < capacity else { stats.dropped += 1; return false }
+            stats.queued += 1
+            return true
+        }
+        guard admitted else { return }
+        let ticket = event.ticket["id"]?.intValue ?? 0
+        lanes[abs(ticket % lanes.count)].yield(event)
+    }
+
+    /// The counts so far; the slowest lag starts over.
+    func take() -> WebhookStats {
+        counters.value.withLock { stats in
+            defer { stats.maxLagSeconds = 0 }
+            return stats
+        }
     }
 
     func stop() {
-        continuation.finish()
-        worker.cancel()
+        for lane in lanes { lane.finish() }
+        for worker in workers { worker.cancel() }
     }
 
     static func signature(_ body: [UInt8], secret: String) -> String {
@@ -131,17 +189,19 @@ final class WebhookSender: Sendable {
         return "sha1=" + Codec.hex(mac)
     }
 
-    private static func deliver(_ body: [UInt8], to url: String, secret: String, client: CurlClient) async {
-        guard URL(string: url) != nil else { return }
+    /// Returns whether the receiver took the event (2xx) within the retries.
+    private static func deliver(_ body: [UInt8], to url: String, secret: String, client: CurlClient) async -> Bool {
+        guard URL(string: url) != nil else { return false }
         let request = CurlRequest(method: "POST", url: url,
                                   headers: [("Content-Type", "application/json"), ("x-hub-signature", signature(body, secret: secret))],
                                   body: body, timeout: .seconds(timeout))
         for attempt in 0...retries {
             if case .answer(let status, _, _) = await client.perform(request), (200..<300).contains(status) {
-                return
+                return true
             }
-            if Task.isCancelled { return }
+            if Task.isCancelled { return false }
             try? await Task.sleep(for: .milliseconds(200 * (attempt + 1)))
         }
+        return false
     }
 }

@@ -54,9 +54,20 @@ public func runSync(_ config: GatewayConfig, logger: Logger, since: String? = ni
 public func runAudit(_ config: GatewayConfig, logger: Logger, from: String, to: String, repair: Bool,
                      progress: @escaping @Sendable (CSATAuditReport) -> Void) async throws -> CSATAuditReport {
     try await withPlatformDesk(config, logger: logger) { desk, pool in
-        try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
-        return try await CSATAudit(desk: desk, ratings: CSATStore(pool: pool), state: SyncStateStore(pool: pool), logger: logger)
+        let store = CSATStore(pool: pool)
+        try await store.ensureZones(config.reportTimeZones)
+        let state = SyncStateStore(pool: pool)
+        var report = try await CSATAudit(desk: desk, ratings: store, state: state, logger: logger)
             .run(from: from, to: to, repair: repair, progress: progress)
+        // The reports themselves: every zone's rollups against the raw ratings, rebuilt with --repair.
+        report.rollupDrift = try await store.rollupDrift()
+        report.rollupDriftLeft = report.rollupDrift
+        if repair, !report.rollupDrift.isEmpty {
+            try await store.rebuildRollups(zones: report.rollupDrift.keys.sorted())
+            report.rollupDriftLeft = try await store.rollupDrift()
+        }
+        try await state.setValue(CSATAudit.differencesKey, String(report.remaining))
+        return report
     }
 }
 

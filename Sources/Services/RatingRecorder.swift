@@ -21,11 +21,14 @@ public struct RatingContext: Sendable {
 /// priority a rating counts for, which time it carries, and when a ticket's own rating stands in for the message's.
 public enum RatingRecorder {
     /// What a Desk ticket (from the sync or a webhook) and the CSAT messages known with it say, by one rule for
-    /// every path: a CSAT message in any state is a request; a confirmed CSAT message is an answer, and an answer in a
-    /// message wins. Without one, the ticket's own score (`customerSatisfactionScore` / comment; Desk may keep the
-    /// message as first sent, `WAITING`) is the answer to the latest request known with it, or, with none, a
-    /// ticket-level answer that the store gives to the latest request it knows (message 0 when it knows none). A
-    /// message answer seen later replaces it by the usual rule (`RatingRecord.replaces`).
+    /// every path: a CSAT message in any state is a request; a confirmed CSAT message is an answer to that request,
+    /// and an answer in a message wins. Without one, the ticket's own score (`customerSatisfactionScore` / comment;
+    /// Desk may keep the message as first sent, `WAITING`) is an inferred answer that only the store can place, since
+    /// only it knows which answers are recorded already (`RatingStore.recordTicketLevel`): the same answer already
+    /// recorded for any request of the ticket is that answer, never a second one (a reopened ticket's next request
+    /// arrives with the old score); otherwise it answers the latest request with no answer from a message. Desk
+    /// gives the score no time of its own (the ticket's `updatedAt` moves with every change), so nothing here
+    /// compares the score's time with a request's.
     public static func writes(ticket: DeskTicket, messages: [DeskMessage], ticketRating: (score: Int, comment: String?)? = nil,
                               source: RatingSource) -> [RatingWrite] {
         let channel = ticket.channelType ?? "UNKNOWN"
@@ -41,25 +44,32 @@ public enum RatingRecorder {
             writes.append(.rating(RatingRecord(
                 ticketId: ticket.id, messageId: message.messageId, score: score, comment: message.comment, agentId: ticket.agent?.id,
                 teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: ticket.customerSendbirdId,
-                ratedAt: message.updatedAt ?? ticket.updatedAt ?? 0, source: source)))
+                ratedAt: ratedAt(message: message, ticket: ticket), source: source)))
         }
         guard !answered, let answer = ticketRating ?? ticket.satisfactionScore.map({ ($0, ticket.satisfactionComment) }),
               DeskLimits.csatScores.contains(answer.score) else { return writes }
-        let latest = requests.max { ($0.createdAt ?? 0, $0.messageId) < ($1.createdAt ?? 0, $1.messageId) }
         let rating = RatingRecord(
-            ticketId: ticket.id, messageId: latest?.messageId ?? 0, score: answer.score, comment: answer.comment, agentId: ticket.agent?.id,
+            ticketId: ticket.id, messageId: 0, score: answer.score, comment: answer.comment, agentId: ticket.agent?.id,
             teamId: ticket.groupId, channelType: channel, priority: ticket.priority, customerSendbirdId: ticket.customerSendbirdId,
-            ratedAt: ticket.updatedAt ?? ticket.closedAt ?? 0, source: source)
-        writes.append(latest == nil ? .ticketLevel(rating, closedAt: ticket.closedAt ?? 0) : .rating(rating))
+            ratedAt: ticket.updatedAt ?? ticket.closedAt ?? 0, source: source, inferred: true)
+        writes.append(.ticketLevel(rating, closedAt: ticket.closedAt ?? 0))
         return writes
     }
 
+    /// When a message answer was given: the message's `updatedAt` when Desk sends one (the Chat API's message carries
+    /// it; Desk's own documents do not list it), else the ticket's last change, which may be later than the answer
+    /// (an edit after the rating moves the rating to that day), else its close.
+    public static func ratedAt(message: DeskMessage, ticket: DeskTicket) -> Double {
+        message.updatedAt ?? ticket.updatedAt ?? ticket.closedAt ?? 0
+    }
+
     /// A decline through the gateway (never sent to Desk, whose CSAT message cannot hold an empty score): a response
-    /// without a score, for the ticket as it is now.
+    /// without a score. The context's agent and team are the cache's, so they count as inferred: the store gives the
+    /// decline the attribution Desk gave the request it answers.
     public static func decline(_ context: RatingContext, messageId: Int, comment: String?, at time: Double) -> RatingRecord {
         RatingRecord(ticketId: context.ticketId, messageId: messageId, score: nil, comment: comment, agentId: context.agentId,
                      teamId: context.teamId, channelType: context.channelType, priority: context.priority,
-                     customerSendbirdId: context.customerSendbirdId, ratedAt: time, source: .gateway)
+                     customerSendbirdId: context.customerSendbirdId, ratedAt: time, source: .gateway, attributionInferred: true)
     }
 
     /// What a queued answer carries for `feedback(_:payload:ticket:inline:)`: the answer and the ticket's state when it
@@ -86,7 +96,7 @@ public enum RatingRecorder {
             channelType: payload["channelType"]?.stringValue ?? ticket.channelType ?? "UNKNOWN",
             priority: payload["priority"]?.stringValue.flatMap(TicketPriority.init) ?? ticket.priority,
             customerSendbirdId: payload["customerSendbirdId"]?.stringValue,
-            ratedAt: ratedAt ?? Date().timeIntervalSince1970, source: .gateway)
+            ratedAt: ratedAt ?? Date().timeIntervalSince1970, source: .gateway, attributionInferred: !inline)
     }
 
     /// Hands `writes` to `store` in order; counts what changed.

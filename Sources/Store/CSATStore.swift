@@ -37,108 +37,35 @@ public struct CSATStore: RatingStore {
         return answers
     }
 
-    /// Returns whether the rating was new.
+    /// The answer stored for one CSAT request: nil when none, `.some(nil)` for a decline.
+    public func storedAnswer(ticketId: Int, messageId: Int) async throws -> Int?? {
+        guard let row = try await pool.query("SELECT score FROM csat_ratings WHERE ticket_id = $1 AND message_id = $2",
+                                             [ticketId, messageId]).first else { return nil }
+        return .some(try row.decodeIfPresent(0))
+    }
+
+    /// Records one answer in its own transaction (`CSATWriter.record`); returns whether anything changed.
     @discardableResult
     public func record(_ rating: RatingRecord) async throws -> Bool {
-        try await pool.transaction { tx in try Self.record(rating, on: tx) }
+        try await pool.transaction { tx in try CSATWriter.run(on: tx) { try $0.record(rating) } }
     }
 
-    /// The one place a rating is recorded, whichever path saw it (feedback, webhook, sync, outbox delivery): the first
-    /// answer to a CSAT request is inserted; a later, different answer to the same request replaces it, in the row and
-    /// in every rollup (its counts move from the old score to the new one), as Desk keeps the last answer. An answer
-    /// older than the recorded one, or the same answer seen again, changes nothing. The agent, team, channel and
-    /// priority stay those of the first answer. Returns whether anything changed.
-    static func record(_ rating: RatingRecord, on tx: PostgresConnection) throws -> Bool {
-        try lockTicket(rating.ticketId, on: tx)
-        if rating.messageId != 0 { try absorbTicketLevel(of: rating, on: tx) }
-        // Serialises with a zone backfill (which holds SHARE on this table) so no rating is counted twice or missed.
-        let inserted = try tx.query("""
-            INSERT INTO csat_ratings (ticket_id, message_id, score, comment, agent_id, team_id, channel_type, priority,
-                                      customer_sendbird_id, rated_at, source)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, to_timestamp($10), $11)
-            ON CONFLICT (ticket_id, message_id) DO NOTHING
-            RETURNING id
-            """, [rating.ticketId, rating.messageId, rating.score, rating.comment, rating.agentId, rating.teamId,
-                  rating.channelType, rating.priority.rawValue, rating.customerSendbirdId, rating.ratedAt, rating.source.rawValue])
-        if !inserted.isEmpty {
-            try addToRollups(on: tx, at: rating.ratedAt, agentId: rating.agentId, teamId: rating.teamId, channelType: rating.channelType,
-                             priority: rating.priority.rawValue, requests: 0, score: rating.score)
-            return true
-        }
-        guard let existing = try tx.query("""
-            SELECT id, score, comment, agent_id, team_id, channel_type, priority, extract(epoch FROM rated_at)::float8
-              FROM csat_ratings WHERE ticket_id = $1 AND message_id = $2 FOR UPDATE
-            """, [rating.ticketId, rating.messageId]).first else { return false }
-        let oldScore: Int? = try existing.decodeIfPresent(1)
-        let oldComment: String? = try existing.decodeIfPresent(2)
-        let oldRatedAt: Double = try existing.decode(7)
-        guard rating.replaces(score: oldScore, comment: oldComment, ratedAt: oldRatedAt) else { return false }
-        // A zone being backfilled reads rows as they are: wait for it instead of adjusting under its feet.
-        try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [zoneLock])
-        try tx.query("UPDATE csat_ratings SET score = $2, comment = $3, rated_at = to_timestamp($4), source = $5, recorded_at = now() WHERE id = $1",
-                     [try existing.decode(0, as: Int.self), rating.score, rating.comment, rating.ratedAt, rating.source.rawValue])
-        let agentId: Int? = try existing.decodeIfPresent(3)
-        let teamId: Int? = try existing.decodeIfPresent(4)
-        let channelType: String = try existing.decode(5)
-        let priority: String = try existing.decode(6)
-        try addToRollups(on: tx, at: oldRatedAt, agentId: agentId, teamId: teamId, channelType: channelType, priority: priority,
-                         requests: 0, score: oldScore, sign: -1)
-        try addToRollups(on: tx, at: rating.ratedAt, agentId: agentId, teamId: teamId, channelType: channelType, priority: priority,
-                         requests: 0, score: rating.score)
-        return true
+    /// A ticket's own score, placed by `CSATWriter.recordTicketLevel`; returns whether anything changed.
+    @discardableResult
+    public func recordTicketLevel(_ rating: RatingRecord, closedAt: Double) async throws -> Bool {
+        try await pool.transaction { tx in try CSATWriter.run(on: tx) { try $0.recordTicketLevel(rating, closedAt: closedAt) } }
     }
 
-    /// Ratings of one ticket are recorded one transaction at a time: a ticket-level answer and the same answer by
-    /// message, arriving together on two paths, must see each other to count once. The lock order of every CSAT
-    /// write is: this ticket lock, then the zone lock (shared; a zone backfill holds it exclusively), then rating and
-    /// rollup rows. Taking the zone lock only after a rollup row (as a replaced answer once did) deadlocked against a
-    /// backfill waiting on that row.
-    static func lockTicket(_ ticketId: Int, on tx: PostgresConnection) throws {
-        try tx.query("SELECT pg_advisory_xact_lock(1129534804, ($1::bigint % 2147483647)::int)", [ticketId])
-        try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [zoneLock])
+    @discardableResult
+    public func recordRequest(_ request: CSATRequestRecord) async throws -> Bool {
+        try await pool.transaction { tx in try CSATWriter.run(on: tx) { try $0.recordRequest(request) } }
     }
 
-    /// A ticket-level rating (message 0, from the ticket's own fields) recorded since this request was sent is the same
-    /// answer this message-level rating now names: it is taken out, rollups included, so the answer counts once.
-    static func absorbTicketLevel(of rating: RatingRecord, on tx: PostgresConnection) throws {
-        let removed = try tx.query("""
-            DELETE FROM csat_ratings WHERE ticket_id = $1 AND message_id = 0
-               AND rated_at >= coalesce((SELECT requested_at FROM csat_requests WHERE ticket_id = $1 AND message_id = $2), '-infinity')
-            RETURNING score, agent_id, team_id, channel_type, priority, extract(epoch FROM rated_at)::float8
-            """, [rating.ticketId, rating.messageId])
-        guard !removed.isEmpty else { return }
-        try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [zoneLock])
-        for row in removed.rows {
-            try addToRollups(on: tx, at: try row.decode(5), agentId: try row.decodeIfPresent(1), teamId: try row.decodeIfPresent(2),
-                             channelType: try row.decode(3), priority: try row.decode(4), requests: 0, score: try row.decodeIfPresent(0), sign: -1)
-        }
-    }
-
-    /// Adds one request (requests = 1) or one response (score nil = declined) to the rollups of every zone: the
-    /// block of every level, with and without channel type and priority, in one statement. Rows are upserted in
-    /// (zone, level) order, so concurrent ratings of one agent queue on the same rows instead of deadlocking.
-    /// `sign` -1 takes a response back out (when a later answer replaces it).
-    static func addToRollups(on tx: PostgresConnection, at time: Double, agentId: Int?, teamId: Int?, channelType: String,
-                             priority: String, requests: Int, score: Int?, sign: Int = 1) throws {
-        let counts = (1...5).map { score == $0 ? sign : 0 }
-        let binds: [any PostgresEncodable] = [time, agentId ?? 0, teamId ?? 0, channelType, priority, requests * sign, requests == 0 ? sign : 0,
-                                              counts[0], counts[1], counts[2], counts[3], counts[4]]
-        try tx.query("""
-            WITH blocks AS (
-                SELECT z.id, level, \(Self.blockStart("(to_timestamp($1) AT TIME ZONE z.zone)::date", "level")) AS first_day
-                  FROM report_zones z CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
-            ), detail AS (
-                INSERT INTO csat_detail_blocks AS d (zone_id, level, first_day, channel_type, priority, agent_id, team_id,
-                                                     \(Self.countColumns))
-                SELECT id, level, first_day, $4, $5, $2, $3, $6, $7, $8, $9, $10, $11, $12 FROM blocks ORDER BY id, level
-                ON CONFLICT (zone_id, level, first_day, channel_type, priority, agent_id, team_id) DO UPDATE SET
-                    \(Self.addCounts)
-            )
-            INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, \(Self.countColumns))
-            SELECT id, level, first_day, $2, $3, $6, $7, $8, $9, $10, $11, $12 FROM blocks ORDER BY id, level
-            ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET
-                \(Self.addCounts)
-            """, binds)
+    @discardableResult
+    public func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: TicketPriority,
+                              requestedAt: Double) async throws -> Bool {
+        try await recordRequest(CSATRequestRecord(ticketId: ticketId, messageId: messageId, agentId: agentId, teamId: teamId,
+                                                  channelType: channelType, priority: priority, requestedAt: requestedAt))
     }
 
     /// SQL for the first day of the block of `level` holding `day`.
@@ -146,36 +73,6 @@ public struct CSATStore: RatingStore {
         "date '1970-01-01' + (((\(day) - date '1970-01-01') >> \(level)) << \(level))"
     }
 
-    /// A sync-only rating known from the ticket alone (no message id): skipped when this ticket already has a rating
-    /// recorded at or after it was closed, which is the same rating seen through another path.
-    @discardableResult
-    public func recordTicketLevel(_ rating: RatingRecord, closedAt: Double) async throws -> Bool {
-        try await pool.transaction { tx in try Self.recordTicketLevel(rating, closedAt: closedAt, on: tx) }
-    }
-
-    /// A rating known only from the ticket's own fields. The same answer already recorded for one of the ticket's
-    /// requests (same score and comment) is left alone; otherwise it is the answer to the latest CSAT request the
-    /// gateway knows of the ticket (recorded by the one rule, so a message answer seen later replaces it), or,
-    /// when none is known, a ticket-level rating (message 0) unless a message answer since the ticket was last
-    /// closed is recorded.
-    static func recordTicketLevel(_ rating: RatingRecord, closedAt: Double, on tx: PostgresConnection) throws -> Bool {
-        try lockTicket(rating.ticketId, on: tx)
-        let same = try tx.query("""
-            SELECT 1 FROM csat_ratings WHERE ticket_id = $1 AND message_id <> 0 AND score IS NOT DISTINCT FROM $2
-               AND comment IS NOT DISTINCT FROM $3 LIMIT 1
-            """, [rating.ticketId, rating.score, rating.comment])
-        guard same.isEmpty else { return false }
-        if let latest = try tx.query("""
-            SELECT message_id FROM csat_requests WHERE ticket_id = $1 ORDER BY requested_at DESC, message_id DESC LIMIT 1
-            """, [rating.ticketId]).first {
-            return try record(rating.answering(messageId: try latest.decode(0)), on: tx)
-        }
-        let existing = try tx.query("""
-            SELECT 1 FROM csat_ratings WHERE ticket_id = $1 AND message_id <> 0 AND rated_at >= to_timestamp($2) LIMIT 1
-            """, [rating.ticketId, closedAt])
-        guard existing.isEmpty else { return false }
-        return try record(rating, on: tx)
-    }
 
     /// Makes sure every configured zone has rollups. A new zone is first registered (under a brief SHARE lock, so
     /// no rating is in flight) together with the highest rating and request ids at that moment: later ones update its
@@ -273,36 +170,54 @@ public struct CSATStore: RatingStore {
             """, [zone])
     }
 
+    /// Rows of the one-day rollups (per agent and team, and per channel type and priority too) that differ from the
+    /// same counted from the raw ratings and requests now, per zone whose rollups are complete. A rating removed or
+    /// restored by hand, or counted twice, shows here.
+    public func rollupDrift() async throws -> [String: Int] {
+        let raw = """
+            SELECT z.id AS zone_id, (rated_at AT TIME ZONE z.zone)::date AS day, channel_type, priority, coalesce(agent_id, 0) AS agent_id,
+                   coalesce(team_id, 0) AS team_id, 0 AS requests, 1 AS responses, (score = 1)::int AS s1, (score = 2)::int AS s2,
+                   (score = 3)::int AS s3, (score = 4)::int AS s4, (score = 5)::int AS s5
+              FROM csat_ratings CROSS JOIN report_zones z WHERE z.backfilled_at IS NOT NULL
+            UNION ALL
+            SELECT z.id, (requested_at AT TIME ZONE z.zone)::date, channel_type, priority, coalesce(agent_id, 0), coalesce(team_id, 0),
+                   1, 0, 0, 0, 0, 0, 0
+              FROM csat_requests CROSS JOIN report_zones z WHERE z.backfilled_at IS NOT NULL
+            """
+        let sums = "sum(requests)::bigint, sum(responses)::bigint, sum(coalesce(s1, 0))::bigint, sum(coalesce(s2, 0))::bigint, "
+            + "sum(coalesce(s3, 0))::bigint, sum(coalesce(s4, 0))::bigint, sum(coalesce(s5, 0))::bigint"
+        let nonZero = "HAVING sum(requests) <> 0 OR sum(responses) <> 0"
+        let rows = try await pool.query("""
+            WITH raw AS (\(raw)),
+            raw_detail AS (SELECT zone_id, day, channel_type, priority, agent_id, team_id, \(sums) FROM raw GROUP BY 1, 2, 3, 4, 5, 6 \(nonZero)),
+            raw_blocks AS (SELECT zone_id, day, agent_id, team_id, \(sums) FROM raw GROUP BY 1, 2, 3, 4 \(nonZero)),
+            detail AS (SELECT zone_id, first_day, channel_type, priority, agent_id, team_id, \(sums) FROM csat_detail_blocks
+                        WHERE level = 0 AND zone_id IN (SELECT id FROM report_zones WHERE backfilled_at IS NOT NULL)
+                        GROUP BY 1, 2, 3, 4, 5, 6 \(nonZero)),
+            blocks AS (SELECT zone_id, first_day, agent_id, team_id, \(sums) FROM csat_blocks
+                        WHERE level = 0 AND zone_id IN (SELECT id FROM report_zones WHERE backfilled_at IS NOT NULL)
+                        GROUP BY 1, 2, 3, 4 \(nonZero)),
+            differing AS (
+                (SELECT zone_id FROM (SELECT * FROM raw_detail EXCEPT SELECT * FROM detail) a)
+                UNION ALL (SELECT zone_id FROM (SELECT * FROM detail EXCEPT SELECT * FROM raw_detail) b)
+                UNION ALL (SELECT zone_id FROM (SELECT * FROM raw_blocks EXCEPT SELECT * FROM blocks) c)
+                UNION ALL (SELECT zone_id FROM (SELECT * FROM blocks EXCEPT SELECT * FROM raw_blocks) d))
+            SELECT z.zone, count(*) FROM differing JOIN report_zones z ON z.id = differing.zone_id GROUP BY z.zone
+            """)
+        var drift: [String: Int] = [:]
+        for row in rows { drift[try row.decode(0)] = try row.decode(1) }
+        return drift
+    }
+
+    /// Counts the zones' rollups anew from the raw ratings and requests (registered again, then backfilled, as a new
+    /// zone is); reports read the raw ratings until it is done.
+    public func rebuildRollups(zones: [String]) async throws {
+        try await pool.query("UPDATE report_zones SET backfilled_at = NULL WHERE zone = ANY($1::text[])", [zones])
+        try await ensureZones(zones)
+    }
+
     /// Zones whose rollups are complete (reports may read them).
     public func zones() async throws -> Set<String> {
         Set(try await pool.query("SELECT zone FROM report_zones WHERE backfilled_at IS NOT NULL").map { try $0.decode(0, as: String.self) })
-    }
-
-    @discardableResult
-    public func recordRequest(_ request: CSATRequestRecord) async throws -> Bool {
-        try await recordRequest(ticketId: request.ticketId, messageId: request.messageId, agentId: request.agentId, teamId: request.teamId,
-                                channelType: request.channelType, priority: request.priority, requestedAt: request.requestedAt)
-    }
-
-    @discardableResult
-    public func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: TicketPriority,
-                              requestedAt: Double) async throws -> Bool {
-        try await pool.transaction { tx in
-            try Self.recordRequest(ticketId: ticketId, messageId: messageId, agentId: agentId, teamId: teamId, channelType: channelType,
-                                   priority: priority, requestedAt: requestedAt, on: tx)
-        }
-    }
-
-    static func recordRequest(ticketId: Int, messageId: Int, agentId: Int?, teamId: Int?, channelType: String, priority: TicketPriority,
-                               requestedAt: Double, on tx: PostgresConnection) throws -> Bool {
-        let inserted = try tx.query("""
-            INSERT INTO csat_requests (ticket_id, message_id, agent_id, team_id, channel_type, priority, requested_at)
-            VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7))
-            ON CONFLICT DO NOTHING RETURNING 1
-            """, [ticketId, messageId, agentId, teamId, channelType, priority.rawValue, requestedAt])
-        guard !inserted.isEmpty else { return false }
-        try addToRollups(on: tx, at: requestedAt, agentId: agentId, teamId: teamId, channelType: channelType, priority: priority.rawValue,
-                         requests: 1, score: nil)
-        return true
     }
 }

@@ -1,10 +1,16 @@
 public import Domain
 import Postgres
 
-/// The writes an inbox event may make, all inside the inbox's transaction: what the webhook applier sees of the
+/// The writes an inbox event may make, all inside the event's own transaction: what the webhook applier sees of the
 /// database, with no SQL and no PostgreSQL types above `Store`.
 public struct StoreTransaction {
     let connection: PostgresConnection
+    let csat: CSATWriter
+
+    init(connection: PostgresConnection) {
+        self.connection = connection
+        csat = CSATWriter(connection)
+    }
 
     /// The customer's row id, created on first sight.
     public func customerId(sendbirdId: String) throws -> Int {
@@ -16,18 +22,17 @@ public struct StoreTransaction {
         try TicketStore.upsert(row, on: connection)
     }
 
-    /// Records one CSAT fact; returns whether anything changed.
+    /// Records one CSAT fact; returns whether anything changed. The rollups are written when the event is done.
     @discardableResult
     public func apply(_ write: RatingWrite) throws -> Bool {
         switch write {
-        case .request(let request):
-            return try CSATStore.recordRequest(ticketId: request.ticketId, messageId: request.messageId, agentId: request.agentId,
-                                               teamId: request.teamId, channelType: request.channelType, priority: request.priority,
-                                               requestedAt: request.requestedAt, on: connection)
-        case .rating(let rating):
-            return try CSATStore.record(rating, on: connection)
-        case .ticketLevel(let rating, let closedAt):
-            return try CSATStore.recordTicketLevel(rating, closedAt: closedAt, on: connection)
+        case .request(let request): return try csat.recordRequest(request)
+        case .rating(let rating): return try csat.record(rating)
+        case .ticketLevel(let rating, let closedAt): return try csat.recordTicketLevel(rating, closedAt: closedAt)
         }
+    }
+
+    func finish() throws {
+        try csat.finish()
     }
 }

@@ -19,6 +19,9 @@ struct DeskEmulatorCommand: AsyncParsableCommand {
     @Option(help: "Platform API token accepted in SENDBIRDDESKAPITOKEN.") var apiToken = "emulator-api-token"
     @Option(help: "Webhook target URL (repeatable).") var webhookUrl: [String] = []
     @Option(help: "Secret for x-hub-signature.") var webhookSecret = "emulator-webhook-secret"
+    @Option(help: "Webhooks delivered at once (one ticket's events stay in order).") var webhookConcurrency = 8
+    @Option(help: "Webhook events waiting at most; more are dropped and counted (GET /emulator/webhooks/stats).")
+    var webhookQueue = 10_000
     @Option(help: "State file: loaded at start, every change saved before it is acknowledged (without it: memory only). Seeds apply only when the file is new.")
     var state: String?
 
@@ -31,6 +34,8 @@ struct DeskEmulatorCommand: AsyncParsableCommand {
         configuration.apiToken = apiToken
         configuration.webhookURLs = webhookUrl
         configuration.webhookSecret = webhookSecret
+        configuration.webhookConcurrency = webhookConcurrency
+        configuration.webhookQueueCapacity = webhookQueue
         let emulator: DeskEmulator
         var restored = false
         if let state {

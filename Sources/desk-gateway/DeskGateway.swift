@@ -179,11 +179,11 @@ struct Csat: AsyncParsableCommand {
 
     struct Audit: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Compare the ratings stored with Desk's ticket fields for the tickets closed in a range; exit 1 when they differ.")
+            abstract: "Compare the ratings stored with Desk's ticket fields for the tickets closed in a range, and the report rollups with the raw ratings; exit 1 when they differ.")
 
         @Option(help: "First day (YYYY-MM-DD).") var from: String
         @Option(help: "Last day (YYYY-MM-DD).") var to: String
-        @Flag(help: "Record what is missing or different through the gateway's one recording path (nothing is deleted).") var repair = false
+        @Flag(help: "Record what is missing or different through the gateway's one recording path (nothing is deleted), and rebuild rollups that differ from the raw ratings.") var repair = false
 
         func validate() throws {
             for (name, value) in [("from", from), ("to", to)] where !DeskSyncDay.isValid(value) {
@@ -199,8 +199,14 @@ struct Csat: AsyncParsableCommand {
                     FileHandle.standardError.write(Data("tickets \(progress.tickets)  differences \(progress.differences.count)\n".utf8))
                 }
                 for difference in report.differences { print(difference) }
-                print("audit: \(report.tickets) tickets, \(report.differences.count) differences" + (repair ? ", \(report.repaired) repaired" : ""))
-                differences = report.differences.count - report.repaired
+                for skip in report.skipped { print(skip) }
+                for (zone, rows) in report.rollupDrift.sorted(by: { $0.key < $1.key }) {
+                    print("rollups of \(zone): \(rows) one-day rows differ from the raw ratings"
+                          + (repair ? ", \(report.rollupDriftLeft[zone] ?? 0) after rebuilding them" : ""))
+                }
+                print("audit: \(report.tickets) tickets, \(report.differences.count) differences" + (repair ? ", \(report.repaired) repaired" : "")
+                      + ", rollup rows differing in \(report.rollupDrift.count) zones")
+                differences = report.remaining
             }
             if differences > 0 { throw ExitCode(1) }
         }

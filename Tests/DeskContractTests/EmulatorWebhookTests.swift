@@ -79,3 +79,82 @@ final class WebhookReceiver: HTTPResponder {
         await server.stop()
     }
 }
+
+/// Holds every webhook for a while and counts how many it holds at once.
+final class SlowWebhookReceiver: HTTPResponder {
+    let state = Mutex((inFlight: 0, most: 0, received: 0))
+    let holdMs: Int
+
+    init(holdMs: Int) { self.holdMs = holdMs }
+
+    func respond(to request: HTTPRequest) -> HTTPReply {
+        state.withLock { $0.inFlight += 1; $0.most = max($0.most, $0.inFlight); $0.received += 1 }
+        return .later { [self] in
+            try? await Task.sleep(for: .milliseconds(holdMs))
+            state.withLock { $0.inFlight -= 1 }
+            return HTTPResponse(status: 200)
+        }
+    }
+    func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse { HTTPResponse(status: 413) }
+    func shuttingDown(_ request: HTTPRequest) -> HTTPResponse { HTTPResponse(status: 503) }
+}
+
+@Suite struct EmulatorWebhookDeliveryTests {
+    /// A receiver on its own server, and a demo emulator sending it webhooks, signed in as the demo customer.
+    static func start(_ receiver: SlowWebhookReceiver, concurrency: Int, capacity: Int) async throws
+        -> (HTTPServer, DeskEmulator, DeskClient, DeskSession) {
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 8), responder: receiver)
+        try server.start()
+        var configuration = DeskEmulatorConfiguration()
+        configuration.port = TestPorts.free()
+        configuration.webhookURLs = ["http://127.0.0.1:\(server.port)/hook"]
+        configuration.webhookConcurrency = concurrency
+        configuration.webhookQueueCapacity = capacity
+        let emulator = DeskEmulator(configuration: configuration)
+        try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
+        try emulator.start()
+        let client = DeskClient(configuration: DeskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId))
+        return (server, emulator, client, try await client.authenticate(userId: "demo-customer", accessToken: "demo-token"))
+    }
+
+    static func stats(_ emulator: DeskEmulator) async throws -> [String: Any] {
+        try await httpRequest(port: emulator.port, "GET", "/emulator/webhooks/stats").json ?? [:]
+    }
+
+    /// Desk sends webhooks concurrently: a slow receiver sees several at once, never more than the emulator's
+    /// concurrency, and the queue's depth and lag are measured.
+    @Test func webhooksGoSeveralAtOnceWithTheirLagMeasured() async throws {
+        let receiver = SlowWebhookReceiver(holdMs: 300)
+        let (server, emulator, client, session) = try await Self.start(receiver, concurrency: 4, capacity: 10_000)
+        for index in 0..<12 { _ = try await client.createTicket(session, .init(title: "Hook \(index)", userName: "D", userId: "demo-customer")) }
+        var stats = try await Self.stats(emulator)
+        #expect((stats["queued"] as? Int ?? 0) > 0, "\(stats)")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline, receiver.state.withLock({ $0.received }) < 12 || (stats["queued"] as? Int ?? 1) > 0 {
+            try await Task.sleep(for: .milliseconds(100))
+            stats = try await Self.stats(emulator)
+        }
+        let seen = receiver.state.withLock { $0 }
+        #expect(seen.received == 12)
+        #expect(seen.most > 1 && seen.most <= 4, "\(seen)")
+        #expect(stats["delivered"] as? Int == 12 && stats["dropped"] as? Int == 0, "\(stats)")
+        // Twelve events 300 ms each, four at a time: the last one waited about three rounds.
+        let lag = try await Self.stats(emulator)
+        #expect((lag["lastLagMs"] as? Int ?? 0) >= 300, "\(lag)")
+        await emulator.stop()
+        await server.stop()
+    }
+
+    /// A receiver that cannot keep up no longer grows the emulator's memory: past the queue's capacity events are
+    /// dropped and counted, as a Desk that cannot deliver loses them.
+    @Test func aFullQueueDropsAndCountsInsteadOfGrowing() async throws {
+        let receiver = SlowWebhookReceiver(holdMs: 2_000)
+        let (server, emulator, client, session) = try await Self.start(receiver, concurrency: 1, capacity: 5)
+        for index in 0..<20 { _ = try await client.createTicket(session, .init(title: "Flood \(index)", userName: "D", userId: "demo-customer")) }
+        let stats = try await Self.stats(emulator)
+        #expect(stats["queued"] as? Int == 5, "\(stats)")
+        #expect(stats["dropped"] as? Int == 15, "\(stats)")
+        await emulator.stop()
+        await server.stop()
+    }
+}

@@ -122,6 +122,37 @@ import TestSupport
         }
     }
 
+    /// The reports themselves: a rating deleted and another restored by hand (the rollups not told) make the rollups
+    /// drift from the raw ratings; the audit names the zone and --repair counts its rollups anew.
+    @Test func theAuditFindsRollupsThatDriftFromTheRawRatingsAndRepairRebuildsThem() async throws {
+        try await withGateway(configure: { $0.reportTimeZones = ["UTC", "Asia/Tokyo"] }) { app in
+            let store = CSATStore(pool: app.pool)
+            let base = Date().timeIntervalSince1970 - 86_400 * 2
+            for ticket in 1...6 {
+                try await store.recordRequest(ticketId: ticket, messageId: 100 + ticket, agentId: 500 + ticket % 3, teamId: 11,
+                                              channelType: "SENDBIRD", priority: .medium, requestedAt: base + Double(ticket))
+                try await store.record(RatingRecord(ticketId: ticket, messageId: 100 + ticket, score: 1 + ticket % 5, comment: nil,
+                                                    agentId: 500 + ticket % 3, teamId: 11, channelType: "SENDBIRD", priority: .medium,
+                                                    customerSendbirdId: "c", ratedAt: base + 60 + Double(ticket), source: .webhook))
+            }
+            #expect(try await store.rollupDrift().isEmpty)
+            try await app.pool.transaction { tx in
+                try tx.query("DELETE FROM csat_ratings WHERE ticket_id = 2")
+                try tx.query("""
+                    INSERT INTO csat_ratings (ticket_id, message_id, score, agent_id, team_id, rated_at, source)
+                    SELECT 3, 999, score, agent_id, team_id, rated_at, source FROM csat_ratings WHERE ticket_id = 3
+                    """)
+            }
+            let drift = try await store.rollupDrift()
+            #expect(drift.keys.sorted() == ["Asia/Tokyo", "UTC"], "\(drift)")
+            #expect(drift.values.allSatisfy { $0 > 0 })
+            try await store.rebuildRollups(zones: drift.keys.sorted())
+            #expect(try await store.rollupDrift().isEmpty)
+            try await CSATIntegrityTests.rollupsMatchRawRatings(app)
+            #expect(try await store.zones() == ["UTC", "Asia/Tokyo"])
+        }
+    }
+
     /// A Platform API reader that fails on its `failAt`-th ticket page (a backfill interrupted half-way).
     final class InterruptedDesk: DeskPlatformReader, @unchecked Sendable {
         // Thread safety: one sync at a time uses it.

@@ -40,6 +40,29 @@ import TestSupport
         }
     }
 
+    /// Waits until every stored webhook event has been applied.
+    static func waitForInbox(_ app: GatewayApplication) async throws {
+        for _ in 0..<100 {
+            let pending: Int = try await app.pool.query("SELECT count(*) FROM webhook_events WHERE status = 'pending'")[0].decode(0)
+            if pending == 0 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("the webhook inbox never drained")
+    }
+
+    /// Responses per agent and team from the UTC one-day blocks, against the same counted from the raw ratings.
+    static func rollupsMatchRawRatingsByAgent(_ app: GatewayApplication) async throws {
+        let difference: Int = try await app.pool.query("""
+            WITH rollup AS (SELECT agent_id, team_id, sum(responses)::bigint AS n, sum(s5)::bigint AS s5 FROM csat_blocks
+                             WHERE level = 0 AND zone_id = (SELECT id FROM report_zones WHERE zone = 'UTC') GROUP BY 1, 2
+                            HAVING sum(responses) <> 0),
+                 raw AS (SELECT coalesce(agent_id, 0) AS agent_id, coalesce(team_id, 0) AS team_id, count(*) AS n,
+                                count(*) FILTER (WHERE score = 5) AS s5 FROM csat_ratings GROUP BY 1, 2)
+            SELECT count(*) FROM (SELECT * FROM rollup EXCEPT SELECT * FROM raw UNION ALL (SELECT * FROM raw EXCEPT SELECT * FROM rollup)) x
+            """)[0].decode(0)
+        #expect(difference == 0)
+    }
+
     @Test func declinesAndFeedbackForTicketsThatAreNotTheCallersRecordNothing() async throws {
         try await withGateway { app in
             let owner = try await Customer.signIn(app)
@@ -157,6 +180,125 @@ import TestSupport
             }
             let detail: Int = try await app.pool.query("SELECT sum(responses)::bigint FROM csat_detail_blocks WHERE level = 9")[0].decode(0)
             #expect(detail == 4)   // two zones × two responses
+        }
+    }
+
+    /// A rated ticket is reopened, closed again and sent a second CSAT request that the customer never answers. The
+    /// second request's webhook carries the ticket's old score: that is the first answer, not a second one.
+    @Test func aReopenedTicketsNextRequestIsNotAnsweredWithTheOldScore() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let id = try #require(try await customer.createTicket("Rated, reopened, asked again")["id"] as? Int)
+            try await agent.activate(id)
+            try await agent.post("/tickets/\(id)/close")
+            let first = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
+            try await Self.waitForRequest(app, ticket: id, message: first)
+            let rated = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(first),"score":5,"comment":"great"}"#)
+            #expect(rated.status == 200, "\(rated.text)")
+            let reopened = try await customer.send("POST", "/v1/tickets/\(id)/reopen")
+            #expect(reopened.status == 200, "\(reopened.text)")
+            try await agent.post("/tickets/\(id)/close")
+            let second = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
+            try await Self.waitForRequest(app, ticket: id, message: second)
+            try await Self.waitForInbox(app)
+            let rows = try await app.pool.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1 ORDER BY id", [id])
+            #expect(rows.count == 1)
+            #expect(try rows.first?.decode(0, as: Int.self) == first && rows.first?.decode(1, as: Int.self) == 5)
+            let report = try await reporter(app).get("")
+            let totals = report.json?["totals"] as? [String: Any]
+            #expect(totals?["requests"] as? Int == 2, "\(report.text)")
+            #expect(totals?["responses"] as? Int == 1, "\(report.text)")
+            try await Self.rollupsMatchRawRatings(app)
+        }
+    }
+
+    /// The customer declines the moment the CSAT request arrives, before the gateway has seen the assignment (every
+    /// webhook lost): the decline counts for the agent and team Desk names, not the cache's none.
+    @Test func aDeclineBeforeTheAssignmentIsSeenCountsForDesksAgent() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let created = try await customer.createTicket("Declined at once", extra: #","groupKey":"support""#)
+            let id = try #require(created["id"] as? Int)
+            let team = try #require((created["team"] as? [String: Any])?["id"] as? Int)
+            try await Self.waitForInbox(app)
+            try await agent.post("/webhooks", #"{"urls":[],"secret":"held"}"#)
+            try await agent.activate(id, agent: 502)
+            try await agent.post("/tickets/\(id)/close")
+            let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
+            let declined = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":null,"comment":""}"#)
+            #expect(declined.status == 200, "\(declined.text)")
+            let row = try #require(try await app.pool.query(
+                "SELECT agent_id, team_id, score, comment, attribution_inferred FROM csat_ratings WHERE ticket_id = $1", [id]).first)
+            #expect(try row.decodeIfPresent(0, as: Int.self) == 502)
+            #expect(try row.decodeIfPresent(1, as: Int.self) == team)
+            #expect(try row.decodeIfPresent(2, as: Int.self) == nil && row.decodeIfPresent(3, as: String.self) == nil)
+            #expect(try row.decode(4, as: Bool.self) == false)
+            try await Self.rollupsMatchRawRatingsByAgent(app)
+        }
+    }
+
+    /// The rule for a ticket's own score, through PostgreSQL: never the same answer twice, only a request without a
+    /// message answer, replaced by the message answer when it comes; a decline recorded with the cache's attribution
+    /// moves to the request's when Desk's request arrives.
+    @Test func theTicketsOwnScoreAnswersOnlyARequestWithoutAnAnswer() async throws {
+        try await withGateway { app in
+            let store = CSATStore(pool: app.pool)
+            let base = Date().timeIntervalSince1970 - 3_600
+            func request(_ ticket: Int, _ message: Int, at offset: Double, agent: Int? = 501) async throws -> Bool {
+                try await store.recordRequest(ticketId: ticket, messageId: message, agentId: agent, teamId: 11, channelType: "SENDBIRD",
+                                              priority: .medium, requestedAt: base + offset)
+            }
+            func rating(_ ticket: Int, _ message: Int, _ score: Int?, _ comment: String?, at offset: Double, inferred: Bool = false,
+                        agent: Int? = 501, attributionInferred: Bool = false) -> RatingRecord {
+                RatingRecord(ticketId: ticket, messageId: message, score: score, comment: comment, agentId: agent, teamId: 11,
+                             channelType: "SENDBIRD", priority: .medium, customerSendbirdId: "c", ratedAt: base + offset, source: .webhook,
+                             inferred: inferred, attributionInferred: attributionInferred)
+            }
+            func answers(_ ticket: Int) async throws -> [String] {
+                try await app.pool.query("""
+                    SELECT message_id, score, coalesce(comment, '-'), inferred, agent_id FROM csat_ratings WHERE ticket_id = $1 ORDER BY message_id
+                    """, [ticket]).map {
+                    "\(try $0.decode(0, as: Int.self)):\(try $0.decodeIfPresent(1, as: Int.self).map(String.init) ?? "nil"):\(try $0.decode(2, as: String.self))"
+                        + (try $0.decode(3, as: Bool.self) ? ":inferred" : "") + ":\(try $0.decodeIfPresent(4, as: Int.self).map(String.init) ?? "none")"
+                }
+            }
+            // Ticket 1: request 10 answered 5 by its message; request 20 sent after a reopen.
+            #expect(try await request(1, 10, at: 0))
+            #expect(try await store.record(rating(1, 10, 5, "great", at: 10)))
+            #expect(try await request(1, 20, at: 100))
+            #expect(!(try await store.recordTicketLevel(rating(1, 0, 5, "great", at: 100, inferred: true), closedAt: base + 90)))
+            #expect(try await answers(1) == ["10:5:great:501"])
+            // A different score answers the open request (inferred); its message answer replaces it, even if dated earlier.
+            #expect(try await store.recordTicketLevel(rating(1, 0, 3, nil, at: 200, inferred: true), closedAt: base + 90))
+            #expect(try await answers(1) == ["10:5:great:501", "20:3:-:inferred:501"])
+            #expect(try await store.record(rating(1, 20, 3, "meh", at: 150)))
+            #expect(try await answers(1) == ["10:5:great:501", "20:3:meh:501"])
+            // Every known request answered by a message: a new score answers one not seen yet, so nothing now.
+            #expect(!(try await store.recordTicketLevel(rating(1, 0, 1, nil, at: 300, inferred: true), closedAt: base + 90)))
+            // An inferred score never replaces a message's.
+            #expect(!(try await store.record(rating(1, 20, 2, nil, at: 400, inferred: true))))
+            #expect(try await answers(1) == ["10:5:great:501", "20:3:meh:501"])
+
+            // Ticket 2: no request known: the ticket-level rating, absorbed by the message answer.
+            #expect(try await store.recordTicketLevel(rating(2, 0, 4, nil, at: 50, inferred: true), closedAt: base + 40))
+            #expect(try await answers(2) == ["0:4:-:inferred:501"])
+            #expect(try await request(2, 30, at: 45))
+            #expect(try await store.record(rating(2, 30, 4, "", at: 48)))
+            #expect(try await answers(2) == ["30:4:-:501"])
+
+            // Ticket 3: a decline with the cache's attribution (none) before the request; the request brings Desk's.
+            #expect(try await store.record(rating(3, 40, nil, nil, at: 60, agent: nil, attributionInferred: true)))
+            #expect(try await answers(3) == ["40:nil:-:none"])
+            #expect(try await request(3, 40, at: 55, agent: 503))
+            #expect(try await answers(3) == ["40:nil:-:503"])
+            // A later one with the cache's attribution takes the request's at once.
+            #expect(try await request(3, 41, at: 70, agent: 504))
+            #expect(try await store.record(rating(3, 41, nil, nil, at: 80, agent: nil, attributionInferred: true)))
+            #expect(try await answers(3) == ["40:nil:-:503", "41:nil:-:504"])
+            try await Self.rollupsMatchRawRatings(app)
+            try await Self.rollupsMatchRawRatingsByAgent(app)
         }
     }
 }

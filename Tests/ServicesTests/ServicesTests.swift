@@ -30,25 +30,53 @@ import Testing
     }
 
     /// Where a rating comes from, one rule for the sync and webhooks: a message answer wins; else the ticket's own
-    /// score answers the latest request known with it; else it is a ticket-level answer for the store to place.
-    @Test func theTicketsOwnScoreAnswersTheLatestRequestUnlessAMessageAnswered() {
+    /// score is an inferred answer that only the store can place (it alone knows what is recorded already), never a
+    /// rating of the request that arrived with it.
+    @Test func theTicketsOwnScoreIsAlwaysLeftToTheStoreUnlessAMessageAnswered() {
         let scored = Make.ticket(1, score: 4, comment: "fine")
-        // The message still says WAITING (Desk may keep it as first sent) while the ticket carries the score.
-        let waiting = RatingRecorder.writes(ticket: scored, messages: [Make.csat(2, state: "WAITING")], source: .sync)
-        guard waiting.count == 2, case .request = waiting[0], case .rating(let rating) = waiting[1] else { Issue.record("\(waiting)"); return }
-        #expect(rating.messageId == 2 && rating.score == 4 && rating.comment == "fine")
-        #expect(rating.ratedAt == ISOTimestamp.parse("2026-11-20T10:00:00Z")!)
-        // Two requests: the latest one is answered.
-        let twice = RatingRecorder.writes(ticket: scored, messages: [Make.csat(2, state: "WAITING"), Make.csat(7, state: "WAITING")], source: .sync)
-        #expect(twice.compactMap { if case .rating(let r) = $0 { r.messageId } else { nil } } == [7])
-        // A confirmed message answer wins over the ticket's fields.
+        // The message still says WAITING (Desk may keep it as first sent; a reopened ticket's next request arrives
+        // with the old score) while the ticket carries a score.
+        for messages in [[Make.csat(2, state: "WAITING")], [Make.csat(2, state: "WAITING"), Make.csat(7, state: "WAITING")], []] {
+            let writes = RatingRecorder.writes(ticket: scored, messages: messages, source: .sync)
+            #expect(writes.count == messages.count + 1, "\(writes)")
+            #expect(!writes.contains { if case .rating = $0 { true } else { false } }, "\(writes)")
+            guard case .ticketLevel(let level, let closedAt) = writes.last else { Issue.record("\(writes)"); continue }
+            #expect(level.messageId == 0 && level.score == 4 && level.comment == "fine" && level.inferred && !level.attributionInferred)
+            #expect(level.ratedAt == ISOTimestamp.parse("2026-11-20T10:00:00Z")!)
+            #expect(closedAt == scored.closedAt ?? 0)
+        }
+        // A confirmed message answer wins over the ticket's fields, and is no inference.
         let confirmed = RatingRecorder.writes(ticket: scored, messages: [Make.csat(2, state: "CONFIRMED", score: 2)], source: .sync)
         #expect(confirmed.compactMap { if case .rating(let r) = $0 { r.score } else { nil } } == [2])
-        // No request known with it: a ticket-level answer.
-        guard case .ticketLevel(let level, _) = RatingRecorder.writes(ticket: scored, messages: [], source: .webhook).first else {
-            Issue.record("no ticket-level answer"); return
+        #expect(!confirmed.contains { if case .ticketLevel = $0 { true } else { false } })
+        #expect(confirmed.allSatisfy { if case .rating(let r) = $0 { !r.inferred } else { true } })
+    }
+
+    /// Which answer to one CSAT request stands, for every kind of pair.
+    @Test func whichAnswerReplacesWhich() {
+        func answer(_ score: Int?, _ comment: String? = nil, at time: Double, inferred: Bool = false) -> RatingRecord {
+            RatingRecord(ticketId: 1, messageId: 2, score: score, comment: comment, agentId: 501, teamId: 11, channelType: "SENDBIRD",
+                         priority: .medium, customerSendbirdId: nil, ratedAt: time, source: .webhook, inferred: inferred)
         }
-        #expect(level.messageId == 0 && level.score == 4)
+        // Message answers: a different one that is not older replaces; an older one or the same one does not.
+        #expect(answer(3, at: 20).replaces(score: 5, comment: nil, ratedAt: 10))
+        #expect(!answer(3, at: 5).replaces(score: 5, comment: nil, ratedAt: 10))
+        #expect(!answer(5, at: 20).replaces(score: 5, comment: nil, ratedAt: 10))
+        #expect(answer(5, "better", at: 20).replaces(score: 5, comment: nil, ratedAt: 10))
+        // '' and no comment are one value.
+        #expect(answer(5, "", at: 20).comment == nil)
+        #expect(!answer(5, "", at: 20).replaces(score: 5, comment: nil, ratedAt: 10))
+        // A message answer replaces an inferred one, even dated earlier; never the other way round.
+        #expect(answer(5, at: 5).replaces(score: 5, comment: nil, ratedAt: 10, inferred: true))
+        #expect(answer(4, at: 5).replaces(score: 5, comment: nil, ratedAt: 10, inferred: true))
+        #expect(!answer(4, at: 20, inferred: true).replaces(score: 5, comment: nil, ratedAt: 10))
+        // An inferred answer replaces an older inferred one, and a decline (Desk never heard of it).
+        #expect(answer(4, at: 20, inferred: true).replaces(score: 5, comment: nil, ratedAt: 10, inferred: true))
+        #expect(answer(4, at: 20, inferred: true).replaces(score: nil, comment: nil, ratedAt: 10))
+        // A decline replaces no score, but a score replaces a decline.
+        #expect(!answer(nil, at: 20).replaces(score: 5, comment: nil, ratedAt: 10))
+        #expect(!answer(nil, at: 20).replaces(score: 5, comment: nil, ratedAt: 10, inferred: true))
+        #expect(answer(5, at: 20).replaces(score: nil, comment: nil, ratedAt: 10))
     }
 
     /// Sendbird's documented chat-message shape (`id`, `ticket`, `userSendbirdId`, `userType`, `message`, `data`),

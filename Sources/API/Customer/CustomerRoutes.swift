@@ -345,6 +345,10 @@ public struct CustomerRoutes: Sendable {
                                             "errorCount": .integer(1)])
             }
             try await ratings.record(RatingRecorder.decline(context, messageId: messageId!, comment: comment, at: now))
+            // A decline never replaces a score: Desk holds one for this request, so it was answered already.
+            if case .some(.some) = try await ratings.storedAnswer(ticketId: id, messageId: messageId!) {
+                throw DomainError(.conflict, OperationKind.feedback.stateConflict)
+            }
             return Self.respond(try await tickets.get(id, session: session))
         }
         let payload = RatingRecorder.feedbackPayload(context, messageId: messageId!, score: score, comment: comment, at: now)
@@ -354,7 +358,7 @@ public struct CustomerRoutes: Sendable {
 
 extension CustomerRoutes {
     /// Whether Desk's own message list of the ticket holds `messageId` as a CSAT request; when it does, the request
-    /// is recorded as the webhook would have. Needs the Platform API token (without it only webhooks tell).
+    /// is recorded as the webhook would have, with Desk's ticket as it is now. Needs the Platform API token (without it only webhooks tell).
     func confirmCSATRequestWithDesk(_ context: RatingContext, messageId: Int) async throws -> Bool {
         guard desk.configuration.apiToken != nil else { return false }
         var found: DeskMessage?
@@ -364,9 +368,12 @@ extension CustomerRoutes {
             if found == nil { found = page.first { $0.messageId == messageId } }
         }
         guard let message = found, message.isCSATRequest else { return false }
-        try await ratings.recordRequest(ticketId: context.ticketId, messageId: messageId, agentId: context.agentId,
-                                        teamId: context.teamId, channelType: context.channelType, priority: context.priority,
-                                        requestedAt: message.createdAt ?? Date().timeIntervalSince1970)
+        // Desk's agent and team, not the cache's: the cache may not have seen the assignment yet, and the decline
+        // takes the request's attribution.
+        let ticket = try await desk.platformTicket(id: context.ticketId)
+        try await ratings.recordRequest(ticketId: context.ticketId, messageId: messageId, agentId: ticket.agent?.id,
+                                        teamId: ticket.groupId, channelType: ticket.channelType ?? context.channelType,
+                                        priority: ticket.priority, requestedAt: message.createdAt ?? Date().timeIntervalSince1970)
         return true
     }
 }
