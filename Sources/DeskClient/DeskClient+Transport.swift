@@ -33,9 +33,11 @@ extension DeskClient {
                         observe(DeskCallRecord(operation: operation, outcome: "ok", seconds: seconds))
                         return try Self.decode(data)
                     }
-                    observe(DeskCallRecord(operation: operation, outcome: "client_error", seconds: seconds))
                     let error = Self.mapClientError(status, headers: headers, data: data)
+                    observe(DeskCallRecord(operation: operation, outcome: error.code == .rateLimited ? "rate_limited" : "client_error",
+                                           seconds: seconds))
                     guard error.code == .rateLimited else { throw error }
+                    countRateLimited()
                     lastError = error
                 }
             case .timedOut:
@@ -142,7 +144,8 @@ extension DeskClient {
         case 409:
             return DomainError(.conflict, "The ticket's state does not allow this.", internalDetail: detail)
         case 429:
-            return DomainError(.rateLimited, "Desk is rate limiting requests.", retryAfterSeconds: retryAfter(headers) ?? 1, internalDetail: detail)
+            // No hint: no made-up one either, so each waiting caller applies its own back-off.
+            return DomainError(.rateLimited, "Desk is rate limiting requests.", retryAfterSeconds: retryAfter(headers), internalDetail: detail)
         case 400 where code == "desk400200":
             return DomainError(.conflict, "The ticket's state does not allow this.", internalDetail: detail)
         default:

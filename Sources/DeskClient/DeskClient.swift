@@ -1,5 +1,6 @@
 public import Domain
 import Foundation
+import Synchronization
 import CurlHTTP
 public import JSON
 
@@ -13,7 +14,8 @@ public struct DeskSession: Sendable, CustomStringConvertible {
 /// Outcome of one upstream call, for metrics.
 public struct DeskCallRecord: Sendable {
     public let operation: String
-    /// `ok`, `client_error`, `server_error`, `timeout`, `unreachable`, `breaker_open`, `abandoned` (the caller stopped waiting).
+    /// `ok`, `client_error`, `rate_limited` (429), `server_error`, `timeout`, `unreachable`, `breaker_open`, `abandoned`
+    /// (the caller stopped waiting).
     public let outcome: String
     public let seconds: Double
 }
@@ -29,6 +31,12 @@ public final class DeskClient: Sendable {
     public let breaker: CircuitBreaker
     let http: CurlClient
     let observe: @Sendable (DeskCallRecord) -> Void
+    private let rateLimited = Atomic<Int>(0)
+
+    /// 429 answers Desk gave this client so far, retried ones included.
+    public var rateLimitedAnswers: Int { rateLimited.load(ordering: .relaxed) }
+
+    func countRateLimited() { rateLimited.add(1, ordering: .relaxed) }
 
     public init(configuration: DeskClientConfiguration, observe: @escaping @Sendable (DeskCallRecord) -> Void = { _ in }) {
         self.configuration = configuration
@@ -226,12 +234,13 @@ public final class DeskClient: Sendable {
     /// Platform ticket list with the documented parameters only: `limit` (1–500), `offset`, `status2`, and
     /// `start_date` / `end_date` (YYYY-MM-DD) for incremental sync.
     public func platformTickets(limit: Int, offset: Int, status: [TicketStatus] = [], channelUrl: String? = nil,
-                                startDate: String? = nil, endDate: String? = nil) async throws(DomainError) -> DeskPage<DeskTicket> {
+                                startDate: String? = nil, endDate: String? = nil, order: String? = nil) async throws(DomainError) -> DeskPage<DeskTicket> {
         var query: [(String, String)] = [("limit", String(min(500, max(1, limit)))), ("offset", String(offset))]
         for value in status { query.append(("status2", value.rawValue)) }
         if let channelUrl { query.append(("channel_url", channelUrl)) }
         if let startDate { query.append(("start_date", startDate)) }
         if let endDate { query.append(("end_date", endDate)) }
+        if let order { query.append(("order", order)) }
         let answer = try await call("platformTickets", "GET", "/platform/v1/tickets", .platform, query: query, idempotent: true)
         return try Self.page(answer, DeskTicket.init(json:))
     }
@@ -339,8 +348,9 @@ extension DeskClient {
 }
 
 extension DeskClient: DeskPlatformReader {
-    public func ticketPage(limit: Int, offset: Int, status: [TicketStatus], startDate: String?, endDate: String?) async throws(DomainError) -> DeskPage<DeskTicket> {
-        try await platformTickets(limit: limit, offset: offset, status: status, startDate: startDate, endDate: endDate)
+    public func ticketPage(limit: Int, offset: Int, status: [TicketStatus], startDate: String?, endDate: String?,
+                           order: String?) async throws(DomainError) -> DeskPage<DeskTicket> {
+        try await platformTickets(limit: limit, offset: offset, status: status, startDate: startDate, endDate: endDate, order: order)
     }
 
     public var isPaused: Bool { breaker.state == .open }

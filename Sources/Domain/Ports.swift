@@ -5,12 +5,20 @@
 public protocol DeskPlatformReader: Sendable {
     func agents(limit: Int, offset: Int) async throws(DomainError) -> DeskPage<DeskAgent>
     func teams(limit: Int, offset: Int) async throws(DomainError) -> DeskPage<DeskTeam>
-    /// Tickets in `status` updated from `startDate` through `endDate` (days, `YYYY-MM-DD`), newest first.
-    func ticketPage(limit: Int, offset: Int, status: [TicketStatus], startDate: String?, endDate: String?) async throws(DomainError) -> DeskPage<DeskTicket>
+    /// Tickets in `status` from `startDate` through `endDate` (days, `YYYY-MM-DD`; which date Desk filters on is not
+    /// public), in `order` (`created_at`, `-updated_at`; Desk may ignore it, so callers check what they get).
+    func ticketPage(limit: Int, offset: Int, status: [TicketStatus], startDate: String?, endDate: String?,
+                    order: String?) async throws(DomainError) -> DeskPage<DeskTicket>
     func platformTicket(id: Int) async throws(DomainError) -> DeskTicket
     func chatMessages(ticketId: Int, limit: Int, offset: Int) async throws(DomainError) -> DeskPage<DeskMessage>
     /// True while calls fail fast without reaching Desk (the circuit breaker is open).
     var isPaused: Bool { get }
+    /// 429 answers Desk gave so far, those the reader retried by itself included.
+    var rateLimitedAnswers: Int { get }
+}
+
+extension DeskPlatformReader {
+    public var rateLimitedAnswers: Int { 0 }
 }
 
 /// A CSAT request as it is recorded: agent, team, channel and priority are the ticket's when it was sent.
@@ -40,6 +48,11 @@ public protocol RatingStore: Sendable {
     func ticketsAwaitingAnswers(maxAgeDays: Int, limit: Int) async throws -> [Int]
     /// The scores stored for these tickets (the latest answer of each; nil score: declined).
     func storedAnswers(ticketIds: [Int]) async throws -> [Int: Int?]
+}
+
+/// The sync's lease: a run renews it every 5 s, and one not renewed for `seconds` belongs to a run that died.
+public enum SyncLease {
+    public static let seconds = 20
 }
 
 /// Where the Desk sync keeps its lease, its position and the directory it copies.

@@ -68,7 +68,7 @@ public struct CSATAudit: Sendable {
         -> CSATAuditReport {
         var report = CSATAuditReport()
         try await forEachDeskPage { offset in
-            try await desk.ticketPage(limit: 100, offset: offset, status: [.closed], startDate: from, endDate: to)
+            try await desk.ticketPage(limit: 100, offset: offset, status: [.closed], startDate: from, endDate: to, order: "created_at")
         } each: { tickets in
             let stored = try await ratings.storedAnswers(ticketIds: tickets.map(\.id))
             for ticket in tickets {

@@ -18,7 +18,7 @@ public struct SyncSummary: Sendable, CustomStringConvertible {
     public var skipped = false
     /// Tickets whose messages could not be read this run (retried next run).
     public var failedTickets = 0
-    /// Times Desk answered 429 and the sync waited.
+    /// 429 answers Desk gave during the run: those the client retried by itself and those the sync waited on.
     public var rateLimited = 0
     /// Chat messages that could not be read and were skipped (each logged with its ticket).
     public var skippedMessages = 0
@@ -26,13 +26,20 @@ public struct SyncSummary: Sendable, CustomStringConvertible {
     public var lateChecked = 0
     /// A backfill: the offset it resumed from (0 when it started afresh).
     public var resumedAt = 0
+    /// Passes over the ticket list, and whether the last one proved that no ticket was left unread (see `readList`).
+    public var passes = 0
+    public var complete = true
+
+    /// Nothing was left unread: the list was read completely and every ticket's messages were read.
+    public var isComplete: Bool { complete && failedTickets == 0 }
 
     public var description: String {
         if skipped { return "sync skipped: another instance holds the sync lease" }
         return "agents \(agents), teams \(teams), pages \(pages), closed tickets \(tickets), CSAT requests \(requests) (\(newRequests) new), "
-            + "ratings \(ratings) (\(newRatings) new), tickets to retry \(failedTickets), rate limited \(rateLimited), "
-            + "unreadable messages skipped \(skippedMessages), awaiting answers re-read \(lateChecked) "
-            + "in \(String(format: "%.1f", seconds)) s"
+            + "ratings \(ratings) (\(newRatings) new), tickets to retry \(failedTickets), 429 answers \(rateLimited), "
+            + "unreadable messages skipped \(skippedMessages), awaiting answers re-read \(lateChecked), list passes \(passes)"
+            + (complete ? "" : " (INCOMPLETE: the list kept changing while it was read)")
+            + " in \(String(format: "%.1f", seconds)) s"
     }
 }
 
@@ -53,6 +60,8 @@ public struct SyncSettings: Sendable {
     public var firstRunDays = 90
     /// Tickets per Platform API page of a backfill.
     public var pageSize = 100
+    /// Passes over a ticket list that keeps changing before a run gives up and says it is incomplete.
+    public var maxPasses = 3
 
     public init() {}
 }
@@ -108,12 +117,23 @@ public struct DeskSync: Sendable {
     }
 
     /// `body` under the lease, which is given back when it ends, however it ends (skipped when another holds it).
+    /// The summary counts every 429 Desk gave meanwhile (the client's count, which includes its own retries).
+    /// The lease is renewed every few seconds while the run lives, so a run that died (killed, its machine gone)
+    /// loses it within `SyncLease.seconds` and the next run takes over.
     private func underLease(_ body: (inout SyncSummary) async throws -> Void) async throws -> SyncSummary {
         var summary = SyncSummary()
         guard try await state.takeLease(instance) else {
             summary.skipped = true
             return summary
         }
+        let heartbeat = Task { [state, instance] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(5))
+                try? await state.renewLease(instance)
+            }
+        }
+        defer { heartbeat.cancel() }
+        let limitedBefore = desk.rateLimitedAnswers
         do {
             try await body(&summary)
         } catch {
@@ -121,7 +141,58 @@ public struct DeskSync: Sendable {
             throw error
         }
         try? await state.releaseLease(instance)
+        summary.rateLimited = max(summary.rateLimited, desk.rateLimitedAnswers - limitedBefore)
         return summary
+    }
+
+    /// Reads a Desk ticket list and proves that no ticket of it was left unread. Desk pages by offset, and offsets
+    /// shift when tickets join or leave the list while it is read: a reopened ticket leaves the closed list and
+    /// every later ticket moves up one place, so one would be skipped. A pass is complete when it started at the
+    /// first page and the list's count stayed the same from its first page to its last; otherwise the list is read
+    /// again from the start (tickets read already in this run are not collected again), `maxPasses` times at most.
+    /// With `cutoff`, a pass ends at the first ticket last changed before it, when the list comes sorted newest
+    /// change first as asked (Desk may ignore `order`, so the order is checked, never assumed); tickets older than
+    /// the cutoff are not collected. Returns whether a complete pass was made.
+    func readList(_ summary: inout SyncSummary, seen: inout Set<Int>, failed: inout Set<Int>, startingAt start: Int = 0,
+                  cutoff: Double? = nil, fetch: (Int) async throws -> DeskPage<DeskTicket>,
+                  before: (Int) async throws -> Void = { _ in }, progress: @Sendable (SyncSummary) -> Void) async throws -> Bool {
+        var first = start
+        for pass in 1...max(1, settings.maxPasses) {
+            summary.passes = pass
+            var counts = Set<Int>()
+            var offset = first
+            var newestFirst = cutoff != nil
+            var previous = Double.infinity
+            while true {
+                try await before(offset)
+                let page = try await paced(&summary) { try await fetch(offset) }
+                summary.pages += 1
+                counts.insert(page.count)
+                var reachedCutoff = false
+                for ticket in page.results {
+                    let changed = ticket.updatedAt ?? .infinity
+                    if changed > previous { newestFirst = false }
+                    previous = changed
+                    if let cutoff, changed < cutoff {
+                        reachedCutoff = true
+                        continue
+                    }
+                    guard seen.insert(ticket.id).inserted else { continue }
+                    summary.tickets += 1
+                    if try await !collect(ticket, into: &summary) { failed.insert(ticket.id) }
+                }
+                progress(summary)
+                let consumed = page.results.count + page.skipped
+                offset += consumed
+                if (reachedCutoff && newestFirst) || !page.hasNext || consumed == 0 { break }
+            }
+            if first == 0 && counts.count == 1 { return true }
+            first = 0
+            logger.notice("the ticket list changed while it was read; reading it again", metadata: ["pass": "\(pass)"])
+        }
+        logger.warning("the ticket list kept changing while it was read; some tickets may be unread until the next run",
+                       metadata: ["passes": "\(settings.maxPasses)"])
+        return false
     }
 
     private func run(_ summary: inout SyncSummary, progress: @Sendable (SyncSummary) -> Void) async throws {
@@ -142,10 +213,13 @@ public struct DeskSync: Sendable {
 
         let position = try await state.ticketPosition()
         let today = today()
-        // A day of overlap: whatever changed late on the last run's day is read again (and deduplicated). The first run
-        // reads `firstRunDays` back.
-        let startDate = position.syncedThrough.flatMap(Self.date).map { Self.day($0.addingTimeInterval(-86_400)) }
-            ?? Self.date(today).map { Self.day($0.addingTimeInterval(-86_400 * Double(settings.firstRunDays))) }
+        // Which date Desk's list filters on is not public (creation or last change). The window reaches back
+        // `lateRatingDays` (`firstRunDays` on the first run), so a ticket created that long ago and rated since is in
+        // it either way, and the list is asked newest change first: a pass ends at the first ticket unchanged since a
+        // day before the last run (read then), so the wide window costs only the pages that changed.
+        let cutoff = position.syncedThrough.flatMap(Self.date).map { $0.timeIntervalSince1970 - 86_400 }
+        let days = position.syncedThrough == nil ? settings.firstRunDays : settings.lateRatingDays
+        let startDate = Self.date(today).map { Self.day($0.addingTimeInterval(-86_400 * Double(days))) }
         var seen = Set<Int>()
         var failed = Set<Int>()
         for id in position.retry {
@@ -165,28 +239,25 @@ public struct DeskSync: Sendable {
             summary.lateChecked += 1
             if try await !collect(ticket, into: &summary) { failed.insert(id) }
         }
-        try await forEachDeskPage { offset in
-            try await paced(&summary) {
-                try await desk.ticketPage(limit: 100, offset: offset, status: [.closed], startDate: startDate, endDate: today)
-            }
-        } each: { tickets in
-            summary.pages += 1
-            for ticket in tickets where seen.insert(ticket.id).inserted {
-                summary.tickets += 1
-                if try await !collect(ticket, into: &summary) { failed.insert(ticket.id) }
-            }
-            progress(summary)
-            try await state.renewLease(instance)
-        }
+        summary.complete = try await readList(&summary, seen: &seen, failed: &failed, cutoff: cutoff, fetch: { offset in
+            try await desk.ticketPage(limit: 100, offset: offset, status: [.closed], startDate: startDate, endDate: today, order: "-updated_at")
+        }, progress: progress)
         summary.failedTickets = failed.count
-        try await state.saveTicketPosition(syncedThrough: today, retry: Array(failed))
+        // An incomplete run keeps its place: the next one reads the same window again.
+        if let through = summary.complete ? today : position.syncedThrough {
+            try await state.saveTicketPosition(syncedThrough: through, retry: Array(failed))
+        } else {
+            try await state.addRetry(Array(failed))
+        }
         summary.seconds = Date().timeIntervalSince(started)
     }
 
     /// Reads every ticket closed from `since` to `until` (YYYY-MM-DD, Desk's `start_date` / `end_date`), with its
-    /// CSAT, under the lease. The offset reached is saved after each page: a backfill that is interrupted and started
-    /// again with the same dates continues where it stopped (recording is idempotent, so nothing counts twice).
-    /// Tickets whose messages could not be read join the next run's retry list.
+    /// CSAT, under the lease, oldest created first (an order tickets keep when they change). The offset reached is
+    /// saved before each page: a backfill that is interrupted and started again with the same dates continues where
+    /// it stopped (recording is idempotent, so nothing counts twice), then reads the list once more from the start to
+    /// prove nothing was missed meanwhile (`readList`). Tickets whose messages could not be read join the next run's
+    /// retry list.
     public func backfill(since: String, until: String, progress: @Sendable (SyncSummary) -> Void = { _ in }) async throws -> SyncSummary {
         try await underLease { summary in try await backfill(since: since, until: until, &summary, progress: progress) }
     }
@@ -196,23 +267,16 @@ public struct DeskSync: Sendable {
         let key = "backfill.\(since).\(until)"
         let start = Int(try await state.value(key) ?? "") ?? 0
         summary.resumedAt = start
-        var failed: [Int] = []
-        try await forEachDeskPage(startingAt: start) { offset in
+        var failed = Set<Int>()
+        var seen = Set<Int>()
+        summary.complete = try await readList(&summary, seen: &seen, failed: &failed, startingAt: start, fetch: { offset in
+            try await desk.ticketPage(limit: settings.pageSize, offset: offset, status: [.closed], startDate: since, endDate: until,
+                                      order: "created_at")
+        }, before: { offset in
             // The page about to be read is where an interruption resumes (reading it twice records nothing twice).
             try await state.setValue(key, String(offset))
-            try await state.renewLease(instance)
-            return try await paced(&summary) {
-                try await desk.ticketPage(limit: settings.pageSize, offset: offset, status: [.closed], startDate: since, endDate: until)
-            }
-        } each: { tickets in
-            summary.pages += 1
-            for ticket in tickets {
-                summary.tickets += 1
-                if try await !collect(ticket, into: &summary) { failed.append(ticket.id) }
-            }
-            progress(summary)
-        }
-        try await state.addRetry(failed)
+        }, progress: progress)
+        try await state.addRetry(Array(failed))
         try await state.setValue(key, nil)
         summary.failedTickets = failed.count
         summary.seconds = Date().timeIntervalSince(started)

@@ -14,9 +14,9 @@ public struct SyncStateStore: SyncState {
         let rows = try await pool.query("""
             INSERT INTO sync_state (name, value) VALUES ('lease', $1)
             ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
-             WHERE sync_state.value = EXCLUDED.value OR sync_state.updated_at < now() - interval '2 minutes'
+             WHERE sync_state.value = EXCLUDED.value OR sync_state.updated_at < now() - make_interval(secs => $2)
             RETURNING 1
-            """, [instance])
+            """, [instance, SyncLease.seconds])
         return !rows.isEmpty
     }
 

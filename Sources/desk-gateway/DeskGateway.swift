@@ -161,16 +161,29 @@ struct Sync: AsyncParsableCommand {
         if let since, let until, since > until { throw ValidationError("--since must not be after --until") }
     }
 
+    /// Exit codes: 0 complete; 1 something was left unread (tickets to retry, or a list that kept changing: the
+    /// summary counts them); 75 skipped, another live run holds the lease (EX_TEMPFAIL: try again later).
     func run() async throws {
         let terminal = isatty(1) == 1
+        let outcome = Mutex<SyncSummary?>(nil)
         try await oneShot { config, logger in
-            let summary = try await runSync(config, logger: logger, since: since, until: until) { progress in
-                let line = "pages \(progress.pages)  tickets \(progress.tickets)  requests \(progress.requests)  ratings \(progress.ratings) (\(progress.newRatings) new)"
-                FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[K" + line : line + "\n").utf8))
-            }
+            // A lease left by a run that died is free within its expiry: wait that long before calling it held.
+            let deadline = ContinuousClock.now + .seconds(SyncLease.seconds + 5)
+            var summary: SyncSummary
+            repeat {
+                summary = try await runSync(config, logger: logger, since: since, until: until) { progress in
+                    let line = "pages \(progress.pages)  tickets \(progress.tickets)  requests \(progress.requests)  ratings \(progress.ratings) (\(progress.newRatings) new)"
+                    FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[K" + line : line + "\n").utf8))
+                }
+                if summary.skipped, ContinuousClock.now < deadline { try await Task.sleep(for: .seconds(2)) }
+            } while summary.skipped && ContinuousClock.now < deadline
             if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
-            print("sync done: \(summary)")
+            print(summary.isComplete || summary.skipped ? "sync done: \(summary)" : "sync left tickets unread: \(summary)")
+            outcome.withLock { $0 = summary }
         }
+        guard let summary = outcome.withLock({ $0 }) else { return }
+        if summary.skipped { throw ExitCode(75) }
+        if !summary.isComplete { throw ExitCode(1) }
     }
 }
 

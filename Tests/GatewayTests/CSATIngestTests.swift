@@ -153,20 +153,24 @@ import TestSupport
         }
     }
 
-    /// A Platform API reader that fails on its `failAt`-th ticket page (a backfill interrupted half-way).
+    /// A Platform API reader that fails on its `failAt`-th ticket page (a backfill interrupted half-way), and runs
+    /// `afterPage` once a page is read (the list changing under the reader).
     final class InterruptedDesk: DeskPlatformReader, @unchecked Sendable {
         // Thread safety: one sync at a time uses it.
         let desk: DeskClient
         var failAt: Int?
+        var afterPage: (@Sendable (Int) async throws -> Void)?
         var pages = 0
         init(_ desk: DeskClient, failAt: Int?) { (self.desk, self.failAt) = (desk, failAt) }
         func agents(limit: Int, offset: Int) async throws(DomainError) -> DeskPage<Domain.DeskAgent> { try await desk.agents(limit: limit, offset: offset) }
         func teams(limit: Int, offset: Int) async throws(DomainError) -> DeskPage<DeskTeam> { try await desk.teams(limit: limit, offset: offset) }
-        func ticketPage(limit: Int, offset: Int, status: [TicketStatus], startDate: String?, endDate: String?) async throws(DomainError)
+        func ticketPage(limit: Int, offset: Int, status: [TicketStatus], startDate: String?, endDate: String?, order: String?) async throws(DomainError)
             -> DeskPage<DeskTicket> {
             pages += 1
             if pages == failAt { throw DomainError(.upstreamProtocol, "interrupted") }
-            return try await desk.ticketPage(limit: limit, offset: offset, status: status, startDate: startDate, endDate: endDate)
+            let page = try await desk.ticketPage(limit: limit, offset: offset, status: status, startDate: startDate, endDate: endDate, order: order)
+            do { try await afterPage?(pages) } catch { throw DomainError(.upstreamProtocol, "afterPage: \(error)") }
+            return page
         }
         func platformTicket(id: Int) async throws(DomainError) -> DeskTicket { try await desk.platformTicket(id: id) }
         func chatMessages(ticketId: Int, limit: Int, offset: Int) async throws(DomainError) -> DeskPage<DeskMessage> {
@@ -191,13 +195,101 @@ import TestSupport
             #expect(try await app.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 10)
             reader.failAt = nil
             let resumed = try await sync.backfill(since: since, until: until)
-            #expect(resumed.resumedAt == 10 && resumed.tickets == 15, "\(resumed)")
+            // From where it stopped to the end, then the whole list once more: what changed meanwhile is not missed.
+            #expect(resumed.resumedAt == 10 && resumed.tickets == 25 && resumed.passes == 2 && resumed.isComplete, "\(resumed)")
             #expect(try await app.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 25)
             #expect(try await Self.responses(app) == 25)
             // Done: the position is gone, so the same range read again starts from the beginning (and adds nothing).
             let again = try await sync.backfill(since: since, until: until)
             #expect(again.resumedAt == 0 && again.newRatings == 0, "\(again)")
             try await CSATIntegrityTests.rollupsMatchRawRatings(app)
+        }
+    }
+
+    /// Reopens a ticket on Desk as its customer would (it leaves the closed list).
+    static func reopenOnDesk(deskPort: Int, ticket: Int) async throws {
+        let deskSession = try await httpRequest(port: deskPort, "POST", "/sapi/customers/auth/", headers: [("sendbirdAccessToken", "demo-token")],
+                                                json: #"{"sendbirdAppId":"emulated-app","sendbirdId":"demo-customer"}"#)
+        let token = try #require(deskSession.json?["token"] as? String)
+        let reopened = try await httpRequest(port: deskPort, "PATCH", "/sapi/tickets/\(ticket)/reopen", headers: [("sendbirdDeskToken", token)],
+                                             json: #"{"sendbirdAppId":"emulated-app"}"#)
+        #expect(reopened.status == 200, "\(reopened.text)")
+    }
+
+    /// Tickets already read are reopened while a backfill pages on: every later ticket moves up, and a reader that
+    /// trusted its offsets would skip three. The count changed, so the list is read again and nothing is missed;
+    /// allowed one pass only, the backfill says it is incomplete instead of claiming success.
+    @Test func aBackfillWhoseListChangesUnderItEndsCompleteOrSaysSo() async throws {
+        for passes in [3, 1] {
+            try await withGateway(configure: { $0.syncRequestsPerSecond = 100 }) { app in
+                _ = try Self.quiet(app)
+                let customer = try await Customer.signIn(app)
+                var tickets: [Int] = []
+                for index in 0..<30 { tickets.append(try await SyncRobustnessTests.ratedTicket(app, customer, index: index, score: 1 + index % 5)) }
+                var settings = SyncSettings()
+                settings.pageSize = 10
+                settings.maxPasses = passes
+                let reader = InterruptedDesk(app.desk, failAt: nil)
+                let (port, first) = (app.emulator!.port, Array(tickets.prefix(3)))
+                reader.afterPage = { page in
+                    guard page == 1 else { return }
+                    for ticket in first { try await Self.reopenOnDesk(deskPort: port, ticket: ticket) }
+                }
+                let sync = DeskSync(desk: reader, state: SyncStateStore(pool: app.pool), ratings: CSATStore(pool: app.pool),
+                                    logger: Logger(label: "backfill"), requestsPerSecond: 1000, settings: settings)
+                let since = String(ISOTimestamp.format(Date().timeIntervalSince1970 - 7 * 86_400).prefix(10))
+                let until = String(ISOTimestamp.format(Date().timeIntervalSince1970).prefix(10))
+                let summary = try await sync.backfill(since: since, until: until)
+                let stored: Int = try await app.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
+                if passes > 1 {
+                    #expect(summary.isComplete && summary.passes == 2, "\(summary)")
+                    #expect(stored == 30)
+                } else {
+                    #expect(!summary.isComplete && !summary.complete, "\(summary)")
+                    #expect(summary.description.contains("INCOMPLETE"))
+                    #expect(stored == 27, "three tickets moved past the pages read")
+                }
+            }
+        }
+    }
+
+    /// A ticket created 12 days ago, closed and rated today with every webhook lost: the incremental sync finds it
+    /// whichever date Desk's list filters on (an emulator setting picks one).
+    @Test(arguments: ["created", "updated"]) func aRatingGivenDaysAfterCreationIsFoundWithWebhooksLost(_ field: String) async throws {
+        try await withGateway(configure: { $0.syncRequestsPerSecond = 100 }) { app in
+            _ = try Self.quiet(app)
+            try await Self.settings(app, #"{"ticketListDateField":"\#(field)"}"#)
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let ticket = try #require(try await customer.createTicket("Rated late")["id"] as? Int)
+            try await agent.activate(ticket)
+            let twelveDaysAgo = ISOTimestamp.format(Date().timeIntervalSince1970 - 12 * 86_400)
+            try await agent.post("/tickets/\(ticket)/created-at", #"{"createdAt":"\#(twelveDaysAgo)"}"#)
+            let first = try await app.sync.run()
+            #expect(first.isComplete && first.newRatings == 0, "\(first)")
+            try await agent.post("/tickets/\(ticket)/close")
+            let message = agent.messageId(try await agent.post("/tickets/\(ticket)/csat-request"))
+            try await rateOnDesk(deskPort: app.emulator!.port, ticket: ticket, message: message, score: 4, comment: "late")
+            let second = try await app.sync.run()
+            #expect(second.isComplete && second.newRatings == 1, "\(second)")
+            let rows = try await app.pool.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1", [ticket])
+            #expect(rows.count == 1)
+            #expect(try rows.first?.decode(0, as: Int.self) == message && rows.first?.decode(1, as: Int.self) == 4)
+        }
+    }
+
+    /// A run killed without giving its lease back holds it only until the lease expires; a live one keeps it.
+    @Test func aLeaseLeftByADeadRunIsTakenOverOnceItExpires() async throws {
+        try await withGateway { app in
+            let state = SyncStateStore(pool: app.pool)
+            #expect(try await state.takeLease("killed"))
+            #expect(!(try await state.takeLease("next")))
+            try await app.pool.query("UPDATE sync_state SET updated_at = now() - make_interval(secs => $1) WHERE name = 'lease'",
+                                     [SyncLease.seconds - 5])
+            #expect(!(try await state.takeLease("next")), "renewed within its expiry: still held")
+            try await app.pool.query("UPDATE sync_state SET updated_at = now() - make_interval(secs => $1) WHERE name = 'lease'",
+                                     [SyncLease.seconds + 1])
+            #expect(try await state.takeLease("next"))
         }
     }
 }

@@ -57,7 +57,8 @@ final class FakeDesk: DeskPlatformReader {
         return DeskPage(count: 0, hasNext: false, results: [])
     }
 
-    func ticketPage(limit: Int, offset: Int, status: [TicketStatus], startDate: String?, endDate: String?) async throws(DomainError) -> DeskPage<DeskTicket> {
+    func ticketPage(limit: Int, offset: Int, status: [TicketStatus], startDate: String?, endDate: String?,
+                    order: String?) async throws(DomainError) -> DeskPage<DeskTicket> {
         let (limited, tickets) = state.withLock { state -> (Bool, [DeskTicket]) in
             state.calls += 1
             if state.rateLimitNextPage {

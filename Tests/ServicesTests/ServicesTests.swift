@@ -170,11 +170,13 @@ import Testing
         // The first run reads SYNC_FIRST_RUN_DAYS (90) back.
         #expect(desk.state.withLock { $0.pageQueries.map(\.startDate) } == ["2026-08-22"])
 
-        // Next day Desk answers for ticket 2: it is read by id first, the window starts a day before the last run.
+        // Next day Desk answers for ticket 2: it is read by id first; the window reaches SYNC_LATE_RATING_DAYS (30)
+        // back, whichever date Desk filters on, and the list is asked newest change first (a pass stops at tickets
+        // unchanged since a day before the last run).
         desk.state.withLock { $0.failingMessages = [] }
         let second = try await Self.sync(desk, state, ratings, today: "2026-11-21").run()
         #expect(desk.state.withLock { $0.ticketReads } == [2])
-        #expect(desk.state.withLock { $0.pageQueries.last.map { [$0.startDate, $0.endDate] } } == ["2026-11-19", "2026-11-21"])
+        #expect(desk.state.withLock { $0.pageQueries.last.map { [$0.startDate, $0.endDate] } } == ["2026-10-22", "2026-11-21"])
         #expect(second.failedTickets == 0 && second.newRatings == 1 && second.tickets == 2)
         #expect(state.state.withLock { ($0.syncedThrough, $0.retry) } == ("2026-11-21", []))
         #expect(ratings.state.withLock { $0.ratings.map(\.messageId).sorted() } == [11, 21])
