@@ -1,8 +1,9 @@
 """Soak: minutes of a realistic mix from many new customers against the release gateway (its own private PostgreSQL;
 Desk is the release desk-emulator in its own process, as a real Desk would be, with a state file and signed webhooks
 to the gateway), with retention shortened so housekeeping acts within the run. Every 30 s it samples the gateway's RSS, open files and threads, the database
-size and row counts; at the end it prints the samples and the slopes: RSS MB/hour after warm-up, database MB/hour (reporting data apart from the rest),
-p50/p99 of ticket reads in the first and last minute, and every unexpected status.
+size, row counts and each table's bytes, and the emulator's webhook queue (depth, dropped, the slowest event's lag); at the end it prints the
+samples and the slopes: RSS MB/hour after warm-up, database MB/hour (reporting data apart from the rest) and bytes per new customer for
+every table, p50/p99 of ticket reads in the first minute after warm-up and the last, the webhook lag, and every unexpected status.
 Usage: soak.py [MINUTES]   (make soak; default 10). Not part of make test."""
 import http.client
 import json
@@ -197,6 +198,23 @@ def server_view():
     return view
 
 
+def webhook_stats():
+    """The emulator's webhook queue: depth now, dropped so far, the slowest delivered event's lag since the last call."""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", desk_port, timeout=5)
+        conn.request("GET", "/emulator/webhooks/stats")
+        return json.loads(conn.getresponse().read())
+    except (OSError, ValueError):
+        return {}
+
+
+def table_bytes():
+    """Every table's bytes, indexes and TOAST included."""
+    text = psql("SELECT string_agg(c.relname || '=' || pg_total_relation_size(c.oid), ',') FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'")
+    return {k: int(v) for k, v in (item.split("=") for item in text.split(",") if "=" in item)}
+
+
 def sample(pid, began, desk_pid):
     status = pathlib.Path(f"/proc/{pid}/status").read_text()
     field = lambda name: int(next(line.split()[1] for line in status.splitlines() if line.startswith(name)))
@@ -210,7 +228,7 @@ def sample(pid, began, desk_pid):
     db = int(psql("SELECT pg_database_size('desk_gateway')") or 0) / 1e6
     return {"t": time.time() - began, "rss_mb": field("VmRSS:") / 1024, "threads": field("Threads:"), "desk_rss_mb": desk_rss / 1024,
             "fds": len(os.listdir(f"/proc/{pid}/fd")), "db_mb": db, "kept_mb": int(kept or 0) / 1e6,
-            "customers": counts["customers"], "rows": dict(zip(tables, rows)),
+            "customers": counts["customers"], "rows": dict(zip(tables, rows)), "webhooks": webhook_stats(), "tables": table_bytes(),
             "cpu": {"gateway": cpu_seconds(pid), "Desk": cpu_seconds(desk_pid), "PostgreSQL": postgres_cpu_seconds()}}
 
 
@@ -308,9 +326,11 @@ def main():
             time.sleep(min(30, max(0.1, wake - time.time())))
             samples.append(sample(gateway.pid, began, desk_process.pid))
             last = samples[-1]
+            hooks = last["webhooks"]
             print(f"{last['t']:6.0f} s  rss {last['rss_mb']:6.1f} MB (Desk {last['desk_rss_mb']:6.1f})  db {last['db_mb']:6.1f} MB "
                   f"(reporting {last['kept_mb']:5.1f})  fds {last['fds']:4d}  "
-                  f"threads {last['threads']:3d}  customers {last['customers']:6d}  rows {last['rows']}", flush=True)
+                  f"threads {last['threads']:3d}  customers {last['customers']:6d}  webhooks queued {hooks.get('queued', '?')} "
+                  f"lag max {hooks.get('maxLagMs', '?')} ms  rows {last['rows']}", flush=True)
         views["end"] = server_view()
         stop.set()
         for thread in threads:
@@ -340,7 +360,8 @@ def main():
     kept_slope = slope([(s["t"] / 3600, s["kept_mb"]) for s in warm])
     other_slope = slope([(s["t"] / 3600, s["db_mb"] - s["kept_mb"]) for s in warm])
     customers_per_hour = slope([(s["t"] / 3600, s["customers"]) for s in warm])
-    first = [d for t, d in reads if t - began <= 60]
+    # Drift from the first minute after the warm-up (the caches and retention windows have filled by then) to the last.
+    first = [d for t, d in reads if warmup * 60 <= t - began <= warmup * 60 + 60]
     last = [d for t, d in reads if t - began >= minutes * 60 - 60]
     p99_drift = (percentile(last, 0.99) / percentile(first, 0.99) - 1) * 100 if first and last else float("nan")
     print()
@@ -356,7 +377,7 @@ def main():
     print(f"| everything else (under retention) | {warm[0]['db_mb'] - warm[0]['kept_mb']:.1f} → {samples[-1]['db_mb'] - samples[-1]['kept_mb']:.1f} MB, "
           f"{other_slope:+.1f} MB/hour |")
     print(f"| open files / threads | {samples[0]['fds']} → {samples[-1]['fds']} / {samples[0]['threads']} → {samples[-1]['threads']} |")
-    print(f"| ticket reads, first minute | p50 {percentile(first, 0.5):.2f} ms, p99 {percentile(first, 0.99):.2f} ms ({len(first)}) |")
+    print(f"| ticket reads, first minute after warm-up | p50 {percentile(first, 0.5):.2f} ms, p99 {percentile(first, 0.99):.2f} ms ({len(first)}) |")
     print(f"| ticket reads, last minute | p50 {percentile(last, 0.5):.2f} ms, p99 {percentile(last, 0.99):.2f} ms ({len(last)}) |")
     print(f"| p99 drift | {p99_drift:+.0f} % |")
     # Where the time goes: CPU per new customer in the first and last minute of each process on the shared cores, and
@@ -389,6 +410,19 @@ def main():
     entries = ", ".join(f"{k[1]} {warm_entries.get(k, 0):.0f} → {v:.0f}" for k, v in sorted(end_entries.items()) if k[0] == "entries")
     print(f"| in-memory entries, end of warm-up → end | {entries or 'not scraped'} |")
     print(f"| rows at the end | {samples[-1]['rows']} |")
+    lags = [s["webhooks"].get("maxLagMs", 0) for s in samples if s["webhooks"]]
+    warm_lags = [s["webhooks"].get("maxLagMs", 0) for s in warm if s["webhooks"]]
+    hooks = samples[-1]["webhooks"]
+    print(f"| Desk webhooks (emulator) | {hooks.get('delivered', '?')} delivered, {hooks.get('failed', '?')} failed, {hooks.get('dropped', '?')} dropped; "
+          f"slowest lag per 30 s {max(lags, default=0) / 1000:.1f} s over the run, {max(warm_lags, default=0) / 1000:.1f} s after warm-up; "
+          f"queue at most {max((s['webhooks'].get('queued', 0) for s in samples if s['webhooks']), default=0)} |")
+    # Bytes per new customer, table by table, from the warm-up's end: what a day of N new customers adds (a table under
+    # retention levels off, so its figure falls toward 0 as the run lengthens; the plateau is its size at the end).
+    if len(warm) >= 2 and warm[-1]["customers"] > warm[0]["customers"]:
+        new = warm[-1]["customers"] - warm[0]["customers"]
+        rows = sorted(warm[-1]["tables"].items(), key=lambda kv: -kv[1])
+        per = ", ".join(f"{name} {(size - warm[0]['tables'].get(name, 0)) / new:+.0f} B ({size / 1e6:.1f} MB)" for name, size in rows if size > 100_000)
+        print(f"| table growth per new customer after warm-up (size at the end) | {per} |")
     print(f"| reports answered, by zone and source | {', '.join(f'{k} {v}' for k, v in sorted(report_sources.items())) or 'none'} |")
     print(f"| unexpected statuses | {sum(unexpected.values())} {dict((f'{r} {s}', c) for (r, s), c in unexpected.items())} |")
     return 1 if unexpected else 0

@@ -8,8 +8,10 @@ public struct RetentionPolicy: Sendable {
     public var deadSessionDays: Double = 1
     /// Idempotency keys: the replay window.
     public var idempotencyHours: Double = 24
-    /// Applied Desk webhook events (long enough for `webhooks replay` after an upgrade).
-    public var appliedWebhookDays: Double = 14
+    /// Applied Desk webhook events: 6 hours, long enough for `webhooks replay` after an upgrade that misread them
+    /// (a replay's use is hours, not weeks), while at 1.2–1.9 KB an event they were most of the data under
+    /// retention at 14 days. Unapplied ones are kept for their own, longer time.
+    public var appliedWebhookDays: Double = 0.25
     /// Webhook events that were not applied (`unrecognized`, `failed`, `foreign`): kept longer, for a replay.
     public var unappliedWebhookDays: Double = 90
     /// Delivered or failed outbox operations (clients poll `/v1/operations/{id}`).

@@ -54,8 +54,8 @@ import TestSupport
                     SELECT '\(prefix)' || g, 'T', '{}', now() - interval '\(age)', '\(status)' FROM generate_series(1, $1::int) g
                     """, [count])
             }
-            try events(scale, status: "applied", age: "15 days", prefix: "a-old")          // go
-            try events(scale, status: "applied", age: "1 day", prefix: "a-new")            // stay
+            try events(scale, status: "applied", age: "7 hours", prefix: "a-old")          // go (6 hours by default)
+            try events(scale, status: "applied", age: "5 hours", prefix: "a-new")          // stay
             try events(scale, status: "unrecognized", age: "15 days", prefix: "u-mid")     // stay (kept 90 days)
             try events(scale, status: "foreign", age: "91 days", prefix: "f-old")          // go
             try events(scale, status: "pending", age: "200 days", prefix: "p-old")         // never
