@@ -10,14 +10,17 @@ public struct CurlRequest: Sendable {
     public var body: [UInt8]?
     /// The whole transfer, connection included; curl enforces it.
     public var timeout: Duration
+    /// Bytes of answer body (as decoded) taken at most: a longer answer is stopped there and is `tooLarge`.
+    public var maxResponseBytes: Int
 
     public init(method: String, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
-                timeout: Duration) {
+                timeout: Duration, maxResponseBytes: Int = .max) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.maxResponseBytes = maxResponseBytes
     }
 }
 
@@ -29,6 +32,8 @@ public enum CurlOutcome: Sendable {
     case failed(String)
     /// The caller stopped waiting (task cancelled).
     case abandoned
+    /// The answer's body passed `maxResponseBytes`; the transfer was stopped there.
+    case tooLarge
 }
 
 /// HTTP/1.1 and HTTP/2 over TLS through libcurl's easy API, on a small pool of threads of their own, never on Swift's
@@ -156,6 +161,7 @@ public final class CurlClient: Sendable {
     final class Sink {
         var body: [UInt8] = []
         var headers: [(name: String, value: String)] = []
+        var tooLarge = false
         let job: Job
 
         init(job: Job) {
@@ -177,6 +183,10 @@ public final class CurlClient: Sendable {
         defer { context.release() }
         setBaseOptions(handle, url: request.url, timeout: request.timeout)
         _ = dg_curl_set_long(handle, CURLOPT_MAXCONNECTS, 2)
+        if request.maxResponseBytes < Int.max {
+            // Refused before the first byte when the answer announces its length.
+            _ = dg_curl_set_size(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxResponseBytes))
+        }
         _ = dg_curl_set_list(handle, CURLOPT_HTTPHEADER, headerList)
         switch request.method {
         case "GET": _ = dg_curl_set_long(handle, CURLOPT_HTTPGET, 1)
@@ -188,6 +198,10 @@ public final class CurlClient: Sendable {
             guard let data, let context else { return 0 }
             let sink = Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue()
             let length = size * count
+            guard sink.body.count + length <= sink.job.request.maxResponseBytes else {
+                sink.tooLarge = true
+                return 0   // curl stops the transfer (a write error)
+            }
             data.withMemoryRebound(to: UInt8.self, capacity: length) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
             return length
         }, context.toOpaque())
@@ -223,6 +237,8 @@ public final class CurlClient: Sendable {
         }
         switch code {
         case CURLE_OK: return .answer(status: Int(dg_curl_status(handle)), headers: sink.headers, body: sink.body)
+        case CURLE_FILESIZE_EXCEEDED: return .tooLarge
+        case CURLE_WRITE_ERROR where sink.tooLarge: return .tooLarge
         case CURLE_OPERATION_TIMEDOUT: return .timedOut
         case CURLE_ABORTED_BY_CALLBACK: return .abandoned
         default: return .failed(describe(code))

@@ -51,6 +51,11 @@ extension DeskClient {
             case .abandoned:
                 observe(DeskCallRecord(operation: operation, outcome: "abandoned", seconds: seconds))
                 throw DomainError(.upstreamUnavailable, "The call to Desk was abandoned.", internalDetail: "cancelled by the caller")
+            case .tooLarge:
+                // Not an outage (the breaker stays as it is) and not worth repeating: the same answer would come back.
+                observe(DeskCallRecord(operation: operation, outcome: "too_large", seconds: seconds))
+                throw DomainError(.upstreamProtocol, "Desk's answer was too large.",
+                                  internalDetail: "answer over \(configuration.maxAnswerBytes) bytes (DESK_MAX_ANSWER_MB)")
             }
             guard attempt + 1 < attempts else { break }
             try? await Task.sleep(for: backoff(attempt: attempt, retryAfter: lastError.retryAfterSeconds))
@@ -71,6 +76,8 @@ extension DeskClient {
         case unreachable(String)
         /// The caller stopped waiting (its own deadline, a shutdown): says nothing about Desk's health.
         case abandoned
+        /// The answer passed `maxAnswerBytes` and was cut off.
+        case tooLarge
     }
 
     /// One attempt. The deadline covers the wait for a free connection too (curl's own timeout starts with the
@@ -92,6 +99,7 @@ extension DeskClient {
         case .timedOut: return .timedOut
         case .failed(let reason): return .unreachable(reason)
         case .abandoned: return .abandoned
+        case .tooLarge: return .tooLarge
         }
     }
 
@@ -105,7 +113,7 @@ extension DeskClient {
             throw DomainError(.upstreamProtocol, "The Desk base URL is not valid.", internalDetail: "bad URL for \(path)")
         }
         var request = CurlRequest(method: method, url: text, headers: [("Content-Type", "application/json"), ("Accept", "application/json")],
-                                  body: body?.bytes(), timeout: configuration.requestTimeout)
+                                  body: body?.bytes(), timeout: configuration.requestTimeout, maxResponseBytes: configuration.maxAnswerBytes)
         switch credential {
         case .customerAuth(let accessToken):
             request.headers.append(("sendbirdAccessToken", Self.headerValue(accessToken)))

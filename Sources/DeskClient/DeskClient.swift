@@ -15,7 +15,7 @@ public struct DeskSession: Sendable, CustomStringConvertible {
 public struct DeskCallRecord: Sendable {
     public let operation: String
     /// `ok`, `client_error`, `rate_limited` (429), `server_error`, `timeout`, `unreachable`, `breaker_open`, `abandoned`
-    /// (the caller stopped waiting).
+    /// (the caller stopped waiting), `too_large` (the answer passed `maxAnswerBytes`).
     public let outcome: String
     public let seconds: Double
 }
@@ -343,6 +343,7 @@ extension DeskClient {
         case .timedOut: return "Desk did not answer in time"
         case .unreachable: return "Desk is unreachable"
         case .abandoned: return "the check was abandoned"
+        case .tooLarge: return "Desk's answer was too large"
         }
     }
 }

@@ -7,6 +7,8 @@ public struct DeskClientConfiguration: Sendable, CustomStringConvertible {
     public var apiToken: String?
     /// Deadline of one attempt.
     public var requestTimeout: Duration = .seconds(5)
+    /// Bytes of one answer taken at most (a proxy's error page or a wrong base URL can be anything): more is 502.
+    public var maxAnswerBytes = 4 << 20
     /// Attempts for idempotent calls (1 = no retry).
     public var maxAttempts = 3
     public var retryBaseDelay: Duration = .milliseconds(100)

@@ -268,6 +268,7 @@ func registerReports(_ wiring: inout Wiring) async throws -> ReportReads {
     reportSettings.zones = config.reportTimeZones
     reportSettings.maxDays = config.reportMaxDays
     reportSettings.cacheSeconds = config.reportCacheSeconds
+    reportSettings.cacheMaxBytes = config.reportCacheMaxMegabytes << 20
     reportSettings.maxCells = config.reportMaxCells
     // Raw reports share at most half the pool's connections, so customers always keep the other half.
     reportSettings.rawConcurrency = min(config.reportRawConcurrency, max(1, config.dbPoolSize / 2))
@@ -276,6 +277,12 @@ func registerReports(_ wiring: inout Wiring) async throws -> ReportReads {
     let reports = ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: customerSessions,
                                settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: wiring.verified)
     reports.register(in: &wiring.routes)
+    wiring.metrics.gauge("report_cache_bytes", help: "Bytes of computed reports held in memory (REPORT_CACHE_MAX_MB bounds them).") {
+        [([], Double(reports.cachedReports.bytes))]
+    }
+    wiring.metrics.gauge("report_cache_entries", help: "Computed reports held in memory, each for REPORT_CACHE_S.") {
+        [([], Double(reports.cachedReports.entries))]
+    }
     var pageSettings = ReportPageSettings()
     pageSettings.sessionHours = config.reportPageSessionHours
     pageSettings.frameAncestors = config.reportPageFrameAncestors
@@ -379,6 +386,7 @@ func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger
     }
     var deskConfig = DeskClientConfiguration(baseURL: baseURL!, appId: config.deskAppId, apiToken: apiToken)
     deskConfig.requestTimeout = .milliseconds(config.deskTimeoutMilliseconds)
+    deskConfig.maxAnswerBytes = config.deskMaxAnswerMegabytes << 20
     deskConfig.breakerFailureThreshold = config.deskBreakerThreshold
     deskConfig.breakerCooldown = .seconds(config.deskBreakerCooldownSeconds)
     metrics.describe("desk_requests_total", .counter, help: "Desk API calls by operation and outcome.")

@@ -49,6 +49,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var deskAPIToken: String?
     public var deskWebhookSecret: String?
     public var deskTimeoutMilliseconds = 5000
+    public var deskMaxAnswerMegabytes = 4
     public var deskBreakerThreshold = 5
     public var deskBreakerCooldownSeconds = 10
     /// Port of the embedded emulator (0: any free port).
@@ -84,6 +85,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var reportTimeZones = ["UTC"]
     public var reportMaxDays = 366
     public var reportCacheSeconds = 15
+    public var reportCacheMaxMegabytes = 32
     public var reportMaxCells = 10_000
     public var reportRawConcurrency = 2
     public var reportRawConcurrencyPerKey = 1
@@ -170,6 +172,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         deskAPIToken = try reader.optionalString("DESK_API_TOKEN")
         deskWebhookSecret = try reader.optionalString("DESK_WEBHOOK_SECRET")
         deskTimeoutMilliseconds = try reader.int("DESK_TIMEOUT_MS", default: deskTimeoutMilliseconds, range: 50...120_000)
+        deskMaxAnswerMegabytes = try reader.int("DESK_MAX_ANSWER_MB", default: deskMaxAnswerMegabytes, range: 1...1024)
         deskBreakerThreshold = try reader.int("DESK_BREAKER_THRESHOLD", default: deskBreakerThreshold, range: 1...1000)
         deskBreakerCooldownSeconds = try reader.int("DESK_BREAKER_COOLDOWN_S", default: deskBreakerCooldownSeconds, range: 1...3600)
         deskEmulatorPort = try reader.int("DESK_EMULATOR_PORT", default: deskEmulatorPort, range: 0...65535)
@@ -233,6 +236,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         }
         reportMaxDays = try reader.int("REPORT_MAX_DAYS", default: reportMaxDays, range: 1...3660)
         reportCacheSeconds = try reader.int("REPORT_CACHE_S", default: reportCacheSeconds, range: 0...3600)
+        reportCacheMaxMegabytes = try reader.int("REPORT_CACHE_MAX_MB", default: reportCacheMaxMegabytes, range: 0...4096)
         reportMaxCells = try reader.int("REPORT_MAX_CELLS", default: reportMaxCells, range: 10...1_000_000)
         reportRawConcurrency = try reader.int("REPORT_RAW_CONCURRENCY", default: reportRawConcurrency, range: 1...64)
         reportRawConcurrencyPerKey = try reader.int("REPORT_RAW_CONCURRENCY_PER_KEY", default: reportRawConcurrencyPerKey, range: 1...64)

@@ -101,12 +101,20 @@ public struct ReportParameterError: Error, Sendable {
 
 extension ReportParameters {
     public static let priorities = ["LOW", "MEDIUM", "HIGH", "URGENT"]
+    /// Values one filter may be given (`agentId`, `teamId`, `channelType`, `priority`, `score`): a report of more
+    /// agents than this is the report without the filter. More is 400, so a long URL costs nothing to refuse.
+    public static let maxFilterValues = 100
+    public static let filters = ["agentId", "teamId", "channelType", "priority", "score"]
 
     /// Parses query items. `today` is the current date in the requested zone (defaults need it);
     /// `isKnownZone` checks time-zone names; `maxDays` bounds the range.
     public static func parse(_ query: [(name: String, value: String)], accept: String?, today: (String) -> LocalDate?,
                              isKnownZone: (String) -> Bool, maxDays: Int, listing: Bool) throws(ReportParameterError) -> ReportParameters {
         var problems: [(String, String)] = []
+        for name in Self.filters where query.count(where: { $0.name == name }) > Self.maxFilterValues {
+            problems.append((name, "may be given at most \(Self.maxFilterValues) times"))
+        }
+        guard problems.isEmpty else { throw ReportParameterError(problems: problems) }
         func values(_ name: String) -> [String] { query.filter { $0.name == name }.map(\.value) }
         func single(_ name: String) -> String? {
             let all = values(name)

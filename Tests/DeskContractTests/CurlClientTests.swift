@@ -1,6 +1,9 @@
 import CurlHTTP
+import DeskClient
 import DeskEmulator
+import Domain
 import Foundation
+import Synchronization
 import Testing
 import TestSupport
 
@@ -100,5 +103,46 @@ import TestSupport
         let outcome = await CurlClient(maxConnections: 1).perform(CurlRequest(method: "GET", url: "http://127.0.0.1:1/", timeout: .seconds(5)))
         guard case .failed(let reason) = outcome else { Issue.record("expected a failure, got \(outcome)"); return }
         #expect(reason == "the connection was refused")
+    }
+}
+
+/// A "Desk" whose answers have no end (a proxy's error page, a wrong base URL, a middlebox): the transfer stops at
+/// the cap, with or without an announced length, and the Desk call is a 502-class failure counted as `too_large`.
+@Suite struct AnswerCapTests {
+    @Test func answersPastTheCapAreStoppedThere() async throws {
+        let server = try HostilePageServer()
+        defer { server.stop() }
+        let client = CurlClient(maxConnections: 2, name: "cap-test")
+        for path in ["/huge", "/endless"] {
+            let before = server.bytesSent
+            let outcome = await client.perform(CurlRequest(method: "GET", url: "http://127.0.0.1:\(server.port)\(path)",
+                                                           timeout: .seconds(10), maxResponseBytes: 1 << 20))
+            guard case .tooLarge = outcome else { Issue.record("\(path): \(outcome)"); continue }
+            // Stopped near the cap, not after the gigabytes the server would send.
+            #expect(server.bytesSent - before < 64 << 20, "\(path): \(server.bytesSent - before) bytes sent")
+        }
+        // Under the cap, the answer is whole.
+        let fine = await client.perform(CurlRequest(method: "GET", url: "http://127.0.0.1:\(server.port)/scripted", timeout: .seconds(10),
+                                                    maxResponseBytes: 1 << 20))
+        guard case .answer(let status, _, let body) = fine else { Issue.record("\(fine)"); return }
+        #expect(status == 200 && !body.isEmpty)
+    }
+
+    @Test func aDeskCallWhoseAnswerIsTooLargeFailsAndIsCounted() async throws {
+        let server = try HostilePageServer()
+        defer { server.stop() }
+        let outcomes = Mutex<[String]>([])
+        var configuration = DeskClientConfiguration(baseURL: "http://127.0.0.1:\(server.port)/huge?", appId: "app", apiToken: "token")
+        configuration.maxAnswerBytes = 1 << 20
+        let desk = DeskClient(configuration: configuration) { record in outcomes.withLock { $0.append(record.outcome) } }
+        do {
+            _ = try await desk.platformTicket(id: 1)
+            Issue.record("a 2 GB answer was taken")
+        } catch {
+            #expect(error.code == .upstreamProtocol, "\(error)")
+        }
+        // Not retried (the same answer would come back) and not an outage for the breaker.
+        #expect(outcomes.withLock { $0 } == ["too_large"])
+        #expect(!desk.isPaused)
     }
 }

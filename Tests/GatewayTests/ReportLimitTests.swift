@@ -118,3 +118,62 @@ extension Sequence where Element: Sendable {
         }
     }
 }
+
+/// The report cache is held to a byte bound, keyed on what a report means (not the order its parameters came in), and
+/// lets answers go once they may no longer be served; its bytes are a metric.
+@Suite struct ReportCacheTests {
+    static func gauge(_ app: GatewayApplication, _ name: String) async throws -> Double {
+        let text = try await httpRequest(port: app.port, "GET", "/metrics").text
+        let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? -1
+    }
+
+    @Test func cachedReportsStayWithinTheirBytesAndShuffledParametersAreOneEntry() async throws {
+        try await withGateway(configure: { $0.reportCacheSeconds = 2; $0.reportCacheMaxMegabytes = 1 }) { app in
+            let reporter = try await reporter(app)
+            let store = CSATStore(pool: app.pool)
+            for agent in 501...527 {
+                for month in 1...12 {
+                    let at = ISOTimestamp.parse("2026-\(String(format: "%02d", month))-15T12:00:00Z")!
+                    try await store.record(RatingRecord(ticketId: agent * 100 + month, messageId: 1, score: 1 + month % 5, comment: nil,
+                                                        agentId: agent, teamId: 11, channelType: "SENDBIRD", priority: .medium,
+                                                        customerSendbirdId: "c", ratedAt: at, source: .webhook))
+                }
+            }
+            let agents = (501...527).map { "agentId=\($0)" }
+            for round in 0..<3 {
+                var generator = Self.seeded(round)
+                let query = (["from=2026-01-01", "to=2026-12-31", "bucket=day", "groupBy=agent"] + agents).shuffled(using: &generator)
+                let response = try await reporter.get("?" + query.joined(separator: "&"))
+                #expect(response.status == 200, "\(response.text.prefix(300))")
+            }
+            #expect(try await Self.gauge(app, "report_cache_entries") == 1)
+            // Many different year-long daily reports: far more than a megabyte of answers, never more than that kept.
+            var served = 0
+            for day in 1...28 {
+                let response = try await reporter.get("?from=2026-01-\(String(format: "%02d", day))&to=2026-12-31&bucket=day&groupBy=agent&"
+                                                      + agents.joined(separator: "&"))
+                #expect(response.status == 200, "\(response.text.prefix(300))")
+                served += response.body.count
+                #expect(try await Self.gauge(app, "report_cache_bytes") <= 1_048_576)
+            }
+            #expect(served > 1_048_576 * 3 / 2, "the answers alone would not have passed the bound (\(served) bytes)")
+            // Two seconds later none may be served any more: none is kept.
+            try await Task.sleep(for: .milliseconds(2_200))
+            #expect(try await Self.gauge(app, "report_cache_entries") == 0)
+            #expect(try await Self.gauge(app, "report_cache_bytes") == 0)
+        }
+    }
+
+    static func seeded(_ seed: Int) -> SeededGenerator { SeededGenerator(state: UInt64(seed + 1) &* 0x9E37_79B9_7F4A_7C15) }
+
+    struct SeededGenerator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            return z ^ (z >> 27)
+        }
+    }
+}

@@ -66,7 +66,8 @@ public final class HostilePageServer: @unchecked Sendable {
             if request.count > 65_536 { return }
         }
         let line = String(decoding: request.prefix { $0 != 13 }, as: UTF8.self)
-        let path = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        // The query is ignored, so a client whose base URL ends in `/huge?` reaches `/huge` whatever path it adds.
+        let path = String((line.split(separator: " ").dropFirst().first.map(String.init) ?? "/").prefix { $0 != "?" })
         let head = Array("<html><head><title>\(path.dropFirst())</title></head><body>".utf8)
         let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 65_536)
         switch path {

@@ -303,6 +303,9 @@ struct PageFilters {
         let known: Set<String> = ["range", "from", "to", "tz", "bucket", "agentId", "teamId", "channelType", "priority", "score", "sort",
                                   "dir", "cursor", "shownFrom", "shownTo"]
         for item in query where !known.contains(item.name) { problems.append((item.name, "is not a filter of this page")) }
+        for name in ReportParameters.filters where query.count(where: { $0.name == name }) > ReportParameters.maxFilterValues {
+            problems.append((name, "may be given at most \(ReportParameters.maxFilterValues) times"))
+        }
         filters.zone = single("tz") ?? defaultZone
         let today = ReportRoutes.today(in: filters.zone) ?? ReportRoutes.today(in: "UTC") ?? LocalDate(dayNumber: 0)
         let range = single("range")

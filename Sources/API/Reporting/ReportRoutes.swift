@@ -12,6 +12,8 @@ public struct ReportSettings: Sendable {
     public var maxDays = 366
     /// Seconds a computed report is reused for the same query (0: never); dashboards poll the same reports.
     public var cacheSeconds = 15
+    /// Bytes the cached reports may hold at most, answers and keys together.
+    public var cacheMaxBytes = 32 << 20
     /// Most rows (groups × buckets) one report may have; more is 400 `report_too_large`.
     public var maxCells = 10_000
     /// Reports computed from raw ratings at once on this instance, and for one API key.
@@ -32,7 +34,7 @@ public struct ReportRoutes: Sendable {
     let sessions: any SessionDirectory
     private let cache = KeyCache()
     private let verified: VerifiedCallers
-    private let results = ResultCache()
+    private let results: ResultCache
     private let admission: ReportAdmission
 
     public init(keys: ApiKeyStore, reports: ReportStore, sessions: any SessionDirectory, settings: ReportSettings, knownZones: Set<String>,
@@ -45,7 +47,11 @@ public struct ReportRoutes: Sendable {
         self.knownZones = knownZones
         self.rollupZones = RollupZones(store: zones)
         admission = ReportAdmission(total: settings.rawConcurrency, perKey: settings.rawConcurrencyPerKey)
+        results = ResultCache(maxBytes: settings.cacheMaxBytes, ttl: Double(settings.cacheSeconds))
     }
+
+    /// What the report cache holds now (expired answers are let go first).
+    public var cachedReports: (entries: Int, bytes: Int) { results.usage() }
 
     public func register(in routes: inout RouteTable) {
         routes.add("GET", "/v1/reports/csat", .hybrid(fast: { request, _ in cachedReport(request) }, slow: { request, _ in
@@ -123,12 +129,14 @@ public struct ReportRoutes: Sendable {
     func cachedReport(_ request: HTTPRequest) -> HTTPResponse? {
         guard settings.cacheSeconds > 0, let key = request.header("x-api-key") ?? Authenticator.bearer(request),
               key.hasPrefix("dgk_"), cache.get(key)?.contains("reports") == true else { return nil }
-        return results.get(Self.cacheKey(request), maxAge: Double(settings.cacheSeconds))
+        return results.get(Self.cacheKey(request))
     }
 
+    /// The query as a report means it: parameters in any order (and repeated values in any order) are one report.
     static func cacheKey(_ request: HTTPRequest) -> String {
         let accept = request.header("accept")?.lowercased().contains("text/csv") == true ? "csv" : "json"
-        return accept + "?" + request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+        return accept + "?" + request.query.sorted { ($0.name, $0.value) < ($1.name, $1.value) }
+            .map { "\($0.name)=\($0.value)" }.joined(separator: "&")
     }
 
     func report(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -301,11 +309,69 @@ final class RollupZones: Sendable {
     }
 }
 
-/// Recently computed reports by query.
+/// Recently computed reports by normalized query, bounded by bytes: an answer is kept only while it may be served
+/// (`ttl`, `REPORT_CACHE_S`), expired ones are let go at the next use or scrape, and when a new answer would pass
+/// `maxBytes` the oldest go first. One answer larger than a quarter of the bound is not kept at all.
 final class ResultCache: Sendable {
-    private let entries = TTLCache<String, HTTPResponse>(ttl: 3600, capacity: 1000)
+    private struct Entry {
+        let response: HTTPResponse
+        let at: Double
+        let bytes: Int
+    }
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var bytes = 0
+        var lastSweep = 0.0
 
-    func get(_ key: String, maxAge: Double) -> HTTPResponse? { entries.get(key, maxAge: maxAge) }
+        mutating func remove(_ key: String) {
+            if let old = entries.removeValue(forKey: key) { bytes -= old.bytes }
+        }
 
-    func put(_ key: String, _ response: HTTPResponse) { entries.put(key, response) }
+        mutating func sweep(now: Double, ttl: Double) {
+            guard now - lastSweep >= min(ttl, 1) else { return }
+            lastSweep = now
+            for (key, entry) in entries where now - entry.at >= ttl { remove(key) }
+        }
+    }
+    private let state = Mutex(State())
+    let maxBytes: Int
+    let ttl: Double
+
+    init(maxBytes: Int, ttl: Double) {
+        self.maxBytes = max(0, maxBytes)
+        self.ttl = ttl
+    }
+
+    func get(_ key: String) -> HTTPResponse? {
+        let now = Date().timeIntervalSince1970
+        return state.withLock { state in
+            state.sweep(now: now, ttl: ttl)
+            guard let entry = state.entries[key] else { return nil }
+            guard now - entry.at < ttl else { state.remove(key); return nil }
+            return entry.response
+        }
+    }
+
+    func put(_ key: String, _ response: HTTPResponse) {
+        let size = response.body.count + key.utf8.count + response.headers.reduce(64) { $0 + $1.name.utf8.count + $1.value.utf8.count }
+        guard ttl > 0, size <= maxBytes / 4 else { return }
+        let now = Date().timeIntervalSince1970
+        state.withLock { state in
+            state.remove(key)
+            state.sweep(now: now, ttl: ttl)
+            while state.bytes + size > maxBytes, let oldest = state.entries.min(by: { $0.value.at < $1.value.at })?.key {
+                state.remove(oldest)
+            }
+            state.entries[key] = Entry(response: response, at: now, bytes: size)
+            state.bytes += size
+        }
+    }
+
+    func usage() -> (entries: Int, bytes: Int) {
+        let now = Date().timeIntervalSince1970
+        return state.withLock { state in
+            state.sweep(now: now, ttl: ttl)
+            return (state.entries.count, state.bytes)
+        }
+    }
 }
