@@ -100,8 +100,13 @@ def journey(browser, console):
         browser.screenshot(str(out / f"{name}.png"))
         console.drain(name)
 
-    browser.get(f"{page_origin}/demo.html?gateway={gateway}")
+    # A link naming a gateway is not followed: the field still holds the page's own origin.
+    browser.get(f"{page_origin}/demo.html?gateway=http://attacker.invalid")
     check("the demo page loads its module", browser.wait_for("return !!document.getElementById('sign-in')"))
+    check("a link's ?gateway= is ignored", browser.run("return document.getElementById('gateway').value") == page_origin,
+          browser.run("return document.getElementById('gateway').value"))
+    # The person types the gateway's address, as they would to use another one.
+    browser.type("#gateway", gateway)
     step("01-sign-in")
     browser.click("#sign-in button[type=submit]")
     check("sign-in from another origin", browser.wait_for("return !document.getElementById('app-view').hidden"),
@@ -187,11 +192,15 @@ def api(browser, console, ticket_id):
         }
         let reopenClosed = null;
         try { await g.reopenTicket(fresh); } catch (error) { reopenClosed = { code: error.code, ticketStatus: error.ticketStatus }; }
+        // An id that is a path of its own stays one path segment: it never reaches the customer's own fields route.
+        let traversal = null;
+        try { await g.setCustomFields('../customers/me/custom-fields?', { tier: 'platinum' }); traversal = 'answered'; }
+        catch (error) { traversal = error.status; }
         return { token: session.token, firstIds: first.items.map((t) => t.id), secondIds: second.items.map((t) => t.id),
                  hasNext: first.hasNext, all, closedIds: closed.items.map((t) => t.id), count: count.count,
                  etag: read.etag, notModified: again.notModified, sameTicket: again.ticket.id === id, byChannel: byChannel.ticket.id,
                  related: related.ticket ? related.ticket.relatedChannelUrls : null, fields: fields.customFields,
-                 classified: classified.kind, preview, invalid, reopenClosed };
+                 classified: classified.kind, preview, invalid, reopenClosed, traversal };
     """, gateway, None, ticket_id)
     console.drain("07-api")
     token = result["token"]
@@ -205,6 +214,8 @@ def api(browser, console, ticket_id):
     check("related channels and customer custom fields",
           result["related"] == ["sendbird_group_channel_related_1"] and result["fields"] == {"tier": "gold"}, result)
     check("classify a message", result["classified"] == "csat", result["classified"])
+    check("ids are encoded as one path segment (no route of another kind reached)",
+          result["traversal"] in (400, 404), result["traversal"])
     preview = result["preview"] or {}
     check("a problem surfaces as a typed GatewayError with its code and request id",
           preview.get("typed") and preview.get("code") == "url_not_allowed" and preview.get("status") == 422
@@ -267,7 +278,7 @@ def api(browser, console, ticket_id):
 
 def foreign(browser):
     """A page on an origin that is not allowed: the browser refuses the gateway's answer."""
-    browser.get(f"{foreign_origin}/demo.html?gateway={gateway}")
+    browser.get(f"{foreign_origin}/demo.html")
     browser.console()
     outcome = browser.run_async("""
         const { DeskGateway } = await import('./desk-gateway.js');

@@ -173,7 +173,8 @@ extension DeskClient {
 
     /// Desk's hint of when to try again: `Retry-After` (seconds or an HTTP date), Sendbird's `X-RateLimit-RetryAfter`
     /// (seconds, or a Unix timestamp in seconds or milliseconds) or `X-RateLimit-Reset` (a Unix timestamp, or
-    /// seconds when small); capped at `maxRetryAfterSeconds`.
+    /// seconds when small); held to 1...`maxRetryAfterSeconds`: an absurd hint (`999999999`, `-5`, a time past) is
+    /// never a "retry at once" to clients.
     public static func retryAfter(_ headers: [AnyHashable: Any], now: Double = Date().timeIntervalSince1970) -> Int? {
         var values: [String: String] = [:]
         for (key, value) in headers {
@@ -189,7 +190,8 @@ extension DeskClient {
             } else if name == "retry-after", let date = httpDate().date(from: text) {
                 seconds = date.timeIntervalSince1970 - now
             }
-            if let seconds { return min(maxRetryAfterSeconds, max(0, Int(seconds.rounded(.up)))) }
+            // Clamped as a Double first: a hint like -1e300 must not reach Int's conversion (it traps).
+            if let seconds, seconds.isFinite { return Int(min(Double(maxRetryAfterSeconds), max(1, seconds.rounded(.up)))) }
         }
         return nil
     }

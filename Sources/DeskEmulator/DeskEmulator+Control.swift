@@ -121,6 +121,13 @@ extension DeskEmulator {
                 }
                 faults.rateLimitNext = value
             }
+            faults.rateLimitCustomers = body["rateLimitCustomers"]?.boolValue ?? false
+            if let hint = body["retryAfter"] {
+                guard let value = hint.stringValue, value.count <= 64, !value.contains("\r"), !value.contains("\n") else {
+                    throw EmulatorFailure.invalid("retryAfter must be a header value of at most 64 characters.")
+                }
+                faults.retryAfter = value
+            }
             if let next = body["failNext"] {
                 guard let value = next.intValue, (0...10_000).contains(value) else {
                     throw EmulatorFailure.invalid("failNext must be an integer from 0 to 10000.")

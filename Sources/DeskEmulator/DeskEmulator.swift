@@ -12,8 +12,12 @@ public struct EmulatorFaults: Sendable {
     public var latencyMs: Int = 0
     /// Every request is answered 503 as if Desk were down.
     public var down = false
-    /// The next this many Platform API requests are answered 429 with `Retry-After: 1`.
+    /// The next this many Platform API requests (customer API ones too with `rateLimitCustomers`) are answered 429
+    /// with `Retry-After: <retryAfter>`.
     public var rateLimitNext = 0
+    public var rateLimitCustomers = false
+    /// The hint the 429s carry, as sent (a test may make it absurd).
+    public var retryAfter = "1"
     /// The next this many customer or Platform API requests are answered 500: a failure a test can count on.
     public var failNext = 0
     /// Each request is carried out (and its webhooks sent) at once, and its answer held this long: what the caller
@@ -220,14 +224,14 @@ extension DeskEmulator {
                 if faults.failNext > 0 { faults.failNext -= 1 }
                 return current
             }
-            if handler.surface == .platform, faults.withLock({ faults -> Bool in
-                guard faults.rateLimitNext > 0 else { return false }
+            if handler.surface != .control, let hint = faults.withLock({ faults -> String? in
+                guard faults.rateLimitNext > 0, handler.surface == .platform || faults.rateLimitCustomers else { return nil }
                 faults.rateLimitNext -= 1
-                return true
+                return faults.retryAfter
             }) {
                 rateLimited.withLock { $0 += 1 }
                 var limited = EmulatorResponse.error(429, "Request was throttled.", code: "desk429000")
-                limited.headers.append(("Retry-After", "1"))
+                limited.headers.append(("Retry-After", hint))
                 return .now(limited)
             }
             let work: @Sendable () -> HTTPResponse = { [routed] in

@@ -210,6 +210,7 @@ func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
     var settings = CustomerAPISettings()
     settings.cacheTTLSeconds = Double(config.cacheTTLSeconds)
     settings.listTTLSeconds = Double(config.cacheTTLSeconds)
+    settings.staleReadBudgetSeconds = Double(config.deskStaleReadBudgetMilliseconds) / 1000
     settings.sessionLifetimeSeconds = config.sessionTTLSeconds
     settings.sessionCacheSeconds = Double(config.sessionCacheSeconds)
     settings.signInPerUserPerMinute = config.signInPerUserPerMinute

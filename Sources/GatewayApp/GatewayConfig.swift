@@ -50,6 +50,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     public var deskWebhookSecret: String?
     public var deskTimeoutMilliseconds = 5000
     public var deskMaxAnswerMegabytes = 4
+    public var deskStaleReadBudgetMilliseconds = 2000
     public var deskBreakerThreshold = 5
     public var deskBreakerCooldownSeconds = 10
     /// Port of the embedded emulator (0: any free port).
@@ -173,6 +174,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         deskWebhookSecret = try reader.optionalString("DESK_WEBHOOK_SECRET")
         deskTimeoutMilliseconds = try reader.int("DESK_TIMEOUT_MS", default: deskTimeoutMilliseconds, range: 50...120_000)
         deskMaxAnswerMegabytes = try reader.int("DESK_MAX_ANSWER_MB", default: deskMaxAnswerMegabytes, range: 1...1024)
+        deskStaleReadBudgetMilliseconds = try reader.int("DESK_STALE_READ_BUDGET_MS", default: deskStaleReadBudgetMilliseconds, range: 50...120_000)
         deskBreakerThreshold = try reader.int("DESK_BREAKER_THRESHOLD", default: deskBreakerThreshold, range: 1...1000)
         deskBreakerCooldownSeconds = try reader.int("DESK_BREAKER_COOLDOWN_S", default: deskBreakerCooldownSeconds, range: 1...3600)
         deskEmulatorPort = try reader.int("DESK_EMULATOR_PORT", default: deskEmulatorPort, range: 0...65535)

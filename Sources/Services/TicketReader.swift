@@ -5,7 +5,9 @@ import Foundation
 /// - the cache answers while its copy is younger than `ttl` and belongs to the caller;
 /// - otherwise Desk is asked with the caller's session, and its answer is cached (Desk owns ownership: a copy
 ///   cached for another customer is never served, Desk decides);
-/// - when Desk cannot be reached (down, rate limited) the caller's own cached copy is served marked stale;
+/// - when Desk cannot be reached (down, rate limited), or has not answered within `staleBudget` while the caller
+///   has a cached copy (a hanging Desk would hold the read for every attempt's deadline), the caller's own cached
+///   copy is served marked stale;
 /// - when Desk says the ticket does not exist, it is forgotten and the answer is not found.
 public struct TicketReader: Sendable {
     public enum Freshness: String, Sendable {
@@ -20,12 +22,15 @@ public struct TicketReader: Sendable {
     let cache: any TicketCache
     let desk: any DeskTicketSource
     let ttl: Double
+    let staleBudget: Duration?
     let now: @Sendable () -> Double
 
-    public init(cache: any TicketCache, desk: any DeskTicketSource, ttl: Double, now: (@Sendable () -> Double)? = nil) {
+    public init(cache: any TicketCache, desk: any DeskTicketSource, ttl: Double, staleBudget: Duration? = nil,
+                now: (@Sendable () -> Double)? = nil) {
         self.cache = cache
         self.desk = desk
         self.ttl = ttl
+        self.staleBudget = staleBudget
         self.now = now ?? { Date().timeIntervalSince1970 }
     }
 
@@ -33,7 +38,17 @@ public struct TicketReader: Sendable {
         let cached = try await cache.find(key).flatMap { $0.customerId == customerId ? $0 : nil }
         if let cached, now() - cached.fetchedAt < ttl { return (cached, .hit) }
         do {
-            return (try await cache.save(try await desk.ticket(key, deskToken: deskToken), customerId: customerId), .miss)
+            let fresh: DeskTicket
+            if let cached, let staleBudget {
+                // The whole Desk read (every attempt) within the budget; past it the copy is served and the read let go.
+                guard let answer = try await withDeadline(staleBudget, { [desk] in try await desk.ticket(key, deskToken: deskToken) }) else {
+                    return (cached, .stale)
+                }
+                fresh = answer
+            } else {
+                fresh = try await desk.ticket(key, deskToken: deskToken)
+            }
+            return (try await cache.save(fresh, customerId: customerId), .miss)
         } catch let error as DomainError where error.code == .upstreamUnavailable || error.code == .rateLimited {
             guard let cached else { throw error }
             return (cached, .stale)

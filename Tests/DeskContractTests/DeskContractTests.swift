@@ -366,7 +366,12 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
         #expect(DeskClient.retryAfter(["X-RateLimit-Reset": String(Int(now) + 20)], now: now) == 20)
         // Capped, never negative, and nothing when no hint is given.
         #expect(DeskClient.retryAfter(["Retry-After": "86400"], now: now) == DeskClient.maxRetryAfterSeconds)
-        #expect(DeskClient.retryAfter(["X-RateLimit-Reset": String(Int(now) - 50)], now: now) == 0)
+        // An absurd or past hint is never "at once": a second at least.
+        #expect(DeskClient.retryAfter(["X-RateLimit-Reset": String(Int(now) - 50)], now: now) == 1)
+        for absurd in ["999999999", "-5", "0", "1e300", "-1e300"] {
+            let seconds = DeskClient.retryAfter(["Retry-After": absurd], now: now)
+            #expect(seconds.map { (1...DeskClient.maxRetryAfterSeconds).contains($0) } == true, "\(absurd): \(String(describing: seconds))")
+        }
         #expect(DeskClient.retryAfter(["Content-Type": "application/json"], now: now) == nil)
     }
 }

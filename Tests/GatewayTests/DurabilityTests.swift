@@ -363,3 +363,45 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
         }
     }
 }
+
+/// A Desk that hangs (answers only after 8 s, every attempt): a read with a cached copy waits the stale-read budget
+/// in all, then serves the copy marked stale, instead of 3 attempts of the whole Desk deadline (15 s before).
+@Suite struct HangingDeskTests {
+    @Test func readsWithACachedCopyServeItOnceTheBudgetIsSpent() async throws {
+        try await withGateway(configure: { $0.cacheTTLSeconds = 0; $0.deskStaleReadBudgetMilliseconds = 500 }) { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let id = try #require(try await customer.createTicket("Cached before Desk hangs")["id"] as? Int)
+            #expect(try await customer.send("GET", "/v1/tickets/\(id)").status == 200)
+            #expect(try await customer.send("GET", "/v1/tickets").status == 200)
+            try await agent.post("/faults", #"{"latencyMs":8000}"#)
+            for path in ["/v1/tickets/\(id)", "/v1/tickets"] {
+                let started = ContinuousClock.now
+                let read = try await customer.send("GET", path)
+                let took = ContinuousClock.now - started
+                #expect(read.status == 200 && read.header("X-Cache") == "STALE", "\(path): \(read.status) \(read.header("X-Cache") ?? "-")")
+                #expect(took < .seconds(6), "\(path) took \(took), Desk answers after 8 s")
+            }
+            try await agent.post("/faults", "{}")
+        }
+    }
+}
+
+/// Desk's absurd rate-limit hints reach the client as a wait of 1 to 300 s, never as "retry at once".
+@Suite struct RetryAfterHintTests {
+    @Test func absurdHintsAreHeldBetweenOneSecondAndFiveMinutes() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            for hint in ["999999999", "-5", "0"] {
+                // An id the gateway has not cached: the read must ask Desk, which rate-limits every attempt.
+                try await agent.post("/faults", #"{"rateLimitNext":10,"rateLimitCustomers":true,"retryAfter":"\#(hint)"}"#)
+                let read = try await customer.send("GET", "/v1/tickets/987654")
+                let seconds = read.header("Retry-After").flatMap(Int.init)
+                #expect(read.status == 503 || read.status == 429, "\(hint): \(read.status)")
+                #expect(seconds.map { (1...300).contains($0) } == true, "\(hint): Retry-After \(read.header("Retry-After") ?? "none")")
+            }
+            try await agent.post("/faults", "{}")
+        }
+    }
+}

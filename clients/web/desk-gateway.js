@@ -123,7 +123,8 @@ export class DeskGateway {
       const error = await this.#problem(response);
       const retryable = response.status === 429 || (response.status === 503 && idempotent);
       if (retryable && attempt < this.maxRetries && error.retryAfter != null) {
-        const delayMs = Math.min(this.maxRetryDelayMs, error.retryAfter * 1000);
+        // Never sooner than a second, whatever the hint says.
+        const delayMs = Math.max(1000, Math.min(this.maxRetryDelayMs, error.retryAfter * 1000));
         this.onRetry({ status: response.status, code: error.code, delayMs, attempt: attempt + 1 });
         await sleep(delayMs);
         continue;
@@ -244,17 +245,17 @@ export class DeskGateway {
 
   /** @returns {Promise<WriteResult>} */
   async closeTicket(id, { comment = null, idempotencyKey } = {}) {
-    return this.#result(await this.#write("POST", `/v1/tickets/${id}/close`, { comment }, idempotencyKey));
+    return this.#result(await this.#write("POST", `/v1/tickets/${encodeURIComponent(id)}/close`, { comment }, idempotencyKey));
   }
 
   /** @returns {Promise<WriteResult>} */
   async reopenTicket(id, { idempotencyKey } = {}) {
-    return this.#result(await this.#write("POST", `/v1/tickets/${id}/reopen`, {}, idempotencyKey));
+    return this.#result(await this.#write("POST", `/v1/tickets/${encodeURIComponent(id)}/reopen`, {}, idempotencyKey));
   }
 
   /** Answers the agent's closure inquiry (the message id comes from the ticket's chat channel). @returns {Promise<WriteResult>} */
   async answerClosureInquiry(id, messageId, confirm, { idempotencyKey } = {}) {
-    return this.#result(await this.#write("POST", `/v1/tickets/${id}/closure-confirmation`, { messageId, confirm }, idempotencyKey));
+    return this.#result(await this.#write("POST", `/v1/tickets/${encodeURIComponent(id)}/closure-confirmation`, { messageId, confirm }, idempotencyKey));
   }
 
   /**
@@ -262,17 +263,17 @@ export class DeskGateway {
    * @returns {Promise<WriteResult>}
    */
   async submitFeedback(id, messageId, score, comment = null, { idempotencyKey } = {}) {
-    return this.#result(await this.#write("POST", `/v1/tickets/${id}/feedback`, { messageId, score, comment }, idempotencyKey));
+    return this.#result(await this.#write("POST", `/v1/tickets/${encodeURIComponent(id)}/feedback`, { messageId, score, comment }, idempotencyKey));
   }
 
   /** Merges ticket custom fields. @returns {Promise<WriteResult>} */
   async setCustomFields(id, customFields) {
-    return this.#result(await this.request("PATCH", `/v1/tickets/${id}/custom-fields`, { body: { customFields } }));
+    return this.#result(await this.request("PATCH", `/v1/tickets/${encodeURIComponent(id)}/custom-fields`, { body: { customFields } }));
   }
 
   /** Replaces the related channels (at most 3). @returns {Promise<WriteResult>} */
   async setRelatedChannels(id, channelUrls) {
-    return this.#result(await this.request("PUT", `/v1/tickets/${id}/related-channels`, { body: { channelUrls } }));
+    return this.#result(await this.request("PUT", `/v1/tickets/${encodeURIComponent(id)}/related-channels`, { body: { channelUrls } }));
   }
 
   /** Merges the customer's own custom fields. */
@@ -296,7 +297,7 @@ export class DeskGateway {
 
   /** @returns {Promise<Operation>} */
   async getOperation(id) {
-    return (await this.request("GET", `/v1/operations/${id}`)).body;
+    return (await this.request("GET", `/v1/operations/${encodeURIComponent(id)}`)).body;
   }
 
   /**

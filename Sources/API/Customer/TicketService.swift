@@ -14,6 +14,9 @@ public struct CustomerAPISettings: Sendable {
     public var listTTLSeconds: Double = 15
     /// Tickets read per customer when refreshing a list (newest first).
     public var maxSyncTickets = 1000
+    /// A read that has a cached copy to fall back on waits this long for Desk in all (every attempt), then serves
+    /// the copy marked stale.
+    public var staleReadBudgetSeconds: Double = 2
     public var sessionLifetimeSeconds = 86_400
     public var sessionCacheSeconds: Double = 5
     /// Failed sign-ins per Sendbird user id and client address (beside the limit on all sign-ins per address): a
@@ -88,7 +91,9 @@ final class TicketService: TicketCache {
     }
 
     /// The read rules (cache, Desk, stale copy), on this service as the cache and the Desk client.
-    var reader: TicketReader { TicketReader(cache: self, desk: desk, ttl: settings.cacheTTLSeconds) }
+    var reader: TicketReader {
+        TicketReader(cache: self, desk: desk, ttl: settings.cacheTTLSeconds, staleBudget: .milliseconds(Int(settings.staleReadBudgetSeconds * 1000)))
+    }
 
     func get(_ id: Int, session: SessionRecord) async throws -> ServedTicket {
         if let entry = fastGet(id, customerId: session.customerId) {
@@ -153,11 +158,17 @@ final class TicketService: TicketCache {
     /// Re-reads the customer's tickets from Desk when the last full read is older than the list TTL.
     /// Returns true when Desk could not be reached and the cache is all there is.
     func refreshList(_ session: SessionRecord) async throws -> Bool {
-        if let last = try await store.lastSync(customerId: session.customerId), Self.now() - last < settings.listTTLSeconds {
+        let last = try await store.lastSync(customerId: session.customerId)
+        if let last, Self.now() - last < settings.listTTLSeconds {
             return false
         }
         let tickets: [DeskTicket]
-        switch await fetchAll(DeskSession(token: session.deskToken)) {
+        let deskSession = DeskSession(token: session.deskToken)
+        // A list read before has its cached copy to serve: Desk gets the stale-read budget for all its pages.
+        let fetched = last == nil ? await fetchAll(deskSession)
+            : await withDeadline(.milliseconds(Int(settings.staleReadBudgetSeconds * 1000))) { [self] in await fetchAll(deskSession) }
+        guard let fetched else { return true }
+        switch fetched {
         case .success(let all):
             tickets = all
         case .failure(let error):
