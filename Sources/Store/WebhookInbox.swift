@@ -41,54 +41,63 @@ public struct WebhookInbox: Sendable {
     }
 
     /// Applies up to `limit` pending events in arrival order, each in a transaction of its own (`FOR UPDATE SKIP
-    /// LOCKED`, so instances share the work): one event's locks (its ticket, then its rollup rows) are all a
-    /// transaction ever holds, so two passes never wait on each other in a circle. `apply` runs on the event's
-    /// transaction and says what became of it; one it cannot interpret is kept as `unrecognized`, another
-    /// application's as `foreign` (never dropped). An event whose application throws is retried in a later pass, 10
-    /// times at most. The event itself was committed durably when received, so its application commits without
-    /// waiting for the disk: lost in a crash, it is still pending and is applied again (every write is idempotent).
+    /// LOCKED`, so instances and workers share the work): one event's locks (its ticket, then its rollup rows) are
+    /// all a transaction ever holds, so two passes never wait on each other in a circle. The pass keeps one
+    /// connection for all its events. `apply` runs on the event's transaction and says what became of it; one it
+    /// cannot interpret is kept as `unrecognized`, another application's as `foreign` (never dropped). An event whose
+    /// application throws is rolled back whole, counted in its row, and retried in a later pass, 10 times at most.
+    /// The event itself was committed durably when received, so its application commits without waiting for the
+    /// disk: lost in a crash, it is still pending and is applied again (every write is idempotent).
     public func process(limit: Int, apply: @escaping @Sendable (InboxEvent, StoreTransaction) throws -> Outcome) async throws -> Pass {
-        var pass = Pass()
-        var lastId = 0
-        for _ in 0..<limit {
-            let after = lastId
-            let done = try await pool.transaction { tx -> (id: Int, outcome: Outcome?)? in
-                guard let row = try tx.query("""
-                    SELECT id, event_type, body::text FROM webhook_events
-                     WHERE status = 'pending' AND id > $1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
-                    """, [after]).first else { return nil }
-                try tx.query("SET LOCAL synchronous_commit = off")
-                let event = InboxEvent(id: try row.decode(0), type: try row.decode(1), body: try row.decode(2))
-                try tx.query("SAVEPOINT event")
+        try await pool.withConnection { connection in
+            var pass = Pass()
+            var after = 0
+            for _ in 0..<limit {
+                var claimed: InboxEvent?
+                var outcome: Outcome?
+                var failure: String?
                 do {
-                    let writes = StoreTransaction(connection: tx)
-                    let outcome = try apply(event, writes)
-                    try writes.finish()
-                    try tx.query("RELEASE SAVEPOINT event")
-                    try tx.query("""
-                        UPDATE webhook_events SET status = $2, processed_at = CASE WHEN $2 = 'applied' THEN now() END,
-                               attempts = attempts + 1, last_error = NULL WHERE id = $1
-                        """, [event.id, outcome.rawValue])
-                    return (event.id, outcome)
+                    outcome = try connection.transaction { tx -> Outcome? in
+                        claimed = nil
+                        guard let row = try tx.query("""
+                            SELECT id, event_type, body::text, set_config('synchronous_commit', 'off', true) FROM webhook_events
+                             WHERE status = 'pending' AND id > $1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+                            """, [after]).first else { return nil }
+                        let event = InboxEvent(id: try row.decode(0), type: try row.decode(1), body: try row.decode(2))
+                        claimed = event
+                        let writes = StoreTransaction(connection: tx)
+                        let outcome = try apply(event, writes)
+                        try writes.finish()
+                        try tx.query("""
+                            UPDATE webhook_events SET status = $2, processed_at = CASE WHEN $2 = 'applied' THEN now() END,
+                                   attempts = attempts + 1, last_error = NULL WHERE id = $1
+                            """, [event.id, outcome.rawValue])
+                        return outcome
+                    }
                 } catch {
-                    try tx.query("ROLLBACK TO SAVEPOINT event")
-                    try tx.query("""
+                    guard claimed != nil, connection.isConnected else { throw error }
+                    failure = "\(error)"
+                }
+                guard let event = claimed else { break }
+                after = event.id
+                if let failure {
+                    // Only while still pending: another worker may have applied it since this one let it go.
+                    try connection.query("""
                         UPDATE webhook_events SET attempts = attempts + 1, last_error = $2,
-                               status = CASE WHEN attempts + 1 >= 10 THEN 'failed' ELSE 'pending' END WHERE id = $1
-                        """, [event.id, "\(error)"])
-                    return (event.id, nil)
+                               status = CASE WHEN attempts + 1 >= 10 THEN 'failed' ELSE 'pending' END WHERE id = $1 AND status = 'pending'
+                        """, [event.id, failure])
+                    pass.failed += 1
+                    continue
+                }
+                switch outcome {
+                case .applied: pass.applied += 1
+                case .unrecognized: pass.unrecognized += 1
+                case .foreign: pass.foreign += 1
+                case nil: break
                 }
             }
-            guard let done else { break }
-            lastId = done.id
-            switch done.outcome {
-            case .applied: pass.applied += 1
-            case .unrecognized: pass.unrecognized += 1
-            case .foreign: pass.foreign += 1
-            case nil: pass.failed += 1
-            }
+            return pass
         }
-        return pass
     }
 
     /// Events waiting to be applied, and the age in seconds of the oldest.

@@ -75,15 +75,23 @@ public struct WebhookRoutes: Sendable {
         return .json(.object([("status", .string(fresh ? "accepted" : "duplicate"))]))
     }
 
-    /// Applies stored events until cancelled; every 5 s it also measures the backlog for the metrics.
-    public func runProcessor(interval: Duration = .milliseconds(200)) async {
-        var measured = ContinuousClock.now - .seconds(10)
-        while !Task.isCancelled {
-            if ContinuousClock.now - measured >= .seconds(5) {
-                measured = .now
-                if let (pending, oldest) = try? await inbox.backlog() { backlog.set(Double(pending), oldest) }
+    /// Applies stored events until cancelled, with `workers` passes at once (each event is its own transaction, so
+    /// one pass waits on the database between events while another works); every 5 s the first also measures the
+    /// backlog for the metrics.
+    public func runProcessor(workers: Int = 3, interval: Duration = .milliseconds(200)) async {
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<max(1, workers) {
+                group.addTask {
+                    var measured = ContinuousClock.now - .seconds(10)
+                    while !Task.isCancelled {
+                        if worker == 0, ContinuousClock.now - measured >= .seconds(5) {
+                            measured = .now
+                            if let (pending, oldest) = try? await inbox.backlog() { backlog.set(Double(pending), oldest) }
+                        }
+                        if await processOnce() == 0 { try? await Task.sleep(for: interval) }
+                    }
+                }
             }
-            if await processOnce() == 0 { try? await Task.sleep(for: interval) }
         }
     }
 
