@@ -180,7 +180,8 @@ static inline enum MHD_Result dg_mhd_check_line(void *cls, enum MHD_ValueKind ki
     return MHD_YES;
 }
 
-/* Whether the request holds a raw NUL byte (such a request is refused, not cut short): in the request target (its
+/* Whether the request holds a raw NUL byte (such a request is refused, not cut short), and where: 1 in the request
+   target, 2 in a header line (or a line folded or cut short), 3 when CR LF lines end with a bare LF; 0 when clean. In the request target (its
    end as first seen must sit right before the HTTP version) or in a header line, cookies included (see
    dg_mhd_check_line; after the last line come the empty line's NUL bytes, four of them when the client ends its
    lines with CR LF, as every client we know does). libmicrohttpd measures every value with strlen, so the sizes it
@@ -196,10 +197,10 @@ static inline int dg_mhd_has_nul(struct MHD_Connection *connection, const char *
     }
     struct dg_mhd_line_walk walk = { version + strlen(version), 1, 0 };
     MHD_get_connection_values_n(connection, MHD_HEADER_KIND, dg_mhd_check_line, &walk);
-    if (walk.bad) return 1;
+    if (walk.bad) return 2;
     const char *end = walk.previous_end;
-    if (end[0] != 0 || end[1] != 0) return 1;
-    return walk.crlf_only && (end[2] != 0 || end[3] != 0);
+    if (end[0] != 0 || end[1] != 0) return 2;
+    return walk.crlf_only && (end[2] != 0 || end[3] != 0) ? 3 : 0;
 }
 
 /* MHD_start_daemon is C-variadic, which Swift cannot call; this fixed-arity wrapper passes each option with the

@@ -64,9 +64,52 @@ extension HTTPServer {
     /// The longest method accepted; longer ones are refused before any bookkeeping (they would only be label noise).
     static let maxMethodLength = 32
 
-    static func framingProblem(_ request: HTTPRequest, http11: Bool, hasNul: Bool) -> String? {
-        if hasNul || request.path.utf8.contains(0x7F) || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
-            return "The request holds a NUL byte."
+    /// Whether a field value holds a control character: CR (a front proxy that ends lines at a bare CR would frame
+    /// the request differently, RFC 9112 §2.2), LF, NUL, DEL or any other but HTAB.
+    static func hasControlCharacter(_ value: String) -> Bool {
+        value.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
+    }
+
+    /// Why `dg_mhd_has_nul` refused the request line or header block, in words.
+    static func rawProblem(_ code: Int32) -> String? {
+        switch code {
+        case 0: return nil
+        case 1: return "The request target holds a NUL byte."
+        case 2: return "A header line holds a NUL byte, is folded onto the next line (obs-fold), or leaves bytes behind its end."
+        default: return "The header lines end in two ways (CR LF and a bare LF): end every line with CR LF."
+        }
+    }
+
+    /// RFC 9112 §2.3: HTTP/1.0 and 1.x above it are spoken (1.1 rules for 1.1 and up); another major version is not.
+    enum Version {
+        case http10
+        case http11OrLater
+        case unsupported
+    }
+
+    static func version(_ text: UnsafePointer<CChar>?) -> Version {
+        guard let text else { return .http10 }
+        if strcmp(text, "HTTP/1.1") == 0 { return .http11OrLater }
+        if strcmp(text, "HTTP/1.0") == 0 { return .http10 }
+        let value = String(cString: text)
+        guard value.hasPrefix("HTTP/1."), let minor = Int(value.dropFirst(7)), minor >= 0 else { return .unsupported }
+        return minor == 0 ? .http10 : .http11OrLater
+    }
+
+    /// An absolute-form target (`GET http://host/path`, RFC 9112 §3.2.2) is routed by its path.
+    static func originForm(_ target: String) -> String {
+        for scheme in ["http://", "https://"] where target.count > scheme.count && target.lowercased().hasPrefix(scheme) {
+            let rest = target.dropFirst(scheme.count)
+            guard let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return "/" }
+            return rest[slash] == "/" ? String(rest[slash...]) : "/" + rest[slash...]
+        }
+        return target
+    }
+
+    static func framingProblem(_ request: HTTPRequest, http11: Bool, rawProblem: String?) -> String? {
+        if let rawProblem { return rawProblem }
+        if request.path.utf8.contains(0x7F) || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
+            return "The request target holds a NUL byte."
         }
         if !isToken(request.method, maxLength: maxMethodLength) {
             return "The method must be a token of at most \(maxMethodLength) characters."
@@ -80,6 +123,9 @@ extension HTTPServer {
         for header in request.headers {
             // RFC 9112 §5.1: no whitespace between a field name and its colon ("Transfer-Encoding : chunked").
             if !isToken(header.name) { return "A header name holds a space or a character that is not allowed." }
+            if hasControlCharacter(header.value) {
+                return "The \(header.name) header holds a control character (a bare CR, LF, DEL or another): refused, never read two ways."
+            }
             if header.name == "content-length" {
                 // Digits only, as libmicrohttpd frames the body by it (CMicroHTTPDFixes hides any other value from it,
                 // so the request must be refused here): no sign, no list, no spaces.
@@ -97,7 +143,7 @@ extension HTTPServer {
                 hosts += 1
             }
         }
-        // RFC 9112 §3.2: exactly one Host in HTTP/1.1.
+        // RFC 9112 §3.2: exactly one Host in HTTP/1.1 (and any 1.x above 1.0).
         if http11, hosts != 1 { return hosts == 0 ? "Host is required." : "Host is given more than once." }
         guard let coding else { return nil }
         if lengths > 0 { return "Content-Length and Transfer-Encoding must not both be sent." }
@@ -111,7 +157,7 @@ extension HTTPServer {
         guard let raw = conCls.pointee else {
             // First call: headers only. Answering here would cost keep-alive, so only early rejects happen here.
             let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET",
-                                      path: url.map { String(cString: $0) } ?? "/",
+                                      path: url.map { Self.originForm(String(cString: $0)) } ?? "/",
                                       query: values(of: connection, kind: .GET_ARGUMENT_KIND),
                                       headers: values(of: connection, kind: .HEADER_KIND),
                                       remoteAddress: clientAddress(of: connection))
@@ -123,9 +169,16 @@ extension HTTPServer {
                 context.tooLarge = true
                 return queue(responder.overloaded(request), on: connection, close: true)
             }
-            // Compared as a C string: no String made per request for it.
-            let http11 = version.map { strcmp($0, "HTTP/1.1") == 0 } ?? false
-            if let problem = Self.framingProblem(request, http11: http11, hasNul: dg_mhd_has_nul(connection, version) != 0) {
+            // Compared as a C string: no String made per request for the common versions.
+            let spoken = Self.version(version)
+            if spoken == .unsupported {
+                context.tooLarge = true
+                var refused = responder.badRequest(request, reason: "Only HTTP/1.x is spoken here: send HTTP/1.1.")
+                refused.status = 505
+                return queue(refused, on: connection, close: true)
+            }
+            let raw = Self.rawProblem(dg_mhd_has_nul(connection, version))
+            if let problem = Self.framingProblem(request, http11: spoken == .http11OrLater, rawProblem: raw) {
                 context.tooLarge = true
                 return queue(responder.badRequest(request, reason: problem), on: connection, close: true)
             }

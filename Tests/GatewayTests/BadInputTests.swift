@@ -100,6 +100,40 @@ import TestSupport
         }
     }
 
+    /// RFC 9112 §2.2 and §2.3: a bare CR, DEL or another control character in a header value is refused; the Host
+    /// rule holds for every 1.x above 1.0; another major version is 505; each refusal names its real reason; an
+    /// absolute-form target is routed by its path.
+    @Test func controlCharactersVersionsAndTargetsFollowRFC9112() async throws {
+        try await withGateway { app in
+            let refused: [(String, String)] = [
+                ("GET /livez HTTP/1.1\r\nHost: a\r\nX-A: b\rGET /v1/tickets HTTP/1.1\r\n\r\n", "control character"),
+                ("GET /livez HTTP/1.1\r\nHost: a\u{7F}b\r\n\r\n", "control character"),
+                ("GET /livez HTTP/1.1\r\nHost: a\rb\r\n\r\n", "control character"),
+                ("GET /livez HTTP/1.1\r\nHost: a\r\nX-A: b\u{1B}c\r\n\r\n", "control character"),
+                ("GET /livez HTTP/1.2\r\nHost: a\r\nHost: b\r\n\r\n", "more than once"),
+                ("GET /livez HTTP/1.2\r\nX-A: b\r\n\r\n", "Host is required"),
+                ("GET /livez HTTP/1.1\r\nHost: a\r\nX-A: b\r\n  folded\r\nX-B: c\r\n\r\n", "folded"),
+                ("GET /livez HTTP/1.1\r\nAuthorization: Bearer x\u{0}tail\r\nHost: a\r\n\r\n", "NUL byte"),
+                ("GET /livez\u{0}/x HTTP/1.1\r\nHost: a\r\n\r\n", "target holds a NUL byte"),
+            ]
+            for (request, reason) in refused {
+                let response = try await raw(app.port, request)
+                #expect(response?.status == 400, "\(request.debugDescription): \(response?.text ?? "no answer")")
+                #expect(response?.json?["detail"] as? String ?? "" != "" && (response?.text.contains(reason) ?? false),
+                        "\(request.debugDescription): \(response?.text ?? "no answer")")
+            }
+            for version in ["HTTP/2.0", "HTTP/3.0"] {
+                let response = try await raw(app.port, "GET /livez \(version)\r\nHost: a\r\n\r\n")
+                #expect(response == nil || response?.status == 505, "\(version): \(response?.status ?? 0)")
+            }
+            for request in ["GET http://gateway.example/livez HTTP/1.1\r\nHost: gateway.example\r\nConnection: close\r\n\r\n",
+                            "GET /livez HTTP/1.2\r\nHost: a\r\nConnection: close\r\n\r\n"] {
+                let response = try await raw(app.port, request)
+                #expect(response?.status == 200, "\(request.debugDescription): \(response?.text ?? "no answer")")
+            }
+        }
+    }
+
     /// libmicrohttpd 0.9.75 would answer these lengths itself, with its status line and headers written twice: the
     /// gateway answers them instead, once, as a problem, and nothing after the headers is read as a request.
     @Test func unparsableContentLengthsGetOneWellFormedAnswer() async throws {
