@@ -78,6 +78,22 @@ public struct ClientAddressResolver: Sendable {
         return trustedProxies.contains { $0.contains(bytes) }
     }
 
+    /// The scheme the client used: what a trusted proxy says (`X-Forwarded-Proto`, else `Forwarded: proto=`), `http`
+    /// otherwise (the gateway itself speaks plain HTTP). A client that is no trusted proxy cannot claim TLS.
+    public func scheme(_ request: HTTPRequest) -> String {
+        guard !trustedProxies.isEmpty, isTrusted(request.remoteAddress ?? "") else { return "http" }
+        if let proto = request.header("x-forwarded-proto")?.split(separator: ",").first {
+            return proto.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        if let forwarded = request.header("forwarded")?.split(separator: ",").first {
+            for pair in forwarded.split(separator: ";") {
+                let kv = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                if kv.count == 2, kv[0].lowercased() == "proto" { return kv[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")).lowercased() }
+            }
+        }
+        return "http"
+    }
+
     public func client(_ request: HTTPRequest) -> String {
         let peer = request.remoteAddress ?? "unknown"
         guard !trustedProxies.isEmpty, isTrusted(peer) else { return peer }

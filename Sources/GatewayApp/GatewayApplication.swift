@@ -289,6 +289,7 @@ func registerReports(_ wiring: inout Wiring) async throws -> ReportReads {
     pageSettings.frameAncestors = config.reportPageFrameAncestors
     pageSettings.smallSample = config.reportPageSmallSample
     pageSettings.secureCookie = config.reportPageSecureCookie
+    pageSettings.trustedProxies = config.trustedProxies.compactMap(CIDR.init)
     pageSettings.zones = config.reportTimeZones
     ReportPageRoutes(api: reports, sessions: ReportSessionStore(pool: pool), customers: customerSessions, settings: pageSettings)
         .register(in: &wiring.routes)

@@ -77,8 +77,9 @@ import TestSupport
             let setCookie = try #require(ok.header("Set-Cookie"))
             #expect(setCookie.contains("Path=/reports") && setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict"))
             #expect(!setCookie.contains("Secure"))
-            let overTLS = try await signIn(app, key: key.key, headers: [("X-Forwarded-Proto", "https")])
-            #expect(overTLS.header("Set-Cookie")?.contains("; Secure") == true)
+            // X-Forwarded-Proto from a client that is no trusted proxy says nothing (ReportPageOriginTests has the rest).
+            let claimed = try await signIn(app, key: key.key, headers: [("X-Forwarded-Proto", "https")])
+            #expect(claimed.status == 303 && claimed.header("Set-Cookie")?.contains("; Secure") == false)
             let session = try #require(cookie(ok))
             let opened = try await page(app, "/reports", cookie: session)
             #expect(opened.status == 200 && opened.text.contains("id=\"card-responses\""))
@@ -248,6 +249,36 @@ private func idOrZero(_ value: Any?) -> Int { (value as? Int) ?? 0 }
                 #expect(shown.status == 200, "\(name): \(shown.status)")
                 let pageRefused = try await page.page(app, "/reports?" + over, cookie: session)
                 #expect(pageRefused.status == 400 && pageRefused.text.contains("at most \(cap) times"), "\(name): \(pageRefused.status)")
+            }
+        }
+    }
+}
+
+/// Sign-in is compared with the page's own origin, scheme and port included, and only a trusted proxy may say the
+/// client came over TLS (the cookie's Secure flag, the Origin's scheme).
+@Suite struct ReportPageOriginTests {
+    @Test func theOriginMustBeThePagesOwnAndOnlyTrustedProxiesSpeakForTLS() async throws {
+        for trusted in [false, true] {
+            try await withGateway(configure: { if trusted { $0.trustedProxies = ["127.0.0.1/32"] } }) { app in
+                let page = ReportPageTests()
+                let key = try await ApiKeyStore(pool: app.pool).create(name: "lead", scopes: ["reports"]).key
+                func signIn(_ headers: [(String, String)]) async throws -> TestResponse { try await page.signIn(app, key: key, headers: headers) }
+                // Another port, another scheme, another host: refused. No Origin from a cross-site fetch: refused.
+                for origin in ["http://127.0.0.1:8081", "https://127.0.0.1", "http://evil.example", "null"] {
+                    #expect(try await signIn([("Origin", origin)]).status == 403, "\(origin)")
+                }
+                #expect(try await signIn([("Sec-Fetch-Site", "cross-site")]).status == 403)
+                #expect(try await signIn([("Sec-Fetch-Site", "same-origin")]).status == 303)
+                #expect(try await signIn([("Origin", "http://127.0.0.1:80")]).status == 303)
+                // Behind a trusted proxy that terminated TLS, the page's origin is https and the cookie Secure.
+                let overTLS = try await signIn([("X-Forwarded-Proto", "https"), ("Origin", "https://127.0.0.1")])
+                if trusted {
+                    #expect(overTLS.status == 303 && overTLS.header("Set-Cookie")?.contains("; Secure") == true, "\(overTLS.status)")
+                } else {
+                    #expect(overTLS.status == 403, "an https Origin from a client that is no proxy: \(overTLS.status)")
+                    let plain = try await signIn([("X-Forwarded-Proto", "https")])
+                    #expect(plain.status == 303 && plain.header("Set-Cookie")?.contains("; Secure") == false)
+                }
             }
         }
     }

@@ -11,8 +11,11 @@ public struct ReportPageSettings: Sendable {
     public var frameAncestors: String?
     /// Groups with fewer responses than this are marked as a small sample.
     public var smallSample = 10
-    /// Whether the session cookie is `Secure`; nil: when the request came over TLS (`X-Forwarded-Proto: https`).
+    /// Whether the session cookie is `Secure`; nil: when the request came over TLS (`X-Forwarded-Proto: https` from
+    /// one of `trustedProxies`, never from any client).
     public var secureCookie: Bool?
+    /// Proxies whose forwarding headers are believed (TRUSTED_PROXIES, as for the rate limits and the logs).
+    public var trustedProxies: [CIDR] = []
     /// Zones offered in the time-zone list (the rollup zones; any other IANA zone may still be typed into the URL).
     public var zones = ["UTC"]
 
@@ -59,7 +62,7 @@ public struct ReportPageRoutes: Sendable {
     }
 
     func secure(_ request: HTTPRequest) -> Bool {
-        settings.secureCookie ?? (request.header("x-forwarded-proto")?.lowercased() == "https")
+        settings.secureCookie ?? (ClientAddressResolver(trustedProxies: settings.trustedProxies).scheme(request) == "https")
     }
 
     func setCookie(_ token: String, _ request: HTTPRequest, maxAge: Int) -> (name: String, value: String) {
@@ -130,13 +133,32 @@ public struct ReportPageRoutes: Sendable {
         return fields
     }
 
-    /// A form posted from another site is refused (the cookie is SameSite=Strict as well).
-    static func checkOrigin(_ request: HTTPRequest) throws {
-        guard let origin = request.header("origin"), let host = request.header("host") else { return }
-        let bare = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init)
-        guard bare?.lowercased() == host.lowercased() else {
+    /// A form posted from another site is refused (the cookie is SameSite=Strict as well): the Origin must be this
+    /// page's own, scheme, host and port alike (the scheme as a trusted proxy tells it); a browser that sends no
+    /// Origin is refused when its `Sec-Fetch-Site` says cross-site.
+    func checkOrigin(_ request: HTTPRequest) throws {
+        guard let origin = request.header("origin") else {
+            if request.header("sec-fetch-site")?.lowercased() == "cross-site" {
+                throw APIError(.forbidden, detail: "The form was posted from another site.")
+            }
+            return
+        }
+        let scheme = ClientAddressResolver(trustedProxies: settings.trustedProxies).scheme(request)
+        guard let host = request.header("host"), Self.sameOrigin(origin, scheme: scheme, host: host) else {
             throw APIError(.forbidden, detail: "The form was posted from another site.")
         }
+    }
+
+    /// Whether `origin` (`scheme://host[:port]`) is `scheme` with the `host` header (default ports made explicit).
+    static func sameOrigin(_ origin: String, scheme: String, host: String) -> Bool {
+        func normalized(_ scheme: String, _ authority: Substring) -> String {
+            let lower = authority.lowercased()
+            let hasPort = lower.hasPrefix("[") ? lower.contains("]:") : lower.contains(":")
+            return scheme + "://" + (hasPort ? lower : lower + ":" + (scheme == "https" ? "443" : "80"))
+        }
+        let parts = origin.lowercased().components(separatedBy: "://")
+        guard parts.count == 2, ["http", "https"].contains(parts[0]), !parts[1].isEmpty, !parts[1].contains("/") else { return false }
+        return normalized(parts[0], parts[1][...]) == normalized(scheme, host[...])
     }
 
     /// Where to go after signing in: a page of `/reports` only, never another site.
@@ -147,7 +169,7 @@ public struct ReportPageRoutes: Sendable {
     }
 
     func signIn(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try Self.checkOrigin(request)
+        try checkOrigin(request)
         let fields = try Self.formFields(request)
         let next = Self.safeNext(fields["next"])
         let key = (fields["key"] ?? "").trimmingCharacters(in: .whitespaces)
@@ -165,7 +187,7 @@ public struct ReportPageRoutes: Sendable {
     }
 
     func signOut(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try Self.checkOrigin(request)
+        try checkOrigin(request)
         if let token = Self.cookieValue(request), !token.isEmpty, token.count <= 128 { try await sessions.close(token: token) }
         return HTTPResponse(status: 303, headers: [("Location", "/reports"), setCookie("", request, maxAge: 0)] + pageHeaders)
     }
