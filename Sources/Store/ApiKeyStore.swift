@@ -28,11 +28,16 @@ public struct ApiKeyStore: Sendable {
 
     /// The scopes of a live key, or nil.
     public func scopes(of key: String) async throws -> [String]? {
+        try await live(key)?.scopes
+    }
+
+    /// A live key's id and scopes, or nil.
+    public func live(_ key: String) async throws -> (id: Int, scopes: [String])? {
         let rows = try await pool.query("""
-            UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1 AND revoked_at IS NULL RETURNING array_to_string(scopes, ',')
+            UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1 AND revoked_at IS NULL RETURNING id, array_to_string(scopes, ',')
             """, [PostgresBytes(TokenVault.hash(key))])
         guard let row = rows.first else { return nil }
-        return try row.decode(0, as: String.self).split(separator: ",").map(String.init)
+        return (try row.decode(0), try row.decode(1, as: String.self).split(separator: ",").map(String.init))
     }
 
     public func list() async throws -> [ApiKeyRecord] {

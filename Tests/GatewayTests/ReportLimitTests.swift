@@ -177,3 +177,78 @@ extension Sequence where Element: Sendable {
         }
     }
 }
+
+/// The responses listing is admitted like a raw report, by one identity per key for the API and the page: one key's
+/// listings beyond its share are refused at once while another key is still served; its filtered no-match case uses
+/// an index instead of walking every rating of the range.
+@Suite struct ResponsesAdmissionTests {
+    @Test func oneKeysListingsAreAdmittedAndAnotherKeyIsStillServed() async throws {
+        try await withGateway(configure: { $0.reportRawConcurrency = 2; $0.reportRawConcurrencyPerKey = 1 }) { app in
+            let first = try await reporter(app)
+            let second = try await reporter(app)
+            let store = CSATStore(pool: app.pool)
+            let now = Date().timeIntervalSince1970
+            for ticket in 1...200 {
+                try await store.record(RatingRecord(ticketId: ticket, messageId: 1, score: 1 + ticket % 5, comment: nil, agentId: 501, teamId: 11,
+                                                    channelType: "SENDBIRD", priority: .medium, customerSendbirdId: "c",
+                                                    ratedAt: now - Double(ticket) * 60, source: .webhook))
+            }
+            // A listing that waits on a table lock holds the first key's one admission while it waits.
+            let holder = holdRatingsLock(app)
+            try await Task.sleep(for: .milliseconds(400))
+            async let waiting = first.get("/responses?agentId=999")
+            try await Task.sleep(for: .milliseconds(400))
+            // The same key again, through the API: refused at once (it already runs its one listing).
+            let again = try await first.get("/responses?agentId=999")
+            #expect(again.status == 429, "\(again.status) \(again.text.prefix(200))")
+            // Another key is admitted (it waits for the lock like the first, then is answered).
+            async let other = second.get("/responses?agentId=999")
+            try await holder.value
+            #expect(try await waiting.status == 200)
+            #expect(try await other.status == 200)
+            // The no-match listing of one agent reads that agent's index, not the whole range.
+            let plan = try await app.pool.query("""
+                EXPLAIN SELECT r.id FROM csat_ratings r WHERE r.rated_at >= now() - interval '30 days' AND coalesce(r.agent_id, 0) = ANY('{999}'::bigint[])
+                 ORDER BY r.rated_at DESC, r.id DESC LIMIT 51
+                """).map { try $0.decode(0, as: String.self) }.joined(separator: "\n")
+            #expect(plan.contains("csat_ratings_agent_rated_idx"), "\(plan)")
+        }
+    }
+}
+
+/// Raw reports are admitted by one identity per key, whether the key asks through the report page or the API, and
+/// one key's report never takes every connection the others could use.
+@Suite struct RawAdmissionFairnessTests {
+    @Test func thePageAndTheAPIShareAKeysAdmissionAndAnotherKeyIsStillServed() async throws {
+        try await withGateway(configure: { $0.reportRawConcurrency = 2; $0.reportRawConcurrencyPerKey = 1 }) { app in
+            let lead = try await reporter(app)
+            let other = try await reporter(app)
+            let page = ReportPageTests()
+            let session = try #require(page.cookie(try await page.signIn(app, key: lead.key)))
+            let holder = holdRatingsLock(app)
+            try await Task.sleep(for: .milliseconds(400))
+            // The lead's page computes from raw ratings (a zone without rollups) and waits on the lock.
+            async let shown = page.page(app, "/reports?tz=Europe/Paris", cookie: session)
+            try await Task.sleep(for: .milliseconds(400))
+            // The same key through the API: its one raw report is already running.
+            let again = try await lead.get("?tz=Europe/Paris")
+            #expect(again.status == 429, "\(again.status) \(again.text.prefix(200))")
+            // Another key still gets a connection (the first report took one, not both).
+            async let served = other.get("?tz=Europe/Paris")
+            try await holder.value
+            #expect(try await shown.status == 200)
+            #expect(try await served.status == 200)
+        }
+    }
+}
+
+/// Holds csat_ratings locked for 2.5 s on a connection of its own: whatever reads it meanwhile waits, holding its
+/// admission.
+func holdRatingsLock(_ app: GatewayApplication) -> Task<Void, any Error> {
+    Task {
+        try await app.pool.transaction { tx in
+            try tx.query("LOCK TABLE csat_ratings IN ACCESS EXCLUSIVE MODE")
+            Thread.sleep(forTimeInterval: 2.5)
+        }
+    }
+}

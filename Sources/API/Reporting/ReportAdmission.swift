@@ -2,9 +2,10 @@ import Synchronization
 
 /// Reports computed from raw ratings (a zone without rollups) can cost seconds of database time each. They share a
 /// budget of `total` database connections on an instance (at most half the pool, so customers keep the rest), and
-/// one API key runs at most `perKey` of them. A report that finds two connections free computes its two periods at
-/// once, one on each; otherwise one after the other on one. Excess is refused at once (waiting would only pile
-/// requests up behind a slow query).
+/// one API key runs at most `perKey` of them, counted by the key's id whether it asks through the API or the report
+/// page. A report computes its two periods at once on two connections only when a third stays free for another key
+/// (one key's report once took both and every other key got 503); otherwise one after the other on one. Excess is
+/// refused at once (waiting would only pile requests up behind a slow query).
 final class ReportAdmission: Sendable {
     let total: Int
     let perKey: Int
@@ -15,14 +16,14 @@ final class ReportAdmission: Sendable {
         self.perKey = max(1, perKey)
     }
 
-    /// Runs `body` with the number of connections it may use (1 or 2).
-    func run<T: Sendable>(key: String, _ body: (Int) async throws -> T) async throws -> T {
-        let granted = try enter(key)
+    /// Runs `body` with the number of connections it may use (1 or 2; at most `connections`).
+    func run<T: Sendable>(key: String, connections: Int = 2, _ body: (Int) async throws -> T) async throws -> T {
+        let granted = try enter(key, most: connections)
         defer { leave(key, granted) }
         return try await body(granted)
     }
 
-    private func enter(_ key: String) throws -> Int {
+    private func enter(_ key: String, most: Int) throws -> Int {
         let decision: Result<Int, APIError> = state.withLock { state in
             if state.byKey[key, default: 0] >= perKey {
                 return .failure(APIError(.rateLimited, detail: "This API key already runs \(perKey) report(s) computed from raw ratings; retry when one ends.",
@@ -32,7 +33,7 @@ final class ReportAdmission: Sendable {
                 return .failure(APIError(.reportsBusy, detail: "Reports computed from raw ratings hold all \(total) connection(s) they may use; retry shortly.",
                                          headers: [("Retry-After", "2")]))
             }
-            let granted = state.connections + 2 <= total ? 2 : 1
+            let granted = most >= 2 && state.connections + 3 <= total ? 2 : 1
             state.connections += granted
             state.byKey[key, default: 0] += 1
             return .success(granted)

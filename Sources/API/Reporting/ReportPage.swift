@@ -203,7 +203,7 @@ public struct ReportPageRoutes: Sendable {
         let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
         if filters.fromForm { return canonical(filters, "/reports") }
         var p = try parameters(filters, listing: false)
-        let admissionKey = "page:\(keyId)"
+        let admissionKey = ReportRoutes.admissionIdentity(keyId: keyId)
         p.bucket = .none
         var byTeam = p
         byTeam.groupBy = .team
@@ -232,7 +232,7 @@ public struct ReportPageRoutes: Sendable {
         let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
         if filters.fromForm { return canonical(filters, "/reports/responses") }
         let p = try parameters(filters, listing: true)
-        async let page = api.responsePage(p)
+        async let page = api.responsePage(p, key: ReportRoutes.admissionIdentity(keyId: keyId))
         async let agentNames = api.names(.agent)
         async let teamNames = api.names(.team)
         let (items, next) = try await page
@@ -255,10 +255,11 @@ public struct ReportPageRoutes: Sendable {
             var p = try parameters(filters, listing: false)
             p.bucket = .none
             p.groupBy = file == "agents.csv" ? .agent : .team
-            let report = try await api.shaped(p, key: "page:\(keyId)")
+            let report = try await api.shaped(p, key: ReportRoutes.admissionIdentity(keyId: keyId))
             csv = report.reordered(filters.sorted(report.rows)).csv
         case "responses.csv":
-            csv = ReportRoutes.responsesCSV(try await api.responsePage(try parameters(filters, listing: true)).items)
+            csv = ReportRoutes.responsesCSV(try await api.responsePage(try parameters(filters, listing: true),
+                                                                       key: ReportRoutes.admissionIdentity(keyId: keyId)).items)
         default:
             throw APIError.notFound("Exports are agents.csv, teams.csv and responses.csv.")
         }

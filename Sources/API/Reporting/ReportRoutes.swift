@@ -55,12 +55,12 @@ public struct ReportRoutes: Sendable {
 
     public func register(in routes: inout RouteTable) {
         routes.add("GET", "/v1/reports/csat", .hybrid(fast: { request, _ in cachedReport(request) }, slow: { request, _ in
-            try await authorize(request)
-            return try await Self.namingDatabase { try await report(request) }
+            let caller = try await authorize(request)
+            return try await Self.namingDatabase { try await report(request, caller: caller) }
         }))
         routes.add("GET", "/v1/reports/csat/responses", .async { request, _ in
-            try await authorize(request)
-            return try await Self.namingDatabase { try await responses(request) }
+            let caller = try await authorize(request)
+            return try await Self.namingDatabase { try await responses(request, caller: caller) }
         })
     }
 
@@ -72,28 +72,33 @@ public struct ReportRoutes: Sendable {
         return response
     }
 
+    /// The admission identity of an API key (its id), the same for the API and the report page, so a key's raw
+    /// reports are counted once wherever they come from.
+    static func admissionIdentity(keyId: Int) -> String { "key:\(keyId)" }
+
     /// API keys come as `Authorization: Bearer dgk_…` or `X-API-Key`. A customer's session token is refused with 403.
-    func authorize(_ request: HTTPRequest) async throws {
+    /// Returns the key's admission identity.
+    func authorize(_ request: HTTPRequest) async throws -> String {
         let key = request.header("x-api-key") ?? Authenticator.bearer(request)
         guard let key else {
             throw APIError(.unauthorized, detail: "Reports need an API key with the reports scope ('Authorization: Bearer dgk_…').",
                            headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway-reports""#)])
         }
         if key.hasPrefix("dgk_") {
-            let scopes: [String]?
-            if let cached = cache.get(key) { scopes = cached } else {
-                scopes = try await keys.scopes(of: key)
-                if let scopes { cache.put(key, scopes) }
+            let known: KnownKey?
+            if let cached = cache.get(key) { known = cached } else {
+                known = try await keys.live(key).map { KnownKey(id: $0.id, scopes: $0.scopes) }
+                if let known { cache.put(key, known) }
             }
-            guard let scopes else {
+            guard let known else {
                 throw APIError(.unauthorized, detail: "The API key is unknown or revoked.",
                                headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway-reports""#)])
             }
             verified.add(key)
-            guard scopes.contains("reports") else {
+            guard known.scopes.contains("reports") else {
                 throw APIError(.forbidden, detail: "This API key has no reports scope.")
             }
-            return
+            return Self.admissionIdentity(keyId: known.id)
         }
         if try await sessions.find(token: key) != nil {
             throw APIError(.forbidden, detail: "Customer sessions cannot read reports; use an API key with the reports scope.")
@@ -128,7 +133,7 @@ public struct ReportRoutes: Sendable {
     /// A cached answer for an already authorised key and the very same query, without any I/O.
     func cachedReport(_ request: HTTPRequest) -> HTTPResponse? {
         guard settings.cacheSeconds > 0, let key = request.header("x-api-key") ?? Authenticator.bearer(request),
-              key.hasPrefix("dgk_"), cache.get(key)?.contains("reports") == true else { return nil }
+              key.hasPrefix("dgk_"), cache.get(key)?.scopes.contains("reports") == true else { return nil }
         return results.get(Self.cacheKey(request))
     }
 
@@ -139,15 +144,15 @@ public struct ReportRoutes: Sendable {
             .map { "\($0.name)=\($0.value)" }.joined(separator: "&")
     }
 
-    func report(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let response = try await computeReport(request)
+    func report(_ request: HTTPRequest, caller: String) async throws -> HTTPResponse {
+        let response = try await computeReport(request, caller: caller)
         if settings.cacheSeconds > 0 { results.put(Self.cacheKey(request), response) }
         return response
     }
 
-    func computeReport(_ request: HTTPRequest) async throws -> HTTPResponse {
+    func computeReport(_ request: HTTPRequest, caller: String) async throws -> HTTPResponse {
         let p = try parameters(request, listing: false)
-        let report = try await shaped(p, key: request.header("x-api-key") ?? Authenticator.bearer(request) ?? "")
+        let report = try await shaped(p, key: caller)
         var headers: [(name: String, value: String)] = [("X-Report-Source", report.source), ("Cache-Control", "no-cache")]
         if report.source == "raw" {
             headers.append(("Warning", #"199 desk-gateway "time zone not configured for rollups; computed from raw ratings""#))
@@ -218,8 +223,10 @@ public struct ReportRoutes: Sendable {
                  + "rows (groups × buckets; at most \(settings.maxCells)); use a coarser bucket, a shorter range or filters.")
     }
 
-    /// One page of rated responses, newest first, and the cursor of the next page.
-    func responsePage(_ p: ReportParameters) async throws -> (items: [ReportStore.ResponseItem], next: String?) {
+    /// One page of rated responses, newest first, and the cursor of the next page. A listing whose filters match
+    /// little may walk every rating of its range, so it is admitted like a raw report (per key and per instance, on
+    /// one connection), and a statement timeout is a 503, not a failure.
+    func responsePage(_ p: ReportParameters, key: String) async throws -> (items: [ReportStore.ResponseItem], next: String?) {
         var cursor: (Double, Int)?
         if let text = p.cursor {
             guard let decoded = KeysetCursor.decode(text) else {
@@ -227,7 +234,13 @@ public struct ReportRoutes: Sendable {
             }
             cursor = (decoded.time, decoded.id)
         }
-        let rows = try await reports.responses(p, after: cursor, limit: p.limit + 1)
+        let rows: [ReportStore.ResponseItem]
+        do {
+            rows = try await admission.run(key: key, connections: 1) { _ in try await reports.responses(p, after: cursor, limit: p.limit + 1) }
+        } catch let error as DomainError where error.code == .storeTimeout {
+            throw APIError(.reportTimeout, detail: "The listing took longer than the database allows; narrow the range or the filters.",
+                           headers: [("Retry-After", "5")])
+        }
         let page = Array(rows.prefix(p.limit))
         let next = rows.count > p.limit ? page.last.map {
             KeysetCursor.encode(time: $0.ratedAt, id: $0.id)
@@ -253,9 +266,9 @@ public struct ReportRoutes: Sendable {
         return lines.joined(separator: "\r\n") + "\r\n"
     }
 
-    func responses(_ request: HTTPRequest) async throws -> HTTPResponse {
+    func responses(_ request: HTTPRequest, caller: String) async throws -> HTTPResponse {
         let p = try parameters(request, listing: true)
-        let (page, next) = try await responsePage(p)
+        let (page, next) = try await responsePage(p, key: caller)
         if p.format == .csv {
             var headers: [(name: String, value: String)] = [("Content-Type", "text/csv; charset=utf-8")]
             if let next { headers.append(("Link", "<?cursor=\(next)>; rel=\"next\"")) }
@@ -277,13 +290,19 @@ public struct ReportRoutes: Sendable {
 }
 
 /// API-key scopes and display names, briefly remembered (a revoked key stops working within 30 s everywhere).
+/// A live API key as the cache holds it.
+struct KnownKey: Sendable {
+    let id: Int
+    let scopes: [String]
+}
+
 final class KeyCache: Sendable {
-    private let keys = TTLCache<String, [String]>(ttl: 30)
+    private let keys = TTLCache<String, KnownKey>(ttl: 30)
     private let displayNames = TTLCache<ReportGroup, [Int: String]>(ttl: 30)
 
-    func get(_ key: String) -> [String]? { keys.get(key) }
+    func get(_ key: String) -> KnownKey? { keys.get(key) }
 
-    func put(_ key: String, _ scopes: [String]) { keys.put(key, scopes) }
+    func put(_ key: String, _ known: KnownKey) { keys.put(key, known) }
 
     func names(_ group: ReportGroup, load: () async throws -> [Int: String]) async throws -> [Int: String] {
         try await displayNames.value(group, load: load)
