@@ -22,6 +22,9 @@ public final class VerifiedCallers: Sendable {
 
     func remove(_ credential: String) { entries.remove(credential) }
 
+    /// Forgets every credential (one was revoked somewhere; the rest are verified again on their next use).
+    public func removeAll() { entries.removeAll() }
+
     public func contains(_ credential: String) -> Bool { entries.get(credential) != nil }
 }
 

@@ -49,6 +49,10 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
         _ = entries.withLock { $0.removeValue(forKey: key) }
     }
 
+    public func removeAll() {
+        entries.withLock { $0.removeAll() }
+    }
+
     public var count: Int { entries.withLock { $0.count } }
 
     /// The fresh value, or `load`'s, which is then stored. Concurrent misses may each load once.

@@ -133,7 +133,12 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         let webhooks = WebhookRoutes(secrets: [webhookSecret, config.deskAPIToken].compactMap { $0 }, appId: config.deskAppId, inbox: WebhookInbox(pool: pool),
                                      customer: customer, metrics: metrics, logger: logger)
         webhooks.register(in: &wiring.routes)
-        let reads = try await registerReports(&wiring)
+        let (reads, reports) = try await registerReports(&wiring)
+        // A key revoked on any instance stops working on every one at once, not when the caches expire.
+        let verified = wiring.verified
+        let revocations = RevocationListener(database: pool) { reports.forgetCredentials(); verified.removeAll() }
+        revocations.start()
+        try await services.start(StopAction(name: "revocation listener") { revocations.stop() })
         if reads.hasReplica {
             try await services.start(StopAction(name: "read replica pool") { reads.shutdown() })
             await reads.check()
@@ -240,7 +245,7 @@ func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
 }
 
 /// The reporting API; refuses a reporting zone PostgreSQL does not know.
-func registerReports(_ wiring: inout Wiring) async throws -> ReportReads {
+func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, ReportRoutes) {
     let (config, pool) = (wiring.config, wiring.pool)
     let replica = config.databaseReadURL.map {
         Database(connectionString: $0, poolSize: config.dbReadPoolSize, connectTimeoutSeconds: min(config.dbConnectTimeoutSeconds, 2),
@@ -293,7 +298,7 @@ func registerReports(_ wiring: inout Wiring) async throws -> ReportReads {
     pageSettings.zones = config.reportTimeZones
     ReportPageRoutes(api: reports, sessions: ReportSessionStore(pool: pool), customers: customerSessions, settings: pageSettings)
         .register(in: &wiring.routes)
-    return reads
+    return (reads, reports)
 }
 
 /// New reporting zones are backfilled in the background; until then their reports are computed from raw ratings.

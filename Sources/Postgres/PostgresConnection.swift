@@ -72,6 +72,34 @@ public final class PostgresConnection {
         if !isConnected { try connect() }
     }
 
+    /// Waits up to `timeoutMilliseconds` for notifications on the channels this connection LISTENs to and returns
+    /// their payloads (empty when none came). Throws when the connection broke: the caller reconnects and listens
+    /// again, knowing it may have missed some.
+    public func notifications(timeoutMilliseconds: Int32) throws -> [String] {
+        guard let raw, PQstatus(raw) == CONNECTION_OK else { throw PostgresError(code: .connectionFailed, detail: "not connected") }
+        var payloads = Self.drain(raw)
+        guard payloads.isEmpty else { return payloads }
+        var descriptor = pollfd(fd: PQsocket(raw), events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, timeoutMilliseconds)
+        if ready < 0, errno != EINTR { throw PostgresError(code: .connectionFailed, detail: "poll failed") }
+        if ready > 0 {
+            guard PQconsumeInput(raw) == 1 else {
+                throw PostgresError(code: .connectionFailed, detail: String(cString: PQerrorMessage(raw)))
+            }
+            payloads = Self.drain(raw)
+        }
+        return payloads
+    }
+
+    private static func drain(_ raw: OpaquePointer) -> [String] {
+        var payloads: [String] = []
+        while let notice = PQnotifies(raw) {
+            payloads.append(notice.pointee.extra.map { String(cString: $0) } ?? "")
+            PQfreemem(notice)
+        }
+        return payloads
+    }
+
     /// Runs one statement with bound parameters (prepared on first use on this connection).
     @discardableResult
     public func query(_ sql: String, _ binds: [any PostgresEncodable] = []) throws -> PostgresRows {

@@ -51,8 +51,12 @@ public struct ApiKeyStore: Sendable {
         }
     }
 
-    /// Returns false when no live key has this id.
+    /// Returns false when no live key has this id. Every instance hears of it at once (`RevocationListener`).
     public func revoke(id: Int) async throws -> Bool {
-        try await pool.query("UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", [id]).affectedRows == 1
+        try await pool.transaction { tx in
+            let revoked = try tx.query("UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", [id]).affectedRows == 1
+            if revoked { try tx.query("SELECT pg_notify($1, $2)", [RevocationListener.channel, "api_key:\(id)"]) }
+            return revoked
+        }
     }
 }

@@ -252,3 +252,35 @@ func holdRatingsLock(_ app: GatewayApplication) -> Task<Void, any Error> {
         }
     }
 }
+
+/// A key revoked through one instance stops working on every instance at once (PostgreSQL LISTEN/NOTIFY), where
+/// each had it cached for 30 s before.
+@Suite struct RevocationTests {
+    @Test func aRevokedKeyIsRefusedByEveryInstanceAtOnce() async throws {
+        try await withGateway(configure: { $0.reportCacheSeconds = 15 }) { app in
+            var config = TestGateway.configuration(databaseURL: try #require(app.config.databaseURL))
+            config.reportCacheSeconds = 15
+            let second = try await TestGateway.start(config)
+            do {
+                let created = try await ApiKeyStore(pool: app.pool).create(name: "soon revoked", scopes: ["reports"])
+                let onFirst = Reporter(port: app.port, key: created.key)
+                let onSecond = Reporter(port: second.port, key: created.key)
+                // Both instances know the key now (and hold the same report in their caches).
+                for reporter in [onFirst, onSecond] {
+                    #expect(try await reporter.get("").status == 200)
+                    #expect(try await reporter.get("").status == 200)
+                }
+                #expect(try await ApiKeyStore(pool: app.pool).revoke(id: created.id))
+                try await Task.sleep(for: .milliseconds(500))
+                for reporter in [onFirst, onSecond] {
+                    let refused = try await reporter.get("")
+                    #expect(refused.status == 401, "port \(reporter.port): \(refused.status)")
+                }
+            } catch {
+                await second.stop()
+                throw error
+            }
+            await second.stop()
+        }
+    }
+}

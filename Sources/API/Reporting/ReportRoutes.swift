@@ -50,6 +50,9 @@ public struct ReportRoutes: Sendable {
         results = ResultCache(maxBytes: settings.cacheMaxBytes, ttl: Double(settings.cacheSeconds))
     }
 
+    /// Forgets every API key it knows: one was revoked (`RevocationListener`); the others are looked up again.
+    public func forgetCredentials() { cache.forgetKeys() }
+
     /// What the report cache holds now (expired answers are let go first).
     public var cachedReports: (entries: Int, bytes: Int) { results.usage() }
 
@@ -303,6 +306,8 @@ final class KeyCache: Sendable {
     func get(_ key: String) -> KnownKey? { keys.get(key) }
 
     func put(_ key: String, _ known: KnownKey) { keys.put(key, known) }
+
+    func forgetKeys() { keys.removeAll() }
 
     func names(_ group: ReportGroup, load: () async throws -> [Int: String]) async throws -> [Int: String] {
         try await displayNames.value(group, load: load)
