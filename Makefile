@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Both install what is missing first, so they work on a fresh
 # Debian machine with the Swift toolchain as well as on one where everything is already there.
-.PHONY: deps build run test bench bench-emulator soak image image-test image-source fuzz sanitize clean
+.PHONY: deps build run test bench bench-emulator contention soak image image-test image-source fuzz sanitize clean
 
 PORT ?= 8080
 
@@ -34,6 +34,10 @@ sanitize: deps
 
 bench: build
 	@bench/run.sh
+
+# The ratings' contention scenario for CONTENTION_SECONDS (180): 0 deadlocks, every answer once on Desk's agent.
+contention: deps
+	@bench/contention.sh
 
 # SOAK_MINUTES of mixed traffic from many new customers against the release build (bench/soak.py; not in make test).
 SOAK_MINUTES ?= 10
