@@ -20,13 +20,14 @@ enum Make {
     }
 
     static func csat(_ id: Int, state: String, score: Int? = nil, createdAt: String = "2026-11-20T09:01:00Z",
-                     updatedAt: String = "2026-11-20T09:05:00Z") -> DeskMessage {
+                     updatedAt: String? = "2026-11-20T09:05:00Z") -> DeskMessage {
         var body: [(String, JSONValue)] = [("state", .string(state))]
         if let score { body.append(("customerSatisfactionScore", .integer(score))) }
         let data: JSONValue = .object([("type", .string(RichMessageType.customerSatisfaction.rawValue)), ("body", .object(body))])
-        return try! DeskMessage(json: .object([("messageId", .integer(id)), ("customType", .string(RichMessageType.customType)),
-                                               ("data", .string(data.serialized())), ("createdAt", .string(createdAt)),
-                                               ("updatedAt", .string(updatedAt))]))
+        var fields: [(String, JSONValue)] = [("messageId", .integer(id)), ("customType", .string(RichMessageType.customType)),
+                                             ("data", .string(data.serialized())), ("createdAt", .string(createdAt))]
+        if let updatedAt { fields.append(("updatedAt", .string(updatedAt))) }
+        return try! DeskMessage(json: .object(fields))
     }
 
     static func text(_ id: Int) -> DeskMessage {

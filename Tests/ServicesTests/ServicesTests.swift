@@ -52,6 +52,20 @@ import Testing
         #expect(confirmed.allSatisfy { if case .rating(let r) = $0 { !r.inferred } else { true } })
     }
 
+    /// A message answer is dated by the message's `updatedAt` when Desk sends it; without it (Desk's documents do not
+    /// list the field) by the ticket's last change, which puts an answer given at 09:05 and a ticket edited at 23:30 on
+    /// the edit's day.
+    @Test func anAnswersDateIsTheMessagesElseTheTicketsLastChange() {
+        let edited = Make.ticket(1, updatedAt: "2026-11-20T23:30:00Z", closedAt: "2026-11-20T09:00:00Z")
+        let dated = RatingRecorder.writes(ticket: edited, messages: [Make.csat(2, state: "CONFIRMED", score: 4)], source: .sync)
+        let undated = RatingRecorder.writes(ticket: edited, messages: [Make.csat(2, state: "CONFIRMED", score: 4, updatedAt: nil)], source: .sync)
+        func ratedAt(_ writes: [RatingWrite]) -> Double? { writes.compactMap { if case .rating(let r) = $0 { r.ratedAt } else { nil } }.first }
+        #expect(ratedAt(dated) == ISOTimestamp.parse("2026-11-20T09:05:00Z"))
+        #expect(ratedAt(undated) == ISOTimestamp.parse("2026-11-20T23:30:00Z"))
+        // The request is dated by its message's creation either way.
+        #expect(undated.compactMap { if case .request(let r) = $0 { r.requestedAt } else { nil } } == [ISOTimestamp.parse("2026-11-20T09:01:00Z")!])
+    }
+
     /// Which answer to one CSAT request stands, for every kind of pair.
     @Test func whichAnswerReplacesWhich() {
         func answer(_ score: Int?, _ comment: String? = nil, at time: Double, inferred: Bool = false) -> RatingRecord {
