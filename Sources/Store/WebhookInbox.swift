@@ -48,7 +48,12 @@ public struct WebhookInbox: Sendable {
     /// application throws is rolled back whole, counted in its row, and retried in a later pass, 10 times at most.
     /// The event itself was committed durably when received, so its application commits without waiting for the
     /// disk: lost in a crash, it is still pending and is applied again (every write is idempotent).
-    public func process(limit: Int, apply: @escaping @Sendable (InboxEvent, StoreTransaction) throws -> Outcome) async throws -> Pass {
+    /// With `lanes`, the events are split by ticket (the ticket id where the known shapes hold it, hashed) and this
+    /// pass takes lane `lane` only: one ticket's events are applied in arrival order, one after the other, while
+    /// other tickets' events go on beside them (two states of a ticket with the same `updatedAt` must not land in
+    /// the wrong order).
+    public func process(limit: Int, lane: Int = 0, lanes: Int = 1,
+                        apply: @escaping @Sendable (InboxEvent, StoreTransaction) throws -> Outcome) async throws -> Pass {
         try await pool.withConnection { connection in
             var pass = Pass()
             var after = 0
@@ -61,8 +66,11 @@ public struct WebhookInbox: Sendable {
                         claimed = nil
                         guard let row = try tx.query("""
                             SELECT id, event_type, body::text, set_config('synchronous_commit', 'off', true) FROM webhook_events
-                             WHERE status = 'pending' AND id > $1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
-                            """, [after]).first else { return nil }
+                             WHERE status = 'pending' AND id > $1
+                               AND ($2 <= 1 OR mod(abs(hashtext(coalesce(body #>> '{data,id}', body #>> '{data,ticket,id}',
+                                                                         body #>> '{ticket,id}', body ->> 'id', ''))), $2) = $3)
+                             ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
+                            """, [after, lanes, lane]).first else { return nil }
                         let event = InboxEvent(id: try row.decode(0), type: try row.decode(1), body: try row.decode(2))
                         claimed = event
                         let writes = StoreTransaction(connection: tx)

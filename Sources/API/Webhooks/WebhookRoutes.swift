@@ -75,9 +75,9 @@ public struct WebhookRoutes: Sendable {
         return .json(.object([("status", .string(fresh ? "accepted" : "duplicate"))]))
     }
 
-    /// Applies stored events until cancelled, with `workers` passes at once (each event is its own transaction, so
-    /// one pass waits on the database between events while another works); every 5 s the first also measures the
-    /// backlog for the metrics.
+    /// Applies stored events until cancelled, with `workers` passes at once, each on its own lane of tickets (each
+    /// event is its own transaction, so one pass waits on the database while another works; one ticket's events
+    /// stay in order on its lane); every 5 s the first also measures the backlog for the metrics.
     public func runProcessor(workers: Int = 3, interval: Duration = .milliseconds(200)) async {
         await withTaskGroup(of: Void.self) { group in
             for worker in 0..<max(1, workers) {
@@ -88,19 +88,19 @@ public struct WebhookRoutes: Sendable {
                             measured = .now
                             if let (pending, oldest) = try? await inbox.backlog() { backlog.set(Double(pending), oldest) }
                         }
-                        if await processOnce() == 0 { try? await Task.sleep(for: interval) }
+                        if await processOnce(lane: worker, lanes: max(1, workers)) == 0 { try? await Task.sleep(for: interval) }
                     }
                 }
             }
         }
     }
 
-    /// One pass over the inbox; returns how many events it handled.
-    public func processOnce() async -> Int {
+    /// One pass over the inbox (or one lane of it); returns how many events it handled.
+    public func processOnce(lane: Int = 0, lanes: Int = 1) async -> Int {
         let teams = await customer.teams()
         let touched = TouchedTickets()
         do {
-            let pass = try await inbox.process(limit: 50) { event, tx in
+            let pass = try await inbox.process(limit: 50, lane: lane, lanes: lanes) { event, tx in
                 guard let id = try Self.apply(event, appId: appId, teams: teams, logger: logger, on: tx) else { return .unrecognized }
                 if id < 0 { return .foreign }
                 if id > 0 { touched.add(id) }
