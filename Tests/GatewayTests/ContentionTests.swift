@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 import GatewayApp
 import Postgres
@@ -97,7 +98,8 @@ import TestSupport
                 }
                 try await group.waitForAll()
             }
-            try await Self.settle(app)
+            // Queued writes drain after the traffic stops: give them as long again as the run lasted, two minutes at least.
+            try await Self.settle(app, seconds: max(120, 2 * seconds))
             let seen = state.with { $0 }
             let failures = seen.statuses.filter { $0.key >= 500 }.values.reduce(0, +)
             #expect(failures == 0, "\(seen.statuses)")
@@ -108,7 +110,10 @@ import TestSupport
             // nothing else.
             var expected: [String: Int?] = [:]
             for ticket in seen.tickets {
-                for message in try await app.desk.chatMessages(ticketId: ticket.id, limit: 100).results where message.isCSATRequest {
+                var messages: [DeskMessage] = []
+                try await forEachDeskPage { offset in try await app.desk.chatMessages(ticketId: ticket.id, limit: 100, offset: offset) }
+                    each: { messages += $0 }
+                for message in messages where message.isCSATRequest {
                     let key = "\(ticket.id):\(message.messageId)"
                     if message.state == .confirmed, let score = message.score { expected[key] = .some(score) }
                     else if seen.declines.contains(key) { expected[key] = .some(nil) }
@@ -145,8 +150,8 @@ import TestSupport
     }
 
     /// Waits until every webhook is applied and every queued write delivered.
-    static func settle(_ app: GatewayApplication) async throws {
-        for _ in 0..<1200 {
+    static func settle(_ app: GatewayApplication, seconds: Double) async throws {
+        for _ in 0..<Int(seconds * 10) {
             let row = try await app.pool.query("""
                 SELECT (SELECT count(*) FROM webhook_events WHERE status = 'pending'), (SELECT count(*) FROM outbox WHERE status = 'pending')
                 """)[0]
