@@ -69,13 +69,15 @@ extension RatingRecord {
     /// Whether this answer replaces an earlier recorded answer to the same CSAT request (`score`, `comment`,
     /// `ratedAt`, `inferred` are the recorded one's):
     /// - a decline (no score; given through the gateway only, Desk never hears of it) never replaces a score, which
-    ///   Desk keeps;
+    ///   Desk keeps, and any score replaces a decline whatever their times (a score queued before a decline and
+    ///   delivered after it is what Desk holds);
     /// - an answer read from the ticket's score (`inferred`) never replaces a score read from the CSAT message;
     /// - a message answer always replaces an inferred one (its time is Desk's, the inferred one's only a guess);
     /// - otherwise only a different answer that is not older does (Desk keeps the customer's last word; a late copy
     ///   of an old one changes nothing).
     public func replaces(score: Int?, comment: String?, ratedAt: Double, inferred wasInferred: Bool = false) -> Bool {
         if self.score == nil && score != nil { return false }
+        if self.score != nil && score == nil { return true }
         if inferred && !wasInferred && score != nil { return false }
         let different = score != self.score || Self.normalized(comment) != self.comment
         if wasInferred && !inferred { return different || ratedAt != self.ratedAt }

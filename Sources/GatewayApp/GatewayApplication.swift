@@ -147,8 +147,8 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         let sync = deskSync(wiring)
         let zoneBackfill = backfillZones(wiring)
         for loop in [zoneBackfill, BackgroundLoop("watchdog") { await watchdog.run() },
-                     // One pass per four pool connections (at most three): a pass holds a connection while events keep
-                     // coming, and customers must keep the rest.
+                     // One pass per four pool connections (at most three): a pass holds a connection, and customers
+                     // must keep the rest.
                      BackgroundLoop("webhook processor") { await webhooks.runProcessor(workers: max(1, min(3, config.dbPoolSize / 4))) }] {
             try await services.start(loop)
         }

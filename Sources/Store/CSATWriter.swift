@@ -18,6 +18,17 @@ final class CSATWriter {
         self.tx = tx
     }
 
+    /// Hands over the rollup changes collected so far (they are this writer's no more).
+    func take() -> RollupDeltas {
+        defer { deltas = RollupDeltas() }
+        return deltas
+    }
+
+    /// Adds changes another writer collected in the same transaction, to be written with these at the end.
+    func absorb(_ other: RollupDeltas) {
+        deltas.append(other)
+    }
+
     /// Runs `body` with a writer on `tx` and writes its rollups at the end.
     static func run<T>(on tx: PostgresConnection, _ body: (CSATWriter) throws -> T) throws -> T {
         let writer = CSATWriter(tx)
@@ -236,6 +247,17 @@ struct RollupDeltas {
     var scores: [[Int]] = Array(repeating: [], count: 5)
 
     var isEmpty: Bool { times.isEmpty }
+
+    mutating func append(_ other: RollupDeltas) {
+        times += other.times
+        agents += other.agents
+        teams += other.teams
+        channels += other.channels
+        priorities += other.priorities
+        requests += other.requests
+        responses += other.responses
+        for index in 0..<5 { scores[index] += other.scores[index] }
+    }
 
     mutating func add(at time: Double, agentId: Int?, teamId: Int?, channelType: String, priority: String, requests: Int = 0,
                       score: Int?, sign: Int = 1) {

@@ -35,4 +35,7 @@ public struct StoreTransaction {
     func finish() throws {
         try csat.finish()
     }
+
+    /// The event's rollup changes, for the batch to write at its end.
+    func takeRollups() -> RollupDeltas { csat.take() }
 }

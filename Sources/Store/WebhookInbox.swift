@@ -40,70 +40,60 @@ public struct WebhookInbox: Sendable {
         public var total: Int { applied + unrecognized + foreign + failed }
     }
 
-    /// Applies up to `limit` pending events in arrival order, each in a transaction of its own (`FOR UPDATE SKIP
-    /// LOCKED`, so instances and workers share the work): one event's locks (its ticket, then its rollup rows) are
-    /// all a transaction ever holds, so two passes never wait on each other in a circle. The pass keeps one
-    /// connection for all its events. `apply` runs on the event's transaction and says what became of it; one it
-    /// cannot interpret is kept as `unrecognized`, another application's as `foreign` (never dropped). An event whose
-    /// application throws is rolled back whole, counted in its row, and retried in a later pass, 10 times at most.
-    /// The event itself was committed durably when received, so its application commits without waiting for the
-    /// disk: lost in a crash, it is still pending and is applied again (every write is idempotent).
-    /// With `lanes`, the events are split by ticket (the ticket id where the known shapes hold it, hashed) and this
-    /// pass takes lane `lane` only: one ticket's events are applied in arrival order, one after the other, while
-    /// other tickets' events go on beside them (two states of a ticket with the same `updatedAt` must not land in
-    /// the wrong order).
+    /// Applies up to `limit` pending events in one transaction (`FOR UPDATE SKIP LOCKED`, so instances share the
+    /// work), in an order that holds the lock order by construction: by ticket (the ticket id where the known shapes
+    /// hold it), and within a ticket in arrival order. Every lock a ticket's events take (its cached row, its advisory
+    /// lock, its ratings) is taken in ascending ticket order, and the rollup changes of the whole batch are written
+    /// once at its end, summed and sorted by key, so two batches, or a batch and a customer's write, never wait on
+    /// each other in a circle. Each event has a savepoint: one whose application throws is rolled back alone,
+    /// counted, and retried in a later pass, 10 times at most; one it cannot interpret is kept as `unrecognized`,
+    /// another application's as `foreign` (never dropped). The events were committed durably when received, so
+    /// their application commits without waiting for the disk: lost in a crash, they are still pending and are
+    /// applied again (every write is idempotent).
+    /// With `lanes`, this pass takes lane `lane` of the tickets only (their ids hashed).
     public func process(limit: Int, lane: Int = 0, lanes: Int = 1,
                         apply: @escaping @Sendable (InboxEvent, StoreTransaction) throws -> Outcome) async throws -> Pass {
-        try await pool.withConnection { connection in
+        try await pool.transaction { tx in
+            let ticketKey = "coalesce(body #>> '{data,id}', body #>> '{data,ticket,id}', body #>> '{ticket,id}', body ->> 'id', '')"
+            let rows = try tx.query("""
+                SELECT id, event_type, body::text, \(ticketKey), set_config('synchronous_commit', 'off', true) FROM webhook_events
+                 WHERE status = 'pending' AND ($2 <= 1 OR mod(abs(hashtext(\(ticketKey))), $2) = $3)
+                 ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+                """, [limit, lanes, lane])
+            var events: [(ticket: Int, event: InboxEvent)] = []
+            for row in rows {
+                let key: String = try row.decode(3)
+                events.append((Int(key) ?? Int.max, InboxEvent(id: try row.decode(0), type: try row.decode(1), body: try row.decode(2))))
+            }
+            events.sort { ($0.ticket, $0.event.id) < ($1.ticket, $1.event.id) }
+            let batch = CSATWriter(tx)
             var pass = Pass()
-            var after = 0
-            for _ in 0..<limit {
-                var claimed: InboxEvent?
-                var outcome: Outcome?
-                var failure: String?
+            for (_, event) in events {
+                try tx.query("SAVEPOINT event")
                 do {
-                    outcome = try connection.transaction { tx -> Outcome? in
-                        claimed = nil
-                        guard let row = try tx.query("""
-                            SELECT id, event_type, body::text, set_config('synchronous_commit', 'off', true) FROM webhook_events
-                             WHERE status = 'pending' AND id > $1
-                               AND ($2 <= 1 OR mod(abs(hashtext(coalesce(body #>> '{data,id}', body #>> '{data,ticket,id}',
-                                                                         body #>> '{ticket,id}', body ->> 'id', ''))), $2) = $3)
-                             ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED
-                            """, [after, lanes, lane]).first else { return nil }
-                        let event = InboxEvent(id: try row.decode(0), type: try row.decode(1), body: try row.decode(2))
-                        claimed = event
-                        let writes = StoreTransaction(connection: tx)
-                        let outcome = try apply(event, writes)
-                        try writes.finish()
-                        try tx.query("""
-                            UPDATE webhook_events SET status = $2, processed_at = CASE WHEN $2 = 'applied' THEN now() END,
-                                   attempts = attempts + 1, last_error = NULL WHERE id = $1
-                            """, [event.id, outcome.rawValue])
-                        return outcome
+                    let writes = StoreTransaction(connection: tx)
+                    let outcome = try apply(event, writes)
+                    try tx.query("RELEASE SAVEPOINT event")
+                    batch.absorb(writes.takeRollups())
+                    try tx.query("""
+                        UPDATE webhook_events SET status = $2, processed_at = CASE WHEN $2 = 'applied' THEN now() END,
+                               attempts = attempts + 1, last_error = NULL WHERE id = $1
+                        """, [event.id, outcome.rawValue])
+                    switch outcome {
+                    case .applied: pass.applied += 1
+                    case .unrecognized: pass.unrecognized += 1
+                    case .foreign: pass.foreign += 1
                     }
                 } catch {
-                    guard claimed != nil, connection.isConnected else { throw error }
-                    failure = "\(error)"
-                }
-                guard let event = claimed else { break }
-                after = event.id
-                if let failure {
-                    // Only while still pending: another worker may have applied it since this one let it go.
-                    try connection.query("""
+                    try tx.query("ROLLBACK TO SAVEPOINT event")
+                    try tx.query("""
                         UPDATE webhook_events SET attempts = attempts + 1, last_error = $2,
-                               status = CASE WHEN attempts + 1 >= 10 THEN 'failed' ELSE 'pending' END WHERE id = $1 AND status = 'pending'
-                        """, [event.id, failure])
+                               status = CASE WHEN attempts + 1 >= 10 THEN 'failed' ELSE 'pending' END WHERE id = $1
+                        """, [event.id, "\(error)"])
                     pass.failed += 1
-                    continue
-                }
-                switch outcome {
-                case .applied: pass.applied += 1
-                case .unrecognized: pass.unrecognized += 1
-                case .foreign: pass.foreign += 1
-                case nil: break
                 }
             }
+            try batch.finish()
             return pass
         }
     }

@@ -91,6 +91,8 @@ import Testing
         #expect(!answer(nil, at: 20).replaces(score: 5, comment: nil, ratedAt: 10))
         #expect(!answer(nil, at: 20).replaces(score: 5, comment: nil, ratedAt: 10, inferred: true))
         #expect(answer(5, at: 20).replaces(score: nil, comment: nil, ratedAt: 10))
+        // Even when the score was given first and reached Desk after the decline: Desk holds the score.
+        #expect(answer(5, at: 5).replaces(score: nil, comment: nil, ratedAt: 10))
     }
 
     /// Sendbird's documented chat-message shape (`id`, `ticket`, `userSendbirdId`, `userType`, `message`, `data`),

@@ -75,9 +75,8 @@ public struct WebhookRoutes: Sendable {
         return .json(.object([("status", .string(fresh ? "accepted" : "duplicate"))]))
     }
 
-    /// Applies stored events until cancelled, with `workers` passes at once, each on its own lane of tickets (each
-    /// event is its own transaction, so one pass waits on the database while another works; one ticket's events
-    /// stay in order on its lane); every 5 s the first also measures the backlog for the metrics.
+    /// Applies stored events until cancelled, with `workers` passes at once, each on its own lane of tickets (one
+    /// ticket's events stay in order on its lane); every 5 s the first also measures the backlog for the metrics.
     public func runProcessor(workers: Int = 1, interval: Duration = .milliseconds(200)) async {
         await withTaskGroup(of: Void.self) { group in
             for worker in 0..<max(1, workers) {
