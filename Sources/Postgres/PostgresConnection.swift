@@ -41,7 +41,7 @@ public final class PostgresConnection {
 
     public func connectIfNeeded() throws { try ensureConnected() }
 
-    public var isConnected: Bool {
+    var isConnected: Bool {
         guard let raw else { return false }
         return PQstatus(raw) == CONNECTION_OK
     }

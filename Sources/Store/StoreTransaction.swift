@@ -1,7 +1,7 @@
 public import Domain
 import Postgres
 
-/// The writes an inbox event may make, all inside the event's own transaction: what the webhook applier sees of the
+/// The writes an inbox event may make, inside the inbox batch's transaction: what the webhook applier sees of the
 /// database, with no SQL and no PostgreSQL types above `Store`.
 public struct StoreTransaction {
     let connection: PostgresConnection
@@ -22,7 +22,7 @@ public struct StoreTransaction {
         try TicketStore.upsert(row, on: connection)
     }
 
-    /// Records one CSAT fact; returns whether anything changed. The rollups are written when the event is done.
+    /// Records one CSAT fact; returns whether anything changed. The rollups are written at the end of the batch.
     @discardableResult
     public func apply(_ write: RatingWrite) throws -> Bool {
         switch write {
@@ -30,10 +30,6 @@ public struct StoreTransaction {
         case .rating(let rating): return try csat.record(rating)
         case .ticketLevel(let rating, let closedAt): return try csat.recordTicketLevel(rating, closedAt: closedAt)
         }
-    }
-
-    func finish() throws {
-        try csat.finish()
     }
 
     /// The event's rollup changes, for the batch to write at its end.
