@@ -25,9 +25,13 @@ public final class HostilePageServer: @unchecked Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(TestPorts.free()).bigEndian)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        // A port free when it was handed out may be taken by another process before this bind: try a few.
+        var bound: Int32 = -1
+        for _ in 0..<5 where bound != 0 {
+            address.sin_port = in_port_t(UInt16(TestPorts.free()).bigEndian)
+            bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
         }
         guard bound == 0, listen(listener, 128) == 0 else { port = 0; throw TestHTTPError(description: "hostile server: bind/listen failed") }
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
