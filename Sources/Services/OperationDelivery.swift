@@ -8,6 +8,8 @@ public struct OutboxPolicy: Sendable {
     public var maxBackoffSeconds: Double = 300
     /// How long a claimed operation is left alone by other instances.
     public var leaseSeconds = 60
+    /// Operations of different tickets delivered at once by one relay pass.
+    public var relayConcurrency = 4
 
     public init() {}
 }
@@ -207,11 +209,18 @@ public final class OperationDelivery: Sendable {
         }
     }
 
-    /// One relay pass over due operations; returns how many it handled.
+    /// One relay pass over due operations; returns how many it handled. A batch holds at most one operation per
+    /// ticket (the head of its queue), so they go to Desk side by side: a backlog drains at Desk's pace, not at one
+    /// round trip at a time.
     public func relayOnce(limit: Int = 20) async throws -> Int {
         let batch = try await outbox.claimBatch(by: owner, leaseSeconds: policy.leaseSeconds, limit: limit)
-        for operation in batch {
-            try await complete(operation, await deliver(operation, inline: false))
+        let lanes = max(1, policy.relayConcurrency)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, operation) in batch.enumerated() {
+                if index >= lanes { try await group.next() }
+                group.addTask { try await self.complete(operation, await self.deliver(operation, inline: false)) }
+            }
+            try await group.waitForAll()
         }
         return batch.count
     }
