@@ -1,6 +1,6 @@
 # The two commands: `make run` and `make test`. Both install what is missing first, so they work on a fresh
 # Debian machine with the Swift toolchain as well as on one where everything is already there.
-.PHONY: deps build run test bench bench-emulator contention soak image image-test image-source fuzz sanitize clean
+.PHONY: docs deps build run test bench bench-emulator contention soak image image-test image-source fuzz sanitize clean
 
 PORT ?= 8080
 
@@ -9,6 +9,12 @@ deps:
 
 build: deps
 	swift build -c release --product desk-gateway
+
+# docs/configuration.md and deploy/desk-gateway.env.example, generated from the settings table (a test checks them).
+docs:
+	swift build --product desk-gateway
+	.build/debug/desk-gateway settings > docs/configuration.md
+	.build/debug/desk-gateway settings --env > deploy/desk-gateway.env.example
 
 # Runs on $(PORT); without DATABASE_URL the gateway starts (or reuses) its private PostgreSQL under .data/.
 run: build

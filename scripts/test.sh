@@ -14,6 +14,8 @@ echo "== starting the test PostgreSQL on port $pg_port"
 TEST_DATABASE_URL=$(scripts/test-postgres.sh start "$pg_dir" "$pg_port")
 export TEST_DATABASE_URL
 
+echo "== checking the documents (links, anchors, README length)"
+python3 scripts/check_docs.py
 echo "== validating openapi.yaml"
 python3 -m openapi_spec_validator openapi.yaml
 

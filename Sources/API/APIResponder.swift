@@ -7,20 +7,30 @@ import Synchronization
 /// Cross-cutting policy of the public API.
 public struct APIPolicy: Sendable {
     /// Origins allowed to call from browsers; `*` allows any.
-    public var corsOrigins: [String] = []
-    public var rateLimitPerMinute = 600
-    public var rateLimitBurst = 120
+    public var corsOrigins: [String]
+    public var rateLimitPerMinute: Int
+    public var rateLimitBurst: Int
     /// Sign-ins per client address (their own bucket; per user id see `CustomerAPISettings`).
-    public var signInPerMinute = 30
-    public var signInBurst = 10
+    public var signInPerMinute: Int
+    public var signInBurst: Int
     /// Failed authentications (401) per client address; past them, requests with unverified credentials are refused
     /// before any database lookup.
-    public var authFailuresPerMinute = 30
-    public var authFailureBurst = 30
+    public var authFailuresPerMinute: Int
+    public var authFailureBurst: Int
     /// Peers whose `X-Forwarded-For` / `Forwarded` name the client.
-    public var trustedProxies: [CIDR] = []
+    public var trustedProxies: [CIDR]
 
-    public init() {}
+    public init(corsOrigins: [String], rateLimitPerMinute: Int, rateLimitBurst: Int, signInPerMinute: Int, signInBurst: Int,
+                authFailuresPerMinute: Int, authFailureBurst: Int, trustedProxies: [CIDR]) {
+        self.corsOrigins = corsOrigins
+        self.rateLimitPerMinute = rateLimitPerMinute
+        self.rateLimitBurst = rateLimitBurst
+        self.signInPerMinute = signInPerMinute
+        self.signInBurst = signInBurst
+        self.authFailuresPerMinute = authFailuresPerMinute
+        self.authFailureBurst = authFailureBurst
+        self.trustedProxies = trustedProxies
+    }
 }
 
 /// The gateway's HTTP front, composed of small steps (each in `Middleware/`): request id, CORS, rate limits,
@@ -35,7 +45,7 @@ public final class APIResponder: HTTPResponder {
     private let accessLog: AccessLog
     private let inFlight = Atomic<Int>(0)
 
-    public init(routes: RouteTable, metrics: MetricsRegistry, logger: Logger, policy: APIPolicy = APIPolicy(),
+    public init(routes: RouteTable, metrics: MetricsRegistry, logger: Logger, policy: APIPolicy,
                 idempotency: IdempotencyStore? = nil, verified: VerifiedCallers = VerifiedCallers()) {
         router = routes.router
         cors = CORS(origins: policy.corsOrigins)

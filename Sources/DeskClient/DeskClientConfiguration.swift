@@ -6,22 +6,27 @@ public struct DeskClientConfiguration: Sendable, CustomStringConvertible {
     /// Platform API token (`SENDBIRDDESKAPITOKEN`); nil disables Platform API calls.
     public var apiToken: String?
     /// Deadline of one attempt.
-    public var requestTimeout: Duration = .seconds(5)
+    public var requestTimeout: Duration
     /// Bytes of one answer taken at most (a proxy's error page or a wrong base URL can be anything): more is 502.
-    public var maxAnswerBytes = 4 << 20
+    public var maxAnswerBytes: Int
+    /// Consecutive failures (timeouts, connection errors, 5xx) that open the breaker.
+    public var breakerFailureThreshold: Int
+    /// How long an open breaker fails fast before one trial call is let through.
+    public var breakerCooldown: Duration
     /// Attempts for idempotent calls (1 = no retry).
     public var maxAttempts = 3
     public var retryBaseDelay: Duration = .milliseconds(100)
     public var retryMaxDelay: Duration = .seconds(2)
-    /// Consecutive failures (timeouts, connection errors, 5xx) that open the breaker.
-    public var breakerFailureThreshold = 5
-    /// How long an open breaker fails fast before one trial call is let through.
-    public var breakerCooldown: Duration = .seconds(10)
 
-    public init(baseURL: String, appId: String, apiToken: String? = nil) {
+    public init(baseURL: String, appId: String, apiToken: String?, requestTimeout: Duration, maxAnswerBytes: Int,
+                breakerFailureThreshold: Int, breakerCooldown: Duration) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.appId = appId
         self.apiToken = apiToken
+        self.requestTimeout = requestTimeout
+        self.maxAnswerBytes = maxAnswerBytes
+        self.breakerFailureThreshold = breakerFailureThreshold
+        self.breakerCooldown = breakerCooldown
     }
 
     public var description: String {

@@ -25,12 +25,13 @@ public final class EmbeddedPostgres: Sendable {
     private let startedByUs = Mutex<Bool>(false)
 
     /// - Parameter durable: false turns off fsync (fast, for throwaway test clusters).
-    public init(directory: String, port: Int, durable: Bool = true, logger: Logger) throws {
+    /// - Parameter binDirectory: where `initdb` and `pg_ctl` are (`PG_BIN_DIR`); nil takes the newest installed.
+    public init(directory: String, port: Int, durable: Bool = true, binDirectory: String? = nil, logger: Logger) throws {
         self.port = port
         self.durable = durable
         self.logger = logger
         self.runAsUser = geteuid() == 0 ? "postgres" : nil
-        guard let bin = Self.findBinDirectory() else {
+        guard let bin = binDirectory ?? Self.findBinDirectory() else {
             throw EmbeddedPostgresError(description: "no PostgreSQL server found (install the 'postgresql' package or set PG_BIN_DIR)")
         }
         self.binDirectory = bin
@@ -143,7 +144,6 @@ public final class EmbeddedPostgres: Sendable {
     }
 
     private static func findBinDirectory() -> String? {
-        if let dir = ProcessInfo.processInfo.environment["PG_BIN_DIR"], !dir.isEmpty { return dir }
         let root = "/usr/lib/postgresql"
         let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
             .compactMap(Int.init).sorted(by: >)

@@ -64,7 +64,7 @@ func openDatabase(_ config: GatewayConfig, logger: Logger) async throws -> (Data
     var embedded: EmbeddedPostgres?
     if connectionString == nil {
         let cluster = try EmbeddedPostgres(directory: config.embeddedPostgresDirectory, port: config.embeddedPostgresPort,
-                                           logger: logger)
+                                           binDirectory: config.postgresBinDirectory, logger: logger)
         try await cluster.start()
         let admin = Database(connectionString: cluster.connectionString(database: "postgres"), poolSize: 1)
         defer { admin.shutdown() }
@@ -177,11 +177,7 @@ func deskSync(_ wiring: Wiring) -> DeskSync {
 }
 
 func deskSync(desk: DeskClient, pool: Database, config: GatewayConfig, logger: Logger) -> DeskSync {
-    var settings = SyncSettings()
-    settings.lateRatingDays = config.syncLateRatingDays
-    settings.firstRunDays = config.syncFirstRunDays
-    return DeskSync(desk: desk, state: SyncStateStore(pool: pool), ratings: CSATStore(pool: pool), logger: logger,
-                    requestsPerSecond: Double(config.syncRequestsPerSecond), settings: settings)
+    DeskSync(desk: desk, state: SyncStateStore(pool: pool), ratings: CSATStore(pool: pool), logger: logger, settings: config.syncSettings)
 }
 
 /// The embedded cluster when needed, the pool, the schema.
@@ -214,20 +210,6 @@ func registerOps(_ wiring: inout Wiring, assets: String, watchdog: Watchdog) {
 /// The customer API: sessions, tickets, messages, feedback, link previews, the outbox.
 func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
     let (config, pool, desk) = (wiring.config, wiring.pool, wiring.desk)
-    var settings = CustomerAPISettings()
-    settings.cacheTTLSeconds = Double(config.cacheTTLSeconds)
-    settings.listTTLSeconds = Double(config.cacheTTLSeconds)
-    settings.staleReadBudgetSeconds = Double(config.deskStaleReadBudgetMilliseconds) / 1000
-    settings.sessionLifetimeSeconds = config.sessionTTLSeconds
-    settings.sessionCacheSeconds = Double(config.sessionCacheSeconds)
-    settings.signInPerUserPerMinute = config.signInPerUserPerMinute
-    settings.signInPerUserBurst = config.signInPerUserBurst
-    settings.trustedProxies = config.trustedProxies.compactMap(CIDR.init)
-    var previewSettings = LinkPreviewSettings()
-    previewSettings.allowPrivateAddresses = config.linkPreviewAllowPrivate
-    previewSettings.timeout = .milliseconds(config.linkPreviewTimeoutMilliseconds)
-    previewSettings.maxBytes = config.linkPreviewMaxBytes
-    previewSettings.concurrency = config.linkPreviewConcurrency
     let ticketStore = TicketStore(pool: pool)
     // Team names for ticket documents (the sync job keeps them current later); Desk gets two seconds at start-up.
     _ = await withDeadline(.seconds(2)) {
@@ -235,12 +217,9 @@ func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
             try? await ticketStore.upsertTeams(page.results.map { (id: $0.id, key: $0.key, name: $0.name) })
         }
     }
-    var outboxSettings = OutboxSettings()
-    outboxSettings.maxBackoffSeconds = Double(config.outboxMaxBackoffSeconds)
-    outboxSettings.warnAgeSeconds = Double(config.outboxWarnAgeSeconds)
     let customer = CustomerRoutes(desk: desk, sessions: SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey)),
-                                  ticketStore: ticketStore, ratings: CSATStore(pool: pool), previews: LinkPreviewFetcher(settings: previewSettings),
-                                  settings: settings, outbox: OutboxStore(pool: pool), outboxSettings: outboxSettings,
+                                  ticketStore: ticketStore, ratings: CSATStore(pool: pool), previews: LinkPreviewFetcher(settings: config.linkPreviewSettings),
+                                  settings: config.customerAPISettings, outbox: OutboxStore(pool: pool), outboxSettings: config.outboxSettings,
                                   metrics: wiring.metrics, logger: wiring.logger, verified: wiring.verified)
     customer.register(in: &wiring.routes)
     return customer
@@ -272,18 +251,9 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
     for zone in config.reportTimeZones where !knownZones.contains(zone) {
         throw ConfigError(variable: "REPORT_TIME_ZONES", message: "PostgreSQL does not know the time zone '\(zone)'")
     }
-    var reportSettings = ReportSettings()
-    reportSettings.zones = config.reportTimeZones
-    reportSettings.maxDays = config.reportMaxDays
-    reportSettings.cacheSeconds = config.reportCacheSeconds
-    reportSettings.cacheMaxBytes = config.reportCacheMaxMegabytes << 20
-    reportSettings.maxCells = config.reportMaxCells
-    // Raw reports share at most half the pool's connections, so customers always keep the other half.
-    reportSettings.rawConcurrency = min(config.reportRawConcurrency, max(1, config.dbPoolSize / 2))
-    reportSettings.rawConcurrencyPerKey = config.reportRawConcurrencyPerKey
     let customerSessions = SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey))
     let reports = ReportRoutes(keys: ApiKeyStore(pool: pool), reports: reportStore, sessions: customerSessions,
-                               settings: reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: wiring.verified)
+                               settings: config.reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: wiring.verified)
     reports.register(in: &wiring.routes)
     wiring.metrics.gauge("report_cache_bytes", help: "Bytes of computed reports held in memory (REPORT_CACHE_MAX_MB bounds them).") {
         [([], Double(reports.cachedReports.bytes))]
@@ -291,14 +261,7 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
     wiring.metrics.gauge("report_cache_entries", help: "Computed reports held in memory, each for REPORT_CACHE_S.") {
         [([], Double(reports.cachedReports.entries))]
     }
-    var pageSettings = ReportPageSettings()
-    pageSettings.sessionHours = config.reportPageSessionHours
-    pageSettings.frameAncestors = config.reportPageFrameAncestors
-    pageSettings.smallSample = config.reportPageSmallSample
-    pageSettings.secureCookie = config.reportPageSecureCookie
-    pageSettings.trustedProxies = config.trustedProxies.compactMap(CIDR.init)
-    pageSettings.zones = config.reportTimeZones
-    ReportPageRoutes(api: reports, sessions: ReportSessionStore(pool: pool), customers: customerSessions, settings: pageSettings)
+    ReportPageRoutes(api: reports, sessions: ReportSessionStore(pool: pool), customers: customerSessions, settings: config.reportPageSettings)
         .register(in: &wiring.routes)
     return (reads, reports)
 }
@@ -336,24 +299,9 @@ func syncLoop(_ sync: DeskSync, _ wiring: Wiring) -> BackgroundLoop {
 /// The HTTP server with the API's policy in front of every route; the last part to start and the first to stop.
 func startServer(_ wiring: Wiring, services: ServiceGroup) async throws -> HTTPServer {
     let config = wiring.config
-    var policy = APIPolicy()
-    policy.corsOrigins = config.corsOrigins
-    policy.rateLimitPerMinute = config.rateLimitPerMinute
-    policy.rateLimitBurst = config.rateLimitBurst
-    policy.signInPerMinute = config.signInPerMinute
-    policy.signInBurst = config.signInBurst
-    policy.authFailuresPerMinute = config.authFailuresPerMinute
-    policy.authFailureBurst = config.authFailuresPerMinute
-    policy.trustedProxies = config.trustedProxies.compactMap(CIDR.init)
-    let responder = APIResponder(routes: wiring.routes, metrics: wiring.metrics, logger: wiring.logger, policy: policy,
-                                 idempotency: IdempotencyStore(pool: wiring.pool, windowHours: wiring.config.retention.idempotencyHours), verified: wiring.verified)
-    var serverConfig = HTTPServerConfiguration(
-        host: config.host, port: config.port, threads: config.httpThreads,
-        connectionTimeoutSeconds: config.httpConnectionTimeoutSeconds, connectionLimit: config.httpConnectionLimit,
-        bodyLimitBytes: config.httpBodyLimitBytes)
-    serverConfig.perAddressConnectionLimit = config.httpPerAddressConnectionLimit
-    serverConfig.requestTimeoutSeconds = config.httpRequestTimeoutSeconds
-    let server = HTTPServer(configuration: serverConfig, responder: responder)
+    let responder = APIResponder(routes: wiring.routes, metrics: wiring.metrics, logger: wiring.logger, policy: config.apiPolicy,
+                                 idempotency: IdempotencyStore(pool: wiring.pool, windowHours: config.retentionIdempotencyHours), verified: wiring.verified)
+    let server = HTTPServer(configuration: config.httpServerConfiguration, responder: responder)
     try await services.start(HTTPService(server: server, drain: .seconds(config.shutdownDrainSeconds)))
     return server
 }
@@ -393,11 +341,8 @@ func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger
         logger.notice("no DESK_BASE_URL: running against the embedded Desk emulator (demo data: customer demo-customer / demo-token)",
                       metadata: ["desk": "\(started.baseURL)", "state": "\(emulatorStore == nil ? "memory" : restored ? "restored from the database" : "new, kept in the database")"])
     }
-    var deskConfig = DeskClientConfiguration(baseURL: baseURL!, appId: config.deskAppId, apiToken: apiToken)
-    deskConfig.requestTimeout = .milliseconds(config.deskTimeoutMilliseconds)
-    deskConfig.maxAnswerBytes = config.deskMaxAnswerMegabytes << 20
-    deskConfig.breakerFailureThreshold = config.deskBreakerThreshold
-    deskConfig.breakerCooldown = .seconds(config.deskBreakerCooldownSeconds)
+    guard let baseURL else { throw ConfigError(variable: "DESK_BASE_URL", message: "no Desk to talk to") }
+    let deskConfig = config.deskClientConfiguration(baseURL: baseURL, apiToken: apiToken)
     metrics.describe("desk_requests_total", .counter, help: "Desk API calls by operation and outcome.")
     metrics.describe("desk_request_duration_seconds", .histogram, help: "Desk API call latency by operation.")
     let client = DeskClient(configuration: deskConfig) { record in

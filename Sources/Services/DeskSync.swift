@@ -52,18 +52,24 @@ public struct SyncSummary: Sendable, CustomStringConvertible {
 /// Ratings found here get the agent and team the ticket has at sync time; the gateway's own feedback and webhooks
 /// record them when they happen, and the same rating is stored once whichever path sees it first.
 public struct SyncSettings: Sendable {
+    /// Platform API requests per second a run allows itself.
+    public var requestsPerSecond: Double
     /// Unanswered CSAT requests younger than this have their tickets read again on every run (late ratings).
-    public var lateRatingDays = 30
+    public var lateRatingDays: Int
     /// At most this many such tickets per run (the oldest requests first).
     public var lateRatingLimit = 500
     /// The first run (nothing synced yet) reads tickets closed this many days back.
-    public var firstRunDays = 90
+    public var firstRunDays: Int
     /// Tickets per Platform API page of a backfill.
     public var pageSize = 100
     /// Passes over a ticket list that keeps changing before a run gives up and says it is incomplete.
     public var maxPasses = 3
 
-    public init() {}
+    public init(requestsPerSecond: Double, lateRatingDays: Int, firstRunDays: Int) {
+        self.requestsPerSecond = requestsPerSecond
+        self.lateRatingDays = lateRatingDays
+        self.firstRunDays = firstRunDays
+    }
 }
 
 public struct DeskSync: Sendable {
@@ -78,14 +84,14 @@ public struct DeskSync: Sendable {
     let settings: SyncSettings
 
     public init(desk: any DeskPlatformReader, state: any SyncState, ratings: any RatingStore, logger: Logger,
-                requestsPerSecond: Double = 5, settings: SyncSettings = SyncSettings(), today: (@Sendable () -> String)? = nil) {
+                settings: SyncSettings, today: (@Sendable () -> String)? = nil) {
         self.settings = settings
         self.desk = desk
         self.state = state
         self.ratings = ratings
         self.logger = logger
         self.today = today ?? { DeskSync.day(Date()) }
-        pacer = Pacer(perSecond: requestsPerSecond)
+        pacer = Pacer(perSecond: settings.requestsPerSecond)
     }
 
     /// One Desk call at the sync's pace; a 429 (after the client's own short retries) waits for Desk's

@@ -5,13 +5,16 @@ public import Logging
 
 public struct OutboxPolicy: Sendable {
     /// Ceiling of the exponential backoff between delivery attempts.
-    public var maxBackoffSeconds: Double = 300
+    public var maxBackoffSeconds: Double
+    /// Operations of different tickets delivered at once by one relay pass.
+    public var relayConcurrency: Int
     /// How long a claimed operation is left alone by other instances.
     public var leaseSeconds = 60
-    /// Operations of different tickets delivered at once by one relay pass.
-    public var relayConcurrency = 4
 
-    public init() {}
+    public init(maxBackoffSeconds: Double, relayConcurrency: Int) {
+        self.maxBackoffSeconds = maxBackoffSeconds
+        self.relayConcurrency = relayConcurrency
+    }
 }
 
 /// The delivery rules of customer writes. A write is queued in the outbox first (nothing acknowledged is lost), then

@@ -5,23 +5,30 @@ import Postgres
 /// their rollups are reporting data and are never removed. Fractions are allowed (the soak ages rows in minutes).
 public struct RetentionPolicy: Sendable {
     /// Expired or revoked sessions, kept this long for audits (and while an outbox row still names them).
-    public var deadSessionDays: Double = 1
+    public var deadSessionDays: Double
     /// Idempotency keys: the replay window.
-    public var idempotencyHours: Double = 24
-    /// Applied Desk webhook events: 6 hours, long enough for `webhooks replay` after an upgrade that misread them
-    /// (a replay's use is hours, not weeks), while at 1.2–1.9 KB an event they were most of the data under
-    /// retention at 14 days. Unapplied ones are kept for their own, longer time.
-    public var appliedWebhookDays: Double = 0.25
+    public var idempotencyHours: Double
+    /// Applied Desk webhook events: long enough for `webhooks replay` after an upgrade that misread them (a replay's
+    /// use is hours, not weeks; at 1.2–1.9 KB an event they were most of the data under retention at 14 days).
+    public var appliedWebhookDays: Double
     /// Webhook events that were not applied (`unrecognized`, `failed`, `foreign`): kept longer, for a replay.
-    public var unappliedWebhookDays: Double = 90
+    public var unappliedWebhookDays: Double
     /// Delivered or failed outbox operations (clients poll `/v1/operations/{id}`).
-    public var finishedOutboxDays: Double = 14
+    public var finishedOutboxDays: Double
     /// Closed tickets of customers who have not listed their tickets for this long (read again from Desk on demand).
-    public var closedTicketDays: Double = 30
+    public var closedTicketDays: Double
     /// Rows deleted per statement: short transactions, short locks.
     public var batchSize = 1000
 
-    public init() {}
+    public init(deadSessionDays: Double, idempotencyHours: Double, appliedWebhookDays: Double, unappliedWebhookDays: Double,
+                finishedOutboxDays: Double, closedTicketDays: Double) {
+        self.deadSessionDays = deadSessionDays
+        self.idempotencyHours = idempotencyHours
+        self.appliedWebhookDays = appliedWebhookDays
+        self.unappliedWebhookDays = unappliedWebhookDays
+        self.finishedOutboxDays = finishedOutboxDays
+        self.closedTicketDays = closedTicketDays
+    }
 }
 
 /// Deletes, in small batches, what is past its retention. One instance at a time across the cluster: every batch

@@ -17,7 +17,7 @@ struct DeskGateway: AsyncParsableCommand {
         commandName: "desk-gateway",
         abstract: "REST backend-for-frontend in front of Sendbird Desk.",
         version: gatewayVersion,
-        subcommands: [Serve.self, Migrate.self, Sync.self, Csat.self, ApiKey.self, Cache.self, Webhooks.self],
+        subcommands: [Serve.self, Migrate.self, Sync.self, Csat.self, ApiKey.self, Cache.self, Webhooks.self, Settings.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -109,6 +109,17 @@ final class SignalWaiter: Sendable {
             }
             if let already { continuation.resume(returning: already) }
         }
+    }
+}
+
+struct Settings: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the settings reference (docs/configuration.md) or an example environment file, from the settings table.")
+
+    @Flag(help: "An example environment file instead of the reference.") var env = false
+
+    func run() {
+        print(env ? GatewaySettings.exampleEnvironment() : GatewaySettings.referenceMarkdown(), terminator: "")
     }
 }
 

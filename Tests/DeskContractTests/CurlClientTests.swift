@@ -132,7 +132,7 @@ import TestSupport
         let server = try HostilePageServer()
         defer { server.stop() }
         let outcomes = Mutex<[String]>([])
-        var configuration = DeskClientConfiguration(baseURL: "http://127.0.0.1:\(server.port)/huge?", appId: "app", apiToken: "token")
+        var configuration = deskClientConfiguration(baseURL: "http://127.0.0.1:\(server.port)/huge?", appId: "app", apiToken: "token")
         configuration.maxAnswerBytes = 1 << 20
         let desk = DeskClient(configuration: configuration) { record in outcomes.withLock { $0.append(record.outcome) } }
         do {

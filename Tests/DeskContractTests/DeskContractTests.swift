@@ -13,7 +13,7 @@ func withDesk<T>(_ body: (DeskEmulator, DeskClient) async throws -> T) async thr
     let emulator = DeskEmulator(configuration: configuration)
     try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
     try emulator.start()
-    var clientConfiguration = DeskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId,
+    var clientConfiguration = deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId,
                                                       apiToken: configuration.apiToken)
     clientConfiguration.retryBaseDelay = .milliseconds(5)
     clientConfiguration.requestTimeout = .seconds(5)
@@ -289,7 +289,7 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
         configuration.port = TestPorts.free()
         let emulator = DeskEmulator(configuration: configuration)
         try emulator.start()
-        let client = DeskClient(configuration: DeskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId, apiToken: "wrong"))
+        let client = DeskClient(configuration: deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId, apiToken: "wrong"))
         await expectDomainError(.unauthorized) { _ = try await client.agents() }
         await emulator.stop()
     }
@@ -320,7 +320,7 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
         let emulator = DeskEmulator(configuration: configuration)
         try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
         try emulator.start()
-        var clientConfiguration = DeskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId, apiToken: configuration.apiToken)
+        var clientConfiguration = deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId, apiToken: configuration.apiToken)
         clientConfiguration.requestTimeout = .milliseconds(300)
         clientConfiguration.maxAttempts = 1
         let client = DeskClient(configuration: clientConfiguration)

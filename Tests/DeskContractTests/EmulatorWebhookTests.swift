@@ -39,7 +39,7 @@ final class WebhookReceiver: HTTPResponder {
         let emulator = DeskEmulator(configuration: configuration)
         try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
         try emulator.start()
-        let client = DeskClient(configuration: DeskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId))
+        let client = DeskClient(configuration: deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId))
         let session = try await client.authenticate(userId: "demo-customer", accessToken: "demo-token")
         let ticket = try await client.createTicket(session, .init(title: "Hook", userName: "D", userId: "demo-customer"))
         _ = try await httpRequest(port: emulator.port, "POST", "/emulator/tickets/\(ticket.id)/customer-message", json: "{}")
@@ -113,7 +113,7 @@ final class SlowWebhookReceiver: HTTPResponder {
         let emulator = DeskEmulator(configuration: configuration)
         try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
         try emulator.start()
-        let client = DeskClient(configuration: DeskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId))
+        let client = DeskClient(configuration: deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId))
         return (server, emulator, client, try await client.authenticate(userId: "demo-customer", accessToken: "demo-token"))
     }
 

@@ -125,7 +125,7 @@ import TestSupport
 
     @Test func drainAnswersAndWildcardCarryEachHeaderOnce() {
         let responder = APIResponder(routes: RouteTable(), metrics: MetricsRegistry(), logger: Logger(label: "cors-test"),
-                                     policy: { var policy = APIPolicy(); policy.corsOrigins = [Self.origin]; return policy }())
+                                     policy: { var policy = GatewayConfig().apiPolicy; policy.corsOrigins = [Self.origin]; return policy }())
         let request = HTTPRequest(method: "GET", path: "/v1/tickets", headers: [("origin", Self.origin)], remoteAddress: "192.0.2.1")
         let draining = responder.shuttingDown(request)
         #expect(draining.status == 503)

@@ -184,11 +184,12 @@ import TestSupport
             _ = try Self.quiet(app)
             let customer = try await Customer.signIn(app)
             for index in 0..<25 { _ = try await SyncRobustnessTests.ratedTicket(app, customer, index: 20 + index, score: 1 + index % 5) }
-            var settings = SyncSettings()
+            var settings = GatewayConfig().syncSettings
+            settings.requestsPerSecond = 1000
             settings.pageSize = 10
             let reader = InterruptedDesk(app.desk, failAt: 2)
             let sync = DeskSync(desk: reader, state: SyncStateStore(pool: app.pool), ratings: CSATStore(pool: app.pool),
-                                logger: Logger(label: "backfill"), requestsPerSecond: 1000, settings: settings)
+                                logger: Logger(label: "backfill"), settings: settings)
             let since = String(ISOTimestamp.format(Date().timeIntervalSince1970 - 7 * 86_400).prefix(10))
             let until = String(ISOTimestamp.format(Date().timeIntervalSince1970).prefix(10))
             await #expect(throws: DomainError.self) { _ = try await sync.backfill(since: since, until: until) }
@@ -226,7 +227,8 @@ import TestSupport
                 let customer = try await Customer.signIn(app)
                 var tickets: [Int] = []
                 for index in 0..<30 { tickets.append(try await SyncRobustnessTests.ratedTicket(app, customer, index: index, score: 1 + index % 5)) }
-                var settings = SyncSettings()
+                var settings = GatewayConfig().syncSettings
+            settings.requestsPerSecond = 1000
                 settings.pageSize = 10
                 settings.maxPasses = passes
                 let reader = InterruptedDesk(app.desk, failAt: nil)
@@ -236,7 +238,7 @@ import TestSupport
                     for ticket in first { try await Self.reopenOnDesk(deskPort: port, ticket: ticket) }
                 }
                 let sync = DeskSync(desk: reader, state: SyncStateStore(pool: app.pool), ratings: CSATStore(pool: app.pool),
-                                    logger: Logger(label: "backfill"), requestsPerSecond: 1000, settings: settings)
+                                    logger: Logger(label: "backfill"), settings: settings)
                 let since = String(ISOTimestamp.format(Date().timeIntervalSince1970 - 7 * 86_400).prefix(10))
                 let until = String(ISOTimestamp.format(Date().timeIntervalSince1970).prefix(10))
                 let summary = try await sync.backfill(since: since, until: until)

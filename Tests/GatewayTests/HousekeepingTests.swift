@@ -108,7 +108,7 @@ import TestSupport
             let scale = 2500   // more than two batches of 1,000 per rule
             let due = try await Self.seed(pool, scale: scale)
             let before = try await Self.counts(pool)
-            var policy = RetentionPolicy()
+            var policy = GatewayConfig().retention
             policy.batchSize = 1000
             // Two instances (two pools) at once, then passes until one finishes without yielding to another.
             async let first = HousekeepingStore(pool: pool).run(policy, pause: .milliseconds(1))
@@ -168,7 +168,7 @@ import TestSupport
                 Issue.record("a key 40 minutes old is past a 30-minute window and is taken over"); return
             }
             try await pool.query("UPDATE idempotency_keys SET created_at = now() - interval '40 minutes' WHERE key = 'old'")
-            var policy = RetentionPolicy()
+            var policy = GatewayConfig().retention
             policy.idempotencyHours = 0.5
             policy.closedTicketDays = 5.0 / 1440   // 5 minutes
             let run = try await HousekeepingStore(pool: pool).run(policy)

@@ -1,3 +1,4 @@
+import GatewayApp
 import API
 import Domain
 import Foundation
@@ -52,7 +53,7 @@ import Testing
     }
 
     @Test func admissionCountsVerifiedCallersApartAndMadeUpTokensTogether() {
-        var policy = APIPolicy()
+        var policy = GatewayConfig().apiPolicy
         policy.rateLimitPerMinute = 60
         policy.rateLimitBurst = 5
         let verified = VerifiedCallers()
@@ -78,7 +79,7 @@ import Testing
     }
 
     @Test func repeatedFailedAuthenticationsAreRefusedBeforeAnyLookup() {
-        var policy = APIPolicy()
+        var policy = GatewayConfig().apiPolicy
         policy.authFailuresPerMinute = 60
         policy.authFailureBurst = 3
         let verified = VerifiedCallers()
@@ -151,10 +152,13 @@ import Testing
         for index in 0..<(RateLimiter.capacity + 5_000) { _ = limiter.take("flood-\(index)", now: start + 62) }
         #expect(limiter.count <= RateLimiter.capacity)
 
+        // The cache's own clock: the limiter's part may have taken seconds on a loaded machine, and a sweep is due
+        // a TTL after the cache's last one (its creation).
         let cache = TTLCache<Int, String>(ttl: 5, capacity: 50_000)
-        for index in 0..<10_000 { cache.put(index, "x", at: start) }
+        let created = Date().timeIntervalSince1970
+        for index in 0..<10_000 { cache.put(index, "x", at: created) }
         #expect(cache.count == 10_000)
-        cache.put(-1, "late", at: start + 6)
+        cache.put(-1, "late", at: created + 6)
         #expect(cache.count == 1)
     }
 }

@@ -151,7 +151,7 @@ import TestSupport
 
     @Test func retentionTakesFractions() throws {
         let config = try GatewayConfig.fromEnvironment(["RETENTION_IDEMPOTENCY_HOURS": "0.05", "RETENTION_CLOSED_TICKET_DAYS": "0.003"])
-        #expect(config.retention.idempotencyHours == 0.05)
+        #expect(config.retention.idempotencyHours == 0.05 && config.retentionIdempotencyHours == 0.05)
         #expect(config.retention.closedTicketDays == 0.003)
         #expect(try GatewayConfig.fromEnvironment([:]).retention.idempotencyHours == 24)
     }
@@ -168,6 +168,37 @@ import TestSupport
                                                         "DESK_API_TOKEN": "tok-123"])
         #expect(config.deskBaseURL == "https://desk-api-abc.sendbird.com")
         #expect(!config.description.contains("tok-123"))
+    }
+
+    /// The reference and the example file are generated from the table (`make docs`); a setting added, changed or
+    /// removed without regenerating them fails here.
+    @Test func theReferenceAndTheExampleFileMatchTheSettingsTable() throws {
+        let reference = try String(contentsOfFile: TestPostgres.repositoryRoot + "/docs/configuration.md", encoding: .utf8)
+        #expect(reference == GatewaySettings.referenceMarkdown(), "docs/configuration.md differs from the settings table: run make docs")
+        let example = try String(contentsOfFile: TestPostgres.repositoryRoot + "/deploy/desk-gateway.env.example", encoding: .utf8)
+        #expect(example == GatewaySettings.exampleEnvironment(), "deploy/desk-gateway.env.example differs from the settings table: run make docs")
+    }
+
+    @Test func everySettingIsDeclaredOnceAndEveryDefaultIsAccepted() throws {
+        let names = GatewaySettings.all.map(\.name)
+        #expect(Set(names).count == names.count)
+        #expect(names.count >= 75)
+        // Each default, written back as text, reads as that default.
+        var env: [String: String] = [:]
+        for setting in GatewaySettings.all where !setting.defaultText.isEmpty && !["SESSION_KEY", "PG_BIN_DIR", "ASSETS_DIR"].contains(setting.name) {
+            env[setting.name] = setting.defaultText
+        }
+        let fromText = try GatewayConfig.fromEnvironment(env)
+        let defaults = GatewayConfig()
+        #expect(fromText.port == defaults.port && fromText.retention.appliedWebhookDays == defaults.retention.appliedWebhookDays)
+        #expect(fromText.reportTimeZones == defaults.reportTimeZones && fromText.deskEmulatorPersistent == defaults.deskEmulatorPersistent)
+        #expect(fromText.logLevel == defaults.logLevel && fromText.reportPageSecureCookie == nil)
+        #expect(fromText.apiPolicy.authFailureBurst == 30 && fromText.outboxSettings.policy.maxBackoffSeconds == 300)
+    }
+
+    @Test func theAuthFailureBurstIsItsOwnSetting() throws {
+        let policy = try GatewayConfig.fromEnvironment(["AUTH_FAILURES_PER_MINUTE": "90", "AUTH_FAILURE_BURST": "7"]).apiPolicy
+        #expect(policy.authFailuresPerMinute == 90 && policy.authFailureBurst == 7)
     }
 
     @Test func theDatabaseURLIsNeverPrinted() throws {

@@ -142,9 +142,8 @@ struct FakeSessions: DeskSessionTokens {
 @Suite struct OperationDeliveryTests {
     static func delivery(_ desk: FakeWriter, _ outbox: FakeOutbox, _ cache: FakeTicketCache = FakeTicketCache(),
                          _ ratings: FakeRatings = FakeRatings()) -> OperationDelivery {
-        var policy = OutboxPolicy()
-        policy.maxBackoffSeconds = 60
-        return OperationDelivery(desk: desk, outbox: outbox, sessions: FakeSessions(), tickets: cache, ratings: ratings, policy: policy,
+        OperationDelivery(desk: desk, outbox: outbox, sessions: FakeSessions(), tickets: cache, ratings: ratings,
+                          policy: OutboxPolicy(maxBackoffSeconds: 60, relayConcurrency: 4),
                                  logger: Logger(label: "test"))
     }
 

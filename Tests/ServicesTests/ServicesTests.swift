@@ -168,7 +168,8 @@ import Testing
     static let logger = Logger(label: "test")
 
     static func sync(_ desk: FakeDesk, _ state: FakeSyncState, _ ratings: FakeRatings, today: String) -> DeskSync {
-        DeskSync(desk: desk, state: state, ratings: ratings, logger: logger, requestsPerSecond: 1000, today: { today })
+        DeskSync(desk: desk, state: state, ratings: ratings, logger: logger,
+                 settings: SyncSettings(requestsPerSecond: 1000, lateRatingDays: 30, firstRunDays: 90), today: { today })
     }
 
     @Test func aRunResumesWhereTheLastOneStoppedAndRereadsWhatItCouldNotRead() async throws {

@@ -1,5 +1,6 @@
 import Foundation
 import GatewayApp
+public import DeskClient
 import Logging
 
 /// A real gateway on a free port (`TestPorts`) against a test database.
@@ -48,4 +49,11 @@ public enum TestGateway {
             }
         }
     }
+}
+
+/// A Desk client's configuration with the gateway's defaults (the settings table's), for tests that talk to the emulator.
+public func deskClientConfiguration(baseURL: String, appId: String, apiToken: String? = nil) -> DeskClientConfiguration {
+    var config = GatewayConfig()
+    config.deskAppId = appId
+    return config.deskClientConfiguration(baseURL: baseURL, apiToken: apiToken)
 }

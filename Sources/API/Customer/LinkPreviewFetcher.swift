@@ -9,14 +9,19 @@ import Glibc
 
 public struct LinkPreviewSettings: Sendable {
     /// Private, loopback, link-local and other non-public targets are refused unless this is set.
-    public var allowPrivateAddresses = false
-    public var maxBytes = 512 * 1024
-    public var timeout: Duration = .seconds(5)
-    public var maxRedirects = 3
+    public var allowPrivateAddresses: Bool
+    public var maxBytes: Int
+    public var timeout: Duration
     /// Previews fetched at once by this instance; more are answered 503 with `Retry-After`.
-    public var concurrency = 4
+    public var concurrency: Int
+    public var maxRedirects = 3
 
-    public init() {}
+    public init(allowPrivateAddresses: Bool, maxBytes: Int, timeout: Duration, concurrency: Int) {
+        self.allowPrivateAddresses = allowPrivateAddresses
+        self.maxBytes = maxBytes
+        self.timeout = timeout
+        self.concurrency = concurrency
+    }
 }
 
 /// An OpenGraph preview, and the message data a client sends as a `SENDBIRD_DESK_URL_PREVIEW` rich message.

@@ -4,20 +4,22 @@ import Foundation
 import HTTPServer
 import JSON
 import Logging
-import Services
+public import Services
 import Store
 import Telemetry
 
 public struct OutboxSettings: Sendable {
-    /// Ceiling of the exponential backoff between delivery attempts.
-    public var maxBackoffSeconds: Double = 300
-    /// How long a claimed operation is left alone by other instances.
-    public var leaseSeconds = 60
-    public var relayIntervalMilliseconds = 500
+    /// Backoff, lease and concurrency of deliveries.
+    public var policy: OutboxPolicy
     /// /readyz warns when the oldest pending operation is older than this.
-    public var warnAgeSeconds: Double = 300
+    public var warnAgeSeconds: Double
+    /// Pause of the relay when a pass found nothing due.
+    public var relayIntervalMilliseconds = 500
 
-    public init() {}
+    public init(policy: OutboxPolicy, warnAgeSeconds: Double) {
+        self.policy = policy
+        self.warnAgeSeconds = warnAgeSeconds
+    }
 }
 
 /// Customer writes over HTTP: the delivery rules live in `Services.OperationDelivery`; this turns their outcome into
@@ -31,10 +33,7 @@ final class Operations: Sendable {
 
     init(desk: any DeskTicketWriter, outbox: any OutboxQueue, sessions: any SessionDirectory, tickets: TicketService, ratings: any RatingStore,
          metrics: MetricsRegistry, logger: Logger, settings: OutboxSettings) {
-        var policy = OutboxPolicy()
-        policy.maxBackoffSeconds = settings.maxBackoffSeconds
-        policy.leaseSeconds = settings.leaseSeconds
-        delivery = OperationDelivery(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, policy: policy,
+        delivery = OperationDelivery(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, policy: settings.policy,
                                      logger: logger) { outcome in metrics.increment("outbox_deliveries_total", [("outcome", outcome)]) }
         self.outbox = outbox
         self.metrics = metrics

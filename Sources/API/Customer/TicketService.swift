@@ -8,25 +8,32 @@ import Synchronization
 
 /// Freshness and size settings of the customer API.
 public struct CustomerAPISettings: Sendable {
-    /// A cached ticket younger than this is served without asking Desk.
-    public var cacheTTLSeconds: Double = 15
-    /// A customer's list is re-read from Desk when older than this.
-    public var listTTLSeconds: Double = 15
-    /// Tickets read per customer when refreshing a list (newest first).
-    public var maxSyncTickets = 1000
+    /// A cached ticket, or a customer's list, younger than this is served without asking Desk.
+    public var cacheTTLSeconds: Double
     /// A read that has a cached copy to fall back on waits this long for Desk in all (every attempt), then serves
     /// the copy marked stale.
-    public var staleReadBudgetSeconds: Double = 2
-    public var sessionLifetimeSeconds = 86_400
-    public var sessionCacheSeconds: Double = 5
+    public var staleReadBudgetSeconds: Double
+    public var sessionLifetimeSeconds: Int
+    public var sessionCacheSeconds: Double
     /// Failed sign-ins per Sendbird user id and client address (beside the limit on all sign-ins per address): a
     /// stranger's failures never lock the user out from their own address, and correct sign-ins cost nothing here.
-    public var signInPerUserPerMinute = 10
-    public var signInPerUserBurst = 5
+    public var signInPerUserPerMinute: Int
+    public var signInPerUserBurst: Int
     /// Proxies whose forwarding headers name the client (the same list the rate limits use).
-    public var trustedProxies: [CIDR] = []
+    public var trustedProxies: [CIDR]
+    /// Tickets read per customer when refreshing a list (newest first).
+    public var maxSyncTickets = 1000
 
-    public init() {}
+    public init(cacheTTLSeconds: Double, staleReadBudgetSeconds: Double, sessionLifetimeSeconds: Int, sessionCacheSeconds: Double,
+                signInPerUserPerMinute: Int, signInPerUserBurst: Int, trustedProxies: [CIDR]) {
+        self.cacheTTLSeconds = cacheTTLSeconds
+        self.staleReadBudgetSeconds = staleReadBudgetSeconds
+        self.sessionLifetimeSeconds = sessionLifetimeSeconds
+        self.sessionCacheSeconds = sessionCacheSeconds
+        self.signInPerUserPerMinute = signInPerUserPerMinute
+        self.signInPerUserBurst = signInPerUserBurst
+        self.trustedProxies = trustedProxies
+    }
 }
 
 /// A ticket document ready to send, and whether Desk could confirm it.
@@ -159,7 +166,7 @@ final class TicketService: TicketCache {
     /// Returns true when Desk could not be reached and the cache is all there is.
     func refreshList(_ session: SessionRecord) async throws -> Bool {
         let last = try await store.lastSync(customerId: session.customerId)
-        if let last, Self.now() - last < settings.listTTLSeconds {
+        if let last, Self.now() - last < settings.cacheTTLSeconds {
             return false
         }
         let tickets: [DeskTicket]

@@ -6,20 +6,27 @@ import Reports
 public import Store
 
 public struct ReportPageSettings: Sendable {
-    public var sessionHours = 8
+    public var sessionHours: Int
     /// CSP `frame-ancestors` sources allowed to embed the page; nil: nobody (`'none'` and `X-Frame-Options: DENY`).
     public var frameAncestors: String?
     /// Groups with fewer responses than this are marked as a small sample.
-    public var smallSample = 10
+    public var smallSample: Int
     /// Whether the session cookie is `Secure`; nil: when the request came over TLS (`X-Forwarded-Proto: https` from
     /// one of `trustedProxies`, never from any client).
     public var secureCookie: Bool?
     /// Proxies whose forwarding headers are believed (TRUSTED_PROXIES, as for the rate limits and the logs).
-    public var trustedProxies: [CIDR] = []
+    public var trustedProxies: [CIDR]
     /// Zones offered in the time-zone list (the rollup zones; any other IANA zone may still be typed into the URL).
-    public var zones = ["UTC"]
+    public var zones: [String]
 
-    public init() {}
+    public init(sessionHours: Int, frameAncestors: String?, smallSample: Int, secureCookie: Bool?, trustedProxies: [CIDR], zones: [String]) {
+        self.sessionHours = sessionHours
+        self.frameAncestors = frameAncestors
+        self.smallSample = smallSample
+        self.secureCookie = secureCookie
+        self.trustedProxies = trustedProxies
+        self.zones = zones
+    }
 }
 
 /// `/reports`: the CSAT report page for support leads, rendered here as HTML with inline SVG charts. Every figure on

@@ -8,19 +8,28 @@ import Synchronization
 
 public struct ReportSettings: Sendable {
     /// Zones with rollups (REPORT_TIME_ZONES).
-    public var zones: [String] = ["UTC"]
-    public var maxDays = 366
+    public var zones: [String]
+    public var maxDays: Int
     /// Seconds a computed report is reused for the same query (0: never); dashboards poll the same reports.
-    public var cacheSeconds = 15
+    public var cacheSeconds: Int
     /// Bytes the cached reports may hold at most, answers and keys together.
-    public var cacheMaxBytes = 32 << 20
+    public var cacheMaxBytes: Int
     /// Most rows (groups × buckets) one report may have; more is 400 `report_too_large`.
-    public var maxCells = 10_000
+    public var maxCells: Int
     /// Reports computed from raw ratings at once on this instance, and for one API key.
-    public var rawConcurrency = 2
-    public var rawConcurrencyPerKey = 1
+    public var rawConcurrency: Int
+    public var rawConcurrencyPerKey: Int
 
-    public init() {}
+    public init(zones: [String], maxDays: Int, cacheSeconds: Int, cacheMaxBytes: Int, maxCells: Int, rawConcurrency: Int,
+                rawConcurrencyPerKey: Int) {
+        self.zones = zones
+        self.maxDays = maxDays
+        self.cacheSeconds = cacheSeconds
+        self.cacheMaxBytes = cacheMaxBytes
+        self.maxCells = maxCells
+        self.rawConcurrency = rawConcurrency
+        self.rawConcurrencyPerKey = rawConcurrencyPerKey
+    }
 }
 
 /// `/v1/reports/csat` and `/v1/reports/csat/responses` for dashboards, authenticated by API keys with the

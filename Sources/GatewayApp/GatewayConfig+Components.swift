@@ -1,0 +1,63 @@
+public import API
+public import DeskClient
+public import HTTPServer
+public import Services
+import Store
+
+/// Each component's settings, built from the table's values: the components have no defaults of their own for
+/// anything an environment variable sets.
+extension GatewayConfig {
+    public var apiPolicy: APIPolicy {
+        APIPolicy(corsOrigins: self.corsOrigins, rateLimitPerMinute: self.rateLimitPerMinute, rateLimitBurst: self.rateLimitBurst,
+                  signInPerMinute: self.signInPerMinute, signInBurst: self.signInBurst, authFailuresPerMinute: self.authFailuresPerMinute,
+                  authFailureBurst: self.authFailureBurst, trustedProxies: proxies)
+    }
+
+    public var customerAPISettings: CustomerAPISettings {
+        CustomerAPISettings(cacheTTLSeconds: Double(self.cacheTTLSeconds), staleReadBudgetSeconds: Double(self.deskStaleReadBudgetMilliseconds) / 1000,
+                            sessionLifetimeSeconds: self.sessionTTLSeconds, sessionCacheSeconds: Double(self.sessionCacheSeconds),
+                            signInPerUserPerMinute: self.signInPerUserPerMinute, signInPerUserBurst: self.signInPerUserBurst, trustedProxies: proxies)
+    }
+
+    public var linkPreviewSettings: LinkPreviewSettings {
+        LinkPreviewSettings(allowPrivateAddresses: self.linkPreviewAllowPrivate, maxBytes: self.linkPreviewMaxBytes,
+                            timeout: .milliseconds(self.linkPreviewTimeoutMilliseconds), concurrency: self.linkPreviewConcurrency)
+    }
+
+    public var outboxSettings: OutboxSettings {
+        OutboxSettings(policy: OutboxPolicy(maxBackoffSeconds: Double(self.outboxMaxBackoffSeconds), relayConcurrency: self.outboxRelayConcurrency),
+                       warnAgeSeconds: Double(self.outboxWarnAgeSeconds))
+    }
+
+    public var reportSettings: ReportSettings {
+        // Raw reports share at most half the pool's connections, so customers always keep the other half.
+        ReportSettings(zones: self.reportTimeZones, maxDays: self.reportMaxDays, cacheSeconds: self.reportCacheSeconds,
+                       cacheMaxBytes: self.reportCacheMaxMegabytes << 20, maxCells: self.reportMaxCells,
+                       rawConcurrency: min(self.reportRawConcurrency, max(1, self.dbPoolSize / 2)), rawConcurrencyPerKey: self.reportRawConcurrencyPerKey)
+    }
+
+    public var reportPageSettings: ReportPageSettings {
+        ReportPageSettings(sessionHours: self.reportPageSessionHours, frameAncestors: self.reportPageFrameAncestors, smallSample: self.reportPageSmallSample,
+                           secureCookie: self.reportPageSecureCookie, trustedProxies: proxies, zones: self.reportTimeZones)
+    }
+
+    public var syncSettings: SyncSettings {
+        SyncSettings(requestsPerSecond: Double(self.syncRequestsPerSecond), lateRatingDays: self.syncLateRatingDays, firstRunDays: self.syncFirstRunDays)
+    }
+
+    public func deskClientConfiguration(baseURL: String, apiToken: String?) -> DeskClientConfiguration {
+        DeskClientConfiguration(baseURL: baseURL, appId: self.deskAppId, apiToken: apiToken, requestTimeout: .milliseconds(self.deskTimeoutMilliseconds),
+                                maxAnswerBytes: self.deskMaxAnswerMegabytes << 20, breakerFailureThreshold: self.deskBreakerThreshold,
+                                breakerCooldown: .seconds(self.deskBreakerCooldownSeconds))
+    }
+
+    public var httpServerConfiguration: HTTPServerConfiguration {
+        var server = HTTPServerConfiguration(host: self.host, port: self.port, threads: self.httpThreads, connectionTimeoutSeconds: self.httpConnectionTimeoutSeconds,
+                                             connectionLimit: self.httpConnectionLimit, bodyLimitBytes: self.httpBodyLimitBytes)
+        server.perAddressConnectionLimit = self.httpPerAddressConnectionLimit
+        server.requestTimeoutSeconds = self.httpRequestTimeoutSeconds
+        return server
+    }
+
+    private var proxies: [CIDR] { self.trustedProxies.compactMap(CIDR.init) }
+}
