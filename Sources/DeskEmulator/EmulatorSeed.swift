@@ -48,7 +48,7 @@ extension DeskEmulator {
         }
     }
 
-    /// The demo data the embedded emulator starts with (documented in the README).
+    /// The demo data the embedded emulator starts with (documented in docs/desk.md).
     public static let demoSeed = """
         {
           "teams": [

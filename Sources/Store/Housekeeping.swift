@@ -1,7 +1,7 @@
 import Foundation
 import Postgres
 
-/// How long each kind of row is kept once it is of no further use (README "Housekeeping"). CSAT ratings, requests and
+/// How long each kind of row is kept once it is of no further use (docs/state.md, "Housekeeping"). CSAT ratings, requests and
 /// their rollups are reporting data and are never removed. Fractions are allowed (the soak ages rows in minutes).
 public struct RetentionPolicy: Sendable {
     /// Expired or revoked sessions, kept this long for audits (and while an outbox row still names them).

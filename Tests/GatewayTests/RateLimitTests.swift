@@ -13,6 +13,7 @@ import TestSupport
             $0.rateLimitBurst = 1000
             $0.rateLimitPerMinute = 1000
             $0.authFailuresPerMinute = 5
+            $0.authFailureBurst = 5
         }) { app in
             var statuses: [Int] = []
             for index in 0..<20 {

@@ -44,7 +44,7 @@ import TestSupport
 
     @Test func onlyAReportsKeyOpensThePageAndRevokingItEndsTheSession() async throws {
         // More sign-ins than one address may make by default (10 at once): the limit is not what is tested here.
-        try await withGateway(configure: { $0.signInBurst = 100; $0.authFailuresPerMinute = 100 }) { app in
+        try await withGateway(configure: { $0.signInBurst = 100; $0.authFailuresPerMinute = 100; $0.authFailureBurst = 100 }) { app in
             let keys = ApiKeyStore(pool: app.pool)
             let key = try await keys.create(name: "lead", scopes: ["reports"])
             let other = try await keys.create(name: "ops", scopes: ["ops"])
