@@ -42,6 +42,12 @@ check("deployment: liveness on /livez", container["livenessProbe"]["httpGet"]["p
 check("deployment: readiness on /readyz", container["readinessProbe"]["httpGet"]["path"] == "/readyz")
 check("deployment: requests and limits", {"requests", "limits"} <= set(container["resources"]))
 config = yaml.safe_load((root / "k8s" / "configmap.yaml").read_text())["data"]
+ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+check("deployment: probes on the admin port, which is ADMIN_PORT",
+      all(container[probe]["httpGet"]["port"] == "admin" for probe in ("livenessProbe", "readinessProbe", "startupProbe"))
+      and ports.get("admin") == int(config["ADMIN_PORT"]) and ports.get("http") == int(config["PORT"]))
+service = yaml.safe_load((root / "k8s" / "service.yaml").read_text())
+check("service: publishes the API port only", [p["targetPort"] for p in service["spec"]["ports"]] == ["http"])
 drain = int(config["SHUTDOWN_DRAIN_S"])
 pre_stop = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
 check("deployment: grace period longer than preStop + drain",

@@ -41,6 +41,11 @@ for path in files:
             problems.append(f"{path.relative_to(root)}: {target}: no such file")
         elif anchor and destination.suffix == ".md" and anchor not in anchors(destination):
             problems.append(f"{path.relative_to(root)}: {target}: no such heading")
+# Every alert's runbook_url names a section of docs/runbooks.md.
+runbooks = root / "docs" / "runbooks.md"
+for anchor in re.findall(r'runbook_url: "[^"#]*#([^"]+)"', (root / "deploy" / "prometheus" / "alerts.yml").read_text()):
+    if anchor not in anchors(runbooks):
+        problems.append(f"deploy/prometheus/alerts.yml: runbook_url #{anchor}: no such heading in docs/runbooks.md")
 readme_lines = len((root / "README.md").read_text().splitlines())
 if readme_lines > 450:
     problems.append(f"README.md: {readme_lines} lines, more than 450")

@@ -39,6 +39,10 @@ def query(expr):
         return json.loads(error.read() or b"{}") or {"status": "error", "error": str(error)}
 
 
+runbook_anchors = {re.sub(r"[^a-z0-9 -]", "", line[3:].strip().lower()).replace(" ", "-")
+                   for line in (root / "docs/runbooks.md").read_text().splitlines() if line.startswith("## ")}
+
+
 def measured_side(expr):
     """The expression an alert compares with its threshold (the part before the last comparison)."""
     flat = " ".join(expr.split())
@@ -96,20 +100,46 @@ def main():
         load()
         time.sleep(12)   # scrapes, a sync and a housekeeping pass, and enough samples for 1m rates
         rules = yaml.safe_load((root / "deploy/prometheus/alerts.yml").read_text())
-        for rule in rules["groups"][0]["rules"]:
+        recorded = [rule for group in rules["groups"] for rule in group["rules"] if "record" in rule]
+        alerts = [rule for group in rules["groups"] for rule in group["rules"] if "alert" in rule]
+        # The SLO's recorded series, as Prometheus evaluated them from the gateway's own metrics.
+        for rule in recorded:
+            result = query(rule["record"])
+            check(f"recording rule {rule['record']}: has data", result.get("status") == "success" and result["data"]["result"],
+                  json.dumps(result)[:200])
+        for rule in alerts:
             full = query(rule["expr"])
             check(f"alert {rule['alert']}: evaluates", full.get("status") == "success", full.get("error", ""))
-            side = query(measured_side(rule["expr"]))
-            check(f"alert {rule['alert']}: its measured side has data", side.get("status") == "success" and side["data"]["result"],
-                  measured_side(rule["expr"]) + " " + json.dumps(side)[:200])
+            if rule["expr"].startswith("absent("):
+                continue
+            # A burn-rate alert compares recorded series: each must have data; any other alert its measured side.
+            names = sorted(set(re.findall(r"desk_gateway:[a-z_:0-9]+", rule["expr"])))
+            for expression in names or [measured_side(rule["expr"])]:
+                side = query(expression)
+                check(f"alert {rule['alert']}: {expression[:60]} has data", side.get("status") == "success" and side["data"]["result"],
+                      expression + " " + json.dumps(side)[:200])
+            anchor = rule["annotations"]["runbook_url"].split("#", 1)[1]
+            check(f"alert {rule['alert']}: its runbook section exists", anchor in runbook_anchors, anchor)
         loaded = query("ALERTS")
         check("Prometheus loaded the rule file", loaded.get("status") == "success")
         dashboard = json.loads((root / "deploy/grafana/desk-gateway.json").read_text())
+        rows = [panel["title"] for panel in dashboard["panels"] if panel["type"] == "row"]
+        check("the dashboard is in rows (API, dependencies, background work, the process)", len(rows) == 4, str(rows))
+        variables = {v["name"] for v in dashboard["templating"]["list"]}
+        check("the dashboard has job and instance variables", {"job", "instance"} <= variables, str(variables))
+        check("the dashboard's job and instance variables find the gateway",
+              query(f'group by (job, instance) (desk_gateway_build_info{{job="desk-gateway"}})')["data"]["result"] != [])
         for panel in dashboard["panels"]:
+            if panel["type"] == "row":
+                continue
+            check(f"panel '{panel['title']}': has a description and a unit",
+                  bool(panel.get("description")) and bool(panel["fieldConfig"]["defaults"].get("unit")))
             for target in panel["targets"]:
-                result = query(target["expr"])
+                # Grafana's variables as a dashboard opened on this job with every instance would set them.
+                expr = target["expr"].replace('"$job"', '"desk-gateway"').replace('"$instance"', '".*"')
+                result = query(expr)
                 check(f"panel '{panel['title']}' {target['refId']}: returns data",
-                      result.get("status") == "success" and result["data"]["result"], target["expr"] + " " + json.dumps(result)[:200])
+                      result.get("status") == "success" and result["data"]["result"], expr + " " + json.dumps(result)[:200])
     finally:
         for process in (prom, gw):
             terminate(process)

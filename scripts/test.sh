@@ -39,6 +39,7 @@ echo "== deployment files"
 python3 deploy/validate.py
 
 echo "== alerts: promtool unit tests, then the alerts and the dashboard against a real Prometheus scraping a gateway"
+python3 deploy/prometheus/render.py --check
 promtool check rules deploy/prometheus/alerts.yml
 promtool test rules deploy/prometheus/alerts_test.yml
 python3 scripts/prometheus_test.py "$TEST_DATABASE_URL"

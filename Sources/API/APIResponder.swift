@@ -1,3 +1,4 @@
+import Domain
 public import HTTPServer
 public import Logging
 public import Telemetry
@@ -67,8 +68,9 @@ public final class APIResponder: HTTPResponder {
     public func respond(to request: HTTPRequest) -> HTTPReply {
         let started = ContinuousClock.now
         let requestID = ids.id(for: request)
+        let trace = TraceContext.incoming(traceparent: request.header("traceparent"), tracestate: request.header("tracestate"))
         func done(_ response: HTTPResponse, _ request: HTTPRequest, _ route: String, _ extra: [(name: String, value: String)] = []) -> HTTPReply {
-            .now(finish(response, request: request, route: route, requestID: requestID, started: started, extra: extra))
+            .now(finish(response, request: request, route: route, requestID: requestID, started: started, extra: extra, trace: trace))
         }
         if cors.isPreflight(request) { return done(cors.preflight(request), request, "(preflight)") }
         var limitHeaders: [(name: String, value: String)] = []
@@ -86,7 +88,7 @@ public final class APIResponder: HTTPResponder {
         case .found(let handler, let template, let parameters):
             var routed = request
             routed.pathParameters = parameters
-            let info = RequestInfo(id: requestID, route: template)
+            let info = RequestInfo(id: requestID, route: template, trace: trace)
             let slow: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse
             switch handler {
             case .sync(let body):
@@ -101,18 +103,19 @@ public final class APIResponder: HTTPResponder {
             }
             inFlight.add(1, ordering: .relaxed)
             return .later { [self, routed, limitHeaders] in
-                let response: HTTPResponse
-                do {
-                    if let idempotency {
-                        response = try await idempotency.run(routed, info: info, slow) { problems.response(for: $0, request: routed, info: info) }
-                    } else {
-                        response = try await slow(routed, info)
+                // Desk calls made for this request carry its trace (DeskClient reads it from the task).
+                let response: HTTPResponse = await TraceContext.$current.withValue(trace) {
+                    do {
+                        if let idempotency {
+                            return try await idempotency.run(routed, info: info, slow) { problems.response(for: $0, request: routed, info: info) }
+                        }
+                        return try await slow(routed, info)
+                    } catch {
+                        return problems.response(for: error, request: routed, info: info)
                     }
-                } catch {
-                    response = problems.response(for: error, request: routed, info: info)
                 }
                 inFlight.subtract(1, ordering: .relaxed)
-                return finish(response, request: routed, route: template, requestID: requestID, started: started, extra: limitHeaders)
+                return finish(response, request: routed, route: template, requestID: requestID, started: started, extra: limitHeaders, trace: trace)
             }
         }
     }
@@ -148,13 +151,13 @@ public final class APIResponder: HTTPResponder {
     /// Every answer's way out: failed-authentication bookkeeping, ETag, request id, rate-limit and CORS headers,
     /// metrics and the access log.
     private func finish(_ response: HTTPResponse, request: HTTPRequest, route: String, requestID: String,
-                        started: ContinuousClock.Instant, extra: [(name: String, value: String)] = []) -> HTTPResponse {
+                        started: ContinuousClock.Instant, extra: [(name: String, value: String)] = [], trace: TraceContext? = nil) -> HTTPResponse {
         admission.observe(response, to: request)
         var response = ETag.apply(to: response, request: request)
         response.headers.append(("X-Request-ID", requestID))
         response.headers.append(contentsOf: extra)
         cors.decorate(&response, for: request)
-        accessLog.record(response, request: request, route: route, requestID: requestID, started: started)
+        accessLog.record(response, request: request, route: route, requestID: requestID, started: started, trace: trace)
         return response
     }
 }

@@ -36,6 +36,20 @@ public struct OpsRoutes: Sendable {
     }
 
     public func register(in routes: inout RouteTable) {
+        registerHealth(in: &routes)
+        registerDocument(in: &routes)
+    }
+
+    /// `/openapi.yaml`: part of the public API.
+    public func registerDocument(in routes: inout RouteTable) {
+        routes.add("GET", "/openapi.yaml", .sync { [openAPIDocument] _, _ in
+            guard let openAPIDocument else { throw APIError.notFound("This build has no OpenAPI document installed.") }
+            return .text(openAPIDocument, contentType: "application/yaml")
+        })
+    }
+
+    /// `/livez`, `/readyz`, `/metrics`: on the public port, or on the admin port alone when one is set.
+    public func registerHealth(in routes: inout RouteTable) {
         let live = HTTPResponse(status: 200, headers: [("Content-Type", "application/health+json"), ("Cache-Control", "no-store")],
                                 body: Array(#"{"status":"pass"}"#.utf8))
         routes.add("GET", "/livez", .sync { [watchdog] _, _ in
@@ -47,10 +61,6 @@ public struct OpsRoutes: Sendable {
         routes.add("GET", "/readyz", .async { _, _ in await readiness() })
         routes.add("GET", "/metrics", .sync { [metrics] _, _ in
             .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
-        })
-        routes.add("GET", "/openapi.yaml", .sync { [openAPIDocument] _, _ in
-            guard let openAPIDocument else { throw APIError.notFound("This build has no OpenAPI document installed.") }
-            return .text(openAPIDocument, contentType: "application/yaml")
         })
     }
 

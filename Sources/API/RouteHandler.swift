@@ -1,3 +1,4 @@
+public import Domain
 public import HTTPServer
 
 /// Facts about the request that handlers and logs share.
@@ -5,10 +6,13 @@ public struct RequestInfo: Sendable {
     public let id: String
     /// The route template (`/v1/tickets/{id}`), never the concrete path: safe as a metric label.
     public let route: String
+    /// The W3C trace the request belongs to (the caller's `traceparent`, or one started here).
+    public let trace: TraceContext?
 
-    public init(id: String, route: String) {
+    public init(id: String, route: String, trace: TraceContext? = nil) {
         self.id = id
         self.route = route
+        self.trace = trace
     }
 }
 

@@ -125,6 +125,11 @@ extension DeskClient {
             }
             request.headers.append(("SENDBIRDDESKAPITOKEN", Self.headerValue(token)))
         }
+        // The request's trace, one child span per Desk call (W3C Trace Context).
+        if let trace = TraceContext.current {
+            request.headers.append(("traceparent", trace.child().traceparent))
+            if let state = trace.state { request.headers.append(("tracestate", Self.headerValue(state))) }
+        }
         return request
     }
 

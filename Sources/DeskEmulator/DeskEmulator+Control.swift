@@ -145,6 +145,11 @@ extension DeskEmulator {
             emulator.setWebhooks(urls: urls, secret: secret)
             return EmulatorResponse.json(.object([("urls", .array(urls.map(JSONValue.string)))]))
         }
+        add("GET", "/traces") { emulator, _ throws(EmulatorFailure) in
+            EmulatorResponse.json(.array(emulator.traces.withLock { $0 }.map {
+                .object([("traceparent", .string($0.traceparent)), ("method", .string($0.method)), ("path", .string($0.path))])
+            }))
+        }
         add("GET", "/webhooks/stats") { emulator, _ throws(EmulatorFailure) in
             EmulatorResponse.json(emulator.takeWebhookStats().json)
         }

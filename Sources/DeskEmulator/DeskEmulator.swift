@@ -69,6 +69,8 @@ public final class DeskEmulator: Sendable {
     let variants = Mutex(EmulatorVariants())
     /// Platform API requests answered 429 so far (for tests).
     let rateLimited = Mutex(0)
+    /// The last W3C `traceparent` headers received on Desk's surfaces, newest last (`GET /emulator/traces`).
+    let traces = Mutex<[(traceparent: String, method: String, path: String)]>([])
     let webhooks: WebhookSender
     private let server = Mutex<HTTPServer?>(nil)
     private let boundPort = Mutex(0)
@@ -137,6 +139,15 @@ public final class DeskEmulator: Sendable {
 
     /// How many Platform API requests were answered 429.
     public var rateLimitedCount: Int { rateLimited.withLock { $0 } }
+
+    /// Keeps a request's trace header (at most the last 1,000) so a test can follow one request end to end.
+    func noteTrace(_ request: HTTPRequest) {
+        guard let traceparent = request.header("traceparent") else { return }
+        traces.withLock { traces in
+            if traces.count >= 1000 { traces.removeFirst(traces.count - 999) }
+            traces.append((traceparent, request.method, request.path))
+        }
+    }
 
     public func setWebhooks(urls: [String], secret: String) { webhooks.configure(urls: urls, secret: secret) }
 
@@ -219,6 +230,7 @@ extension DeskEmulator {
         case .found(let handler, _, let parameters):
             var routed = request
             routed.pathParameters = parameters
+            if handler.surface != .control { noteTrace(request) }
             let currentFaults = handler.surface == .control ? EmulatorFaults() : faults.withLock { faults in
                 let current = faults
                 if faults.failNext > 0 { faults.failNext -= 1 }

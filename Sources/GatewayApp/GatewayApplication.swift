@@ -109,6 +109,8 @@ struct Wiring: Sendable {
     let emulator: DeskEmulator?
     let sessionKey: [UInt8]
     var routes = RouteTable()
+    /// `/livez`, `/readyz`, `/metrics` when they have a port of their own (`ADMIN_PORT`).
+    var adminRoutes = RouteTable()
 }
 
 /// Builds and starts the whole gateway, one section at a time; a failure stops what had started.
@@ -201,10 +203,12 @@ func sessionKey(_ config: GatewayConfig, pool: Database, logger: Logger) async t
 func registerOps(_ wiring: inout Wiring, assets: String, watchdog: Watchdog) {
     let (config, pool) = (wiring.config, wiring.pool)
     let openAPI = try? String(contentsOfFile: assets + "/openapi.yaml", encoding: .utf8)
-    OpsRoutes(checks: [DatabaseReadinessCheck(database: pool), DeskReadinessCheck(client: wiring.desk),
-                       OutboxReadinessCheck(outbox: OutboxStore(pool: pool), warnAgeSeconds: Double(config.outboxWarnAgeSeconds))],
-              metrics: wiring.metrics, database: pool, openAPIDocument: openAPI, version: gatewayVersion,
-              watchdog: watchdog).register(in: &wiring.routes)
+    let ops = OpsRoutes(checks: [DatabaseReadinessCheck(database: pool), DeskReadinessCheck(client: wiring.desk),
+                                 OutboxReadinessCheck(outbox: OutboxStore(pool: pool), warnAgeSeconds: Double(config.outboxWarnAgeSeconds))],
+                        metrics: wiring.metrics, database: pool, openAPIDocument: openAPI, version: gatewayVersion, watchdog: watchdog)
+    ops.registerDocument(in: &wiring.routes)
+    if config.adminPort > 0 { ops.registerHealth(in: &wiring.adminRoutes) } else { ops.registerHealth(in: &wiring.routes) }
+    ProcessMetrics.register(in: wiring.metrics, version: gatewayVersion)
 }
 
 /// The customer API: sessions, tickets, messages, feedback, link previews, the outbox.
@@ -299,6 +303,15 @@ func syncLoop(_ sync: DeskSync, _ wiring: Wiring) -> BackgroundLoop {
 /// The HTTP server with the API's policy in front of every route; the last part to start and the first to stop.
 func startServer(_ wiring: Wiring, services: ServiceGroup) async throws -> HTTPServer {
     let config = wiring.config
+    if config.adminPort > 0 {
+        // Started first, so it stops last: probes and scrapes see the drain.
+        let admin = APIResponder(routes: wiring.adminRoutes, metrics: wiring.metrics, logger: wiring.logger, policy: config.apiPolicy,
+                                 verified: wiring.verified)
+        var adminServer = config.httpServerConfiguration
+        adminServer.port = config.adminPort
+        adminServer.threads = 1
+        try await services.start(HTTPService(server: HTTPServer(configuration: adminServer, responder: admin), drain: .seconds(1)))
+    }
     let responder = APIResponder(routes: wiring.routes, metrics: wiring.metrics, logger: wiring.logger, policy: config.apiPolicy,
                                  idempotency: IdempotencyStore(pool: wiring.pool, windowHours: config.retentionIdempotencyHours), verified: wiring.verified)
     let server = HTTPServer(configuration: config.httpServerConfiguration, responder: responder)

@@ -96,6 +96,9 @@ public struct GatewaySettings: Sendable {
         "HTTP_BODY_LIMIT_BYTES", 1 << 20, 1024...(64 << 20), .http, "larger request bodies get 413")
     public let shutdownDrainSeconds = Setting.integer(
         "SHUTDOWN_DRAIN_S", 10, 0...600, .http, "on SIGTERM, how long in-flight requests may take before they are answered 503")
+    public let adminPort = Setting.integer(
+        "ADMIN_PORT", 0, 0...65535, .http,
+        "a second port serving only /livez, /readyz and /metrics, which then leave the public port (0: off)")
     public let livenessStallSeconds = Setting.integer(
         "LIVENESS_STALL_S", 15, 2...3600, .http, "`/livez` fails when async work has made no progress for this long")
 

@@ -23,7 +23,7 @@ public final class MetricsRegistry: Sendable {
 
     private let families = Mutex<[String: Family]>([:])
     private let order = Mutex<[String]>([])
-    private let gauges = Mutex<[(name: String, help: String, read: GaugeReader)]>([])
+    private let gauges = Mutex<[(name: String, help: String, kind: Kind, read: GaugeReader)]>([])
 
     public static let defaultLatencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
@@ -63,9 +63,10 @@ public final class MetricsRegistry: Sendable {
         }
     }
 
-    /// A gauge whose values are read when /metrics is scraped (pool sizes, queue depths).
-    public func gauge(_ name: String, help: String, read: @escaping GaugeReader) {
-        gauges.withLock { $0.append((name, help, read)) }
+    /// A gauge whose values are read when /metrics is scraped (pool sizes, queue depths); `kind: .counter` for a
+    /// total kept elsewhere (the process's CPU seconds).
+    public func gauge(_ name: String, help: String, kind: Kind = .gauge, read: @escaping GaugeReader) {
+        gauges.withLock { $0.append((name, help, kind, read)) }
     }
 
     /// The current value of a counter or gauge sample (for tests and health checks).
@@ -97,7 +98,7 @@ public final class MetricsRegistry: Sendable {
             }
         }
         for gauge in gauges.withLock({ $0 }) {
-            out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) gauge\n"
+            out += "# HELP \(gauge.name) \(gauge.help)\n# TYPE \(gauge.name) \(gauge.kind.rawValue)\n"
             for sample in gauge.read() {
                 let key = Self.render(sample.labels)
                 out += "\(gauge.name)\(key.isEmpty ? "" : "{\(key)}") \(Self.format(sample.value))\n"

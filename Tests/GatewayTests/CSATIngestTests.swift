@@ -146,7 +146,19 @@ import TestSupport
             let drift = try await store.rollupDrift()
             #expect(drift.keys.sorted() == ["Asia/Tokyo", "UTC"], "\(drift)")
             #expect(drift.values.allSatisfy { $0 > 0 })
-            try await store.rebuildRollups(zones: drift.keys.sorted())
+            // Through the command, as an operator runs it: `csat audit` names the drift, `--repair` rebuilds.
+            var command = app.config
+            command.deskBaseURL = try #require(app.emulator).baseURL
+            command.deskAPIToken = try #require(app.emulator).configuration.apiToken
+            let format = DateFormatter()
+            format.dateFormat = "yyyy-MM-dd"
+            format.timeZone = TimeZone(identifier: "UTC")
+            format.locale = Locale(identifier: "en_US_POSIX")
+            let (from, to) = (format.string(from: Date(timeIntervalSince1970: base - 86_400)), format.string(from: Date()))
+            let found = try await runAudit(command, logger: Logger(label: "audit"), from: from, to: to, repair: false) { _ in }
+            #expect(found.rollupDrift == drift && found.rollupDriftLeft == drift)
+            let repaired = try await runAudit(command, logger: Logger(label: "audit"), from: from, to: to, repair: true) { _ in }
+            #expect(repaired.rollupDrift == drift && repaired.rollupDriftLeft.isEmpty)
             #expect(try await store.rollupDrift().isEmpty)
             try await CSATIntegrityTests.rollupsMatchRawRatings(app)
             #expect(try await store.zones() == ["UTC", "Asia/Tokyo"])

@@ -93,6 +93,45 @@ import TestSupport
         }
     }
 
+    /// The standard process families, with values that match the process as the kernel reports it.
+    @Test func metricsDescribeTheProcessAndTheBuild() async throws {
+        try await TestGateway.with { app in
+            let text = try await httpRequest(port: app.port, "GET", "/metrics").text
+            func value(_ name: String) -> Double? {
+                text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.dropFirst(name.count + 1)) }
+            }
+            #expect(text.contains("# TYPE process_cpu_seconds_total counter"))
+            #expect((value("process_cpu_seconds_total") ?? 0) > 0)
+            let rss = try #require(value("process_resident_memory_bytes"))
+            let statm = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ")
+            let kernelRSS = Double(statm[1]).map { $0 * Double(sysconf(Int32(_SC_PAGESIZE))) } ?? 0
+            #expect(rss > 10_000_000 && abs(rss - kernelRSS) < 200_000_000, "\(rss) against \(kernelRSS)")
+            #expect((value("process_virtual_memory_bytes") ?? 0) >= rss)
+            #expect((value("process_open_fds") ?? 0) > 3)
+            #expect((value("process_max_fds") ?? 0) >= (value("process_open_fds") ?? 0))
+            #expect((value("process_threads") ?? 0) >= 2)
+            let started = try #require(value("process_start_time_seconds"))
+            #expect(started <= Date().timeIntervalSince1970 && started > Date().timeIntervalSince1970 - 86_400 * 3)
+            #expect(text.contains(#"desk_gateway_build_info{version="\#(gatewayVersion)"} 1"#))
+        }
+    }
+
+    /// With ADMIN_PORT, health and metrics answer there and leave the public port; the API stays where it was.
+    @Test func theAdminPortTakesHealthAndMetricsOffThePublicOne() async throws {
+        let adminPort = TestPorts.free()
+        try await TestGateway.with(configure: { $0.adminPort = adminPort }) { app in
+            for path in ["/livez", "/readyz", "/metrics"] {
+                let admin = try await httpRequest(port: adminPort, "GET", path).status
+                let onPublic = try await httpRequest(port: app.port, "GET", path).status
+                #expect(admin == 200 && onPublic == 404, "\(path): \(admin) on the admin port, \(onPublic) on the public one")
+            }
+            #expect(try await httpRequest(port: adminPort, "GET", "/metrics").text.contains("process_resident_memory_bytes"))
+            #expect(try await httpRequest(port: adminPort, "GET", "/v1/tickets").status == 404)
+            #expect(try await httpRequest(port: app.port, "GET", "/openapi.yaml").status == 200)
+            #expect(try await httpRequest(port: app.port, "GET", "/v1/tickets").status == 401)
+        }
+    }
+
     @Test func servesTheRepositoryOpenAPIDocument() async throws {
         try await TestGateway.with { app in
             let response = try await httpRequest(port: app.port, "GET", "/openapi.yaml")

@@ -24,9 +24,9 @@ public enum TestGateway {
         return config
     }
 
-    public static func start(_ config: GatewayConfig) async throws -> GatewayApplication {
-        var logger = Logger(label: "gateway-test")
-        logger.logLevel = config.logLevel
+    public static func start(_ config: GatewayConfig, logger given: Logger? = nil) async throws -> GatewayApplication {
+        var logger = given ?? Logger(label: "gateway-test")
+        if given == nil { logger.logLevel = config.logLevel }
         let app = try await buildApplication(config, logger: logger)
         await app.waitForReportZones()
         return app

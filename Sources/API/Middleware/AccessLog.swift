@@ -1,3 +1,4 @@
+public import Domain
 public import HTTPServer
 public import Logging
 public import Telemetry
@@ -21,17 +22,23 @@ public struct AccessLog: Sendable {
 
     static func methodLabel(_ method: String) -> String { knownMethods.contains(method) ? method : "OTHER" }
 
-    public func record(_ response: HTTPResponse, request: HTTPRequest, route: String, requestID: String, started: ContinuousClock.Instant) {
+    public func record(_ response: HTTPResponse, request: HTTPRequest, route: String, requestID: String, started: ContinuousClock.Instant,
+                       trace: TraceContext? = nil) {
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.increment("http_requests_total", [("route", route), ("method", Self.methodLabel(request.method)), ("status", String(response.status))])
         if let cache = response.header("x-cache") { metrics.increment("ticket_cache_total", [("result", cache.lowercased())]) }
         metrics.observe("http_request_duration_seconds", [("route", route)], seconds)
         guard logger.logLevel <= .info else { return }
-        logger.info("request", metadata: [
+        var metadata: Logger.Metadata = [
             "request_id": "\(requestID)", "method": "\(Self.methodLabel(request.method))", "path": "\(request.path)",
             "route": "\(route)", "status": .stringConvertible(response.status),
             "duration_ms": .stringConvertible((seconds * 1e5).rounded() / 100),
-        ])
+        ]
+        if let trace {
+            metadata["trace_id"] = "\(trace.traceID)"
+            metadata["span_id"] = "\(trace.spanID)"
+        }
+        logger.info("request", metadata: metadata)
     }
 }

@@ -12,7 +12,7 @@ public struct CORS: Sendable {
     /// The methods the API's routes answer.
     static let allowMethods = "GET, POST, PUT, PATCH, DELETE"
     /// The request headers the API reads.
-    static let allowHeaders = "Authorization, Content-Type, Idempotency-Key, If-None-Match, X-API-Key, X-Request-ID"
+    static let allowHeaders = "Authorization, Content-Type, Idempotency-Key, If-None-Match, X-API-Key, X-Request-ID, traceparent, tracestate"
     /// What a frontend needs to read from an answer.
     static let exposeHeaders = "ETag, Location, Retry-After, X-Request-ID, X-Cache, RateLimit, RateLimit-Limit, "
         + "RateLimit-Remaining, RateLimit-Reset, Idempotent-Replayed"

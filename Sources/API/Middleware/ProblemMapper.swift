@@ -20,16 +20,16 @@ public struct ProblemMapper: Sendable {
             return error
         case let error as DomainError:
             if error.code == .storeUnavailable || error.code == .storeTimeout {
-                logger.warning("database unavailable", metadata: ["request_id": "\(info.id)", "error": "\(error.internalDetail ?? "")"])
+                logger.warning("database unavailable", metadata: ["request_id": "\(info.id)", "trace_id": "\(info.trace?.traceID ?? "")", "error": "\(error.internalDetail ?? "")"])
             } else if error.code == .storeFailure {
-                logger.error("database error", metadata: ["request_id": "\(info.id)", "route": "\(info.route)",
+                logger.error("database error", metadata: ["request_id": "\(info.id)", "trace_id": "\(info.trace?.traceID ?? "")", "route": "\(info.route)",
                                                           "error": "\(error.internalDetail ?? "")"])
             } else if let detail = error.internalDetail {
-                logger.notice("upstream refused", metadata: ["request_id": "\(info.id)", "code": "\(error.code)", "detail": "\(detail)"])
+                logger.notice("upstream refused", metadata: ["request_id": "\(info.id)", "trace_id": "\(info.trace?.traceID ?? "")", "code": "\(error.code)", "detail": "\(detail)"])
             }
             return Self.map(error)
         default:
-            logger.error("unhandled error", metadata: ["request_id": "\(info.id)", "route": "\(info.route)", "error": "\(error)"])
+            logger.error("unhandled error", metadata: ["request_id": "\(info.id)", "trace_id": "\(info.trace?.traceID ?? "")", "route": "\(info.route)", "error": "\(error)"])
             return .internalError()
         }
     }

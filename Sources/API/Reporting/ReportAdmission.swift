@@ -3,13 +3,14 @@ import Synchronization
 /// Reports computed from raw ratings (a zone without rollups) can cost seconds of database time each. They share a
 /// budget of `total` database connections on an instance (at most half the pool, so customers keep the rest), and
 /// one API key runs at most `perKey` of them, counted by the key's id whether it asks through the API or the report
-/// page. A report computes its two periods at once on two connections only when a third stays free for another key
-/// (one key's report once took both and every other key got 503); otherwise one after the other on one. Excess is
-/// refused at once (waiting would only pile requests up behind a slow query).
+/// page. A report alone computes its two periods at once on two connections; the second is lent, not owned: a report
+/// of another key arriving meanwhile is admitted on the budget's own slots (one key's report once took both and every
+/// other key got 503), so the budget is exceeded by at most the lent connections while they run. Excess is refused
+/// at once (waiting would only pile requests up behind a slow query).
 final class ReportAdmission: Sendable {
     let total: Int
     let perKey: Int
-    private let state = Mutex<(connections: Int, byKey: [String: Int])>((0, [:]))
+    private let state = Mutex<(running: Int, lent: Int, byKey: [String: Int])>((0, 0, [:]))
 
     init(total: Int, perKey: Int) {
         self.total = max(1, total)
@@ -29,12 +30,14 @@ final class ReportAdmission: Sendable {
                 return .failure(APIError(.rateLimited, detail: "This API key already runs \(perKey) report(s) computed from raw ratings; retry when one ends.",
                                          headers: [("Retry-After", "2")]))
             }
-            if state.connections >= total {
+            if state.running >= total {
                 return .failure(APIError(.reportsBusy, detail: "Reports computed from raw ratings hold all \(total) connection(s) they may use; retry shortly.",
                                          headers: [("Retry-After", "2")]))
             }
-            let granted = most >= 2 && state.connections + 3 <= total ? 2 : 1
-            state.connections += granted
+            // A second connection only for a report running alone, within the budget.
+            let granted = most >= 2 && state.byKey.isEmpty && state.running + state.lent + 2 <= total ? 2 : 1
+            state.running += 1
+            state.lent += granted - 1
             state.byKey[key, default: 0] += 1
             return .success(granted)
         }
@@ -43,7 +46,8 @@ final class ReportAdmission: Sendable {
 
     private func leave(_ key: String, _ granted: Int) {
         state.withLock { state in
-            state.connections -= granted
+            state.running -= 1
+            state.lent -= granted - 1
             let left = state.byKey[key, default: 1] - 1
             state.byKey[key] = left > 0 ? left : nil
         }
