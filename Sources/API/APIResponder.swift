@@ -68,9 +68,11 @@ public final class APIResponder: HTTPResponder {
     public func respond(to request: HTTPRequest) -> HTTPReply {
         let started = ContinuousClock.now
         let requestID = ids.id(for: request)
-        let trace = TraceContext.incoming(traceparent: request.header("traceparent"), tracestate: request.header("tracestate"))
+        // The caller's trace when it sent one; a new one is started only where it can be seen (an access log line, a
+        // route that may call Desk), so the cheap routes pay nothing for it.
+        let given = request.header("traceparent").map { TraceContext.incoming(traceparent: $0, tracestate: request.header("tracestate")) }
         func done(_ response: HTTPResponse, _ request: HTTPRequest, _ route: String, _ extra: [(name: String, value: String)] = []) -> HTTPReply {
-            .now(finish(response, request: request, route: route, requestID: requestID, started: started, extra: extra, trace: trace))
+            .now(finish(response, request: request, route: route, requestID: requestID, started: started, extra: extra, trace: given))
         }
         if cors.isPreflight(request) { return done(cors.preflight(request), request, "(preflight)") }
         var limitHeaders: [(name: String, value: String)] = []
@@ -88,7 +90,7 @@ public final class APIResponder: HTTPResponder {
         case .found(let handler, let template, let parameters):
             var routed = request
             routed.pathParameters = parameters
-            let info = RequestInfo(id: requestID, route: template, trace: trace)
+            let info = RequestInfo(id: requestID, route: template, trace: given)
             let slow: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse
             switch handler {
             case .sync(let body):
@@ -102,16 +104,18 @@ public final class APIResponder: HTTPResponder {
                 slow = body
             }
             inFlight.add(1, ordering: .relaxed)
+            let trace = given ?? TraceContext.incoming(traceparent: nil)
+            let traced = RequestInfo(id: requestID, route: template, trace: trace)
             return .later { [self, routed, limitHeaders] in
                 // Desk calls made for this request carry its trace (DeskClient reads it from the task).
                 let response: HTTPResponse = await TraceContext.$current.withValue(trace) {
                     do {
                         if let idempotency {
-                            return try await idempotency.run(routed, info: info, slow) { problems.response(for: $0, request: routed, info: info) }
+                            return try await idempotency.run(routed, info: traced, slow) { problems.response(for: $0, request: routed, info: traced) }
                         }
-                        return try await slow(routed, info)
+                        return try await slow(routed, traced)
                     } catch {
-                        return problems.response(for: error, request: routed, info: info)
+                        return problems.response(for: error, request: routed, info: traced)
                     }
                 }
                 inFlight.subtract(1, ordering: .relaxed)

@@ -35,10 +35,9 @@ public struct AccessLog: Sendable {
             "route": "\(route)", "status": .stringConvertible(response.status),
             "duration_ms": .stringConvertible((seconds * 1e5).rounded() / 100),
         ]
-        if let trace {
-            metadata["trace_id"] = "\(trace.traceID)"
-            metadata["span_id"] = "\(trace.spanID)"
-        }
+        let trace = trace ?? TraceContext.incoming(traceparent: nil)
+        metadata["trace_id"] = "\(trace.traceID)"
+        metadata["span_id"] = "\(trace.spanID)"
         logger.info("request", metadata: metadata)
     }
 }
