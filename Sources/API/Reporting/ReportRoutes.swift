@@ -150,10 +150,22 @@ public struct ReportRoutes: Sendable {
     }
 
     /// The query as a report means it: parameters in any order (and repeated values in any order) are one report.
+    /// Built on every cached read: byte order (no Unicode collation), one string, no intermediate arrays.
     static func cacheKey(_ request: HTTPRequest) -> String {
-        let accept = request.header("accept")?.lowercased().contains("text/csv") == true ? "csv" : "json"
-        return accept + "?" + request.query.sorted { ($0.name, $0.value) < ($1.name, $1.value) }
-            .map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+        func before(_ a: (name: String, value: String), _ b: (name: String, value: String)) -> Bool {
+            a.name == b.name ? a.value.utf8.lexicographicallyPrecedes(b.value.utf8) : a.name.utf8.lexicographicallyPrecedes(b.name.utf8)
+        }
+        let query = request.query
+        let items = zip(query, query.dropFirst()).allSatisfy({ !before($1, $0) }) ? query : query.sorted(by: before)
+        var key = request.header("accept")?.lowercased().contains("text/csv") == true ? "csv?" : "json?"
+        key.reserveCapacity(items.reduce(8) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 })
+        for (index, item) in items.enumerated() {
+            if index > 0 { key += "&" }
+            key += item.name
+            key += "="
+            key += item.value
+        }
+        return key
     }
 
     func report(_ request: HTTPRequest, caller: String) async throws -> HTTPResponse {
