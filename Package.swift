@@ -53,7 +53,7 @@ let package = Package(
         // libFuzzer drivers for the parsers of untrusted input (`make fuzz`); a plain build replays files instead.
         .executableTarget(name: "dg-fuzz", dependencies: ["API", "JSON", "Reports", "HTTPServer"], swiftSettings: strict),
 
-        .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres", "DeskClient"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres", "Store", "HTTPServer", "DeskClient"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "ServicesTests", dependencies: ["Services", "Domain", "JSON", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "JSON", "Domain"]),

@@ -23,7 +23,7 @@ echo "== running the test suite"
 # Suites that hold the gateway to a time bound (a preview's deadline, a webhook overtaking a held answer) run by
 # themselves after the rest, which would otherwise measure sixty other suites' load on two cores; the contention
 # scenario, which saturates both cores for its length, runs alone last.
-timed="HostilePreviewTests|ConcurrentWriteTests"
+timed="HostilePreviewTests|ConcurrentWriteTests|DeadlineTests"
 swift test --skip-build --skip "$timed|ContentionTests"
 
 echo "== the suites with time bounds, by themselves"

@@ -45,6 +45,10 @@ public struct DeskEmulatorConfiguration: Sendable {
     public var webhookConcurrency = 8
     public var webhookQueueCapacity = 10_000
     public var threads = 2
+    /// The emulator's own server limits (a test Desk, not the gateway's settings).
+    public var connectionTimeoutSeconds = 30
+    public var connectionLimit = 1024
+    public var bodyLimitBytes = 1 << 20
 
     public init() {}
 }
@@ -110,8 +114,10 @@ public final class DeskEmulator: Sendable {
     /// Starts listening; after a `stop`, starts again on the same port with the same state (an outage that ends).
     public func start() throws {
         let previous = boundPort.withLock { $0 }
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: configuration.host, port: previous > 0 ? previous : configuration.port,
-                                                                       threads: configuration.threads),
+        let server = HTTPServer(configuration: HTTPServerConfiguration(
+                                    host: configuration.host, port: previous > 0 ? previous : configuration.port,
+                                    threads: configuration.threads, connectionTimeoutSeconds: configuration.connectionTimeoutSeconds,
+                                    connectionLimit: configuration.connectionLimit, bodyLimitBytes: configuration.bodyLimitBytes),
                                 responder: responder)
         try server.start()
         boundPort.withLock { $0 = server.port }

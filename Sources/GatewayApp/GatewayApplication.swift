@@ -66,7 +66,10 @@ func openDatabase(_ config: GatewayConfig, logger: Logger) async throws -> (Data
         let cluster = try EmbeddedPostgres(directory: config.embeddedPostgresDirectory, port: config.embeddedPostgresPort,
                                            binDirectory: config.postgresBinDirectory, logger: logger)
         try await cluster.start()
-        let admin = Database(connectionString: cluster.connectionString(database: "postgres"), poolSize: 1)
+        let admin = Database(connectionString: cluster.connectionString(database: "postgres"), poolSize: 1,
+                             connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
+                             statementTimeoutMilliseconds: config.dbStatementTimeoutMilliseconds,
+                             acquireTimeoutMilliseconds: config.dbAcquireTimeoutMilliseconds, transactionPooling: false)
         defer { admin.shutdown() }
         try await admin.createDatabaseIfMissing("desk_gateway")
         connectionString = cluster.connectionString(database: "desk_gateway")
@@ -341,8 +344,8 @@ func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger
         emulatorConfig.host = "127.0.0.1"
         emulatorConfig.port = config.deskEmulatorPort
         emulatorConfig.appId = config.deskAppId
-        emulatorConfig.apiToken = apiToken ?? "emulator-api-token"
-        emulatorConfig.webhookSecret = config.deskWebhookSecret ?? "emulator-webhook-secret"
+        if let apiToken { emulatorConfig.apiToken = apiToken }
+        if let secret = config.deskWebhookSecret { emulatorConfig.webhookSecret = secret }
         var started = DeskEmulator(configuration: emulatorConfig)
         var restored = false
         if let emulatorStore { (started, restored) = try DeskEmulator.persistent(configuration: emulatorConfig, store: emulatorStore) }

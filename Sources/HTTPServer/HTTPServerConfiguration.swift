@@ -16,8 +16,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// and silence is allowed only this long until then (0: only the idle timeout applies).
     public var requestTimeoutSeconds = 0
 
-    public init(host: String = "0.0.0.0", port: Int = 8080, threads: Int = 2, connectionTimeoutSeconds: Int = 30,
-                connectionLimit: Int = 1024, bodyLimitBytes: Int = 1 << 20,
+    /// The limits a deployment sets have no default here (the gateway's come from its settings table); the two
+    /// that are not settings keep theirs.
+    public init(host: String, port: Int, threads: Int, connectionTimeoutSeconds: Int,
+                connectionLimit: Int, bodyLimitBytes: Int,
                 connectionMemoryLimitBytes: Int = 64 << 10, listenBacklog: Int = 1024) {
         self.host = host
         self.port = port

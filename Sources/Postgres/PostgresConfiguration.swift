@@ -12,8 +12,9 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// (the statement timeout then comes from the role, the database or the proxy).
     public var transactionPooling: Bool
 
-    public init(connectionString: String, poolSize: Int = 4, connectTimeoutSeconds: Int = 5,
-                statementTimeoutMilliseconds: Int = 5000, acquireTimeoutMilliseconds: Int = 5000,
+    /// No limit has a default here: the gateway's come from its settings table, tests and tools pass their own.
+    public init(connectionString: String, poolSize: Int, connectTimeoutSeconds: Int,
+                statementTimeoutMilliseconds: Int, acquireTimeoutMilliseconds: Int,
                 applicationName: String = "desk-gateway", transactionPooling: Bool = false) {
         self.connectionString = connectionString
         self.poolSize = poolSize

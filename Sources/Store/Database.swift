@@ -19,11 +19,10 @@ public final class Database: Sendable {
         self.pool = pool
     }
 
-    /// The defaults are generous (the gateway passes its configured values): tests and one-off admin connections use
-    /// them, often while dozens of test databases are being created at once.
-    public convenience init(connectionString: String, poolSize: Int = 10, connectTimeoutSeconds: Int = 20,
-                            statementTimeoutMilliseconds: Int = 10_000, acquireTimeoutMilliseconds: Int = 20_000,
-                            transactionPooling: Bool = false) {
+    /// Every limit is the caller's: the gateway passes its settings, tests their own.
+    public convenience init(connectionString: String, poolSize: Int, connectTimeoutSeconds: Int,
+                            statementTimeoutMilliseconds: Int, acquireTimeoutMilliseconds: Int,
+                            transactionPooling: Bool) {
         self.init(pool: PostgresPool(configuration: PostgresConfiguration(
             connectionString: connectionString, poolSize: poolSize, connectTimeoutSeconds: connectTimeoutSeconds,
             statementTimeoutMilliseconds: statementTimeoutMilliseconds, acquireTimeoutMilliseconds: acquireTimeoutMilliseconds,

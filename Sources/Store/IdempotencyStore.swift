@@ -18,7 +18,7 @@ public struct IdempotencyStore: Sendable {
     /// The replay window: a key older than this is taken over by the next request (housekeeping removes it).
     let windowSeconds: Double
 
-    public init(pool: Database, windowHours: Double = 24) {
+    public init(pool: Database, windowHours: Double) {
         self.pool = pool
         windowSeconds = windowHours * 3600
     }

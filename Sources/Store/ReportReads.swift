@@ -28,10 +28,15 @@ public final class ReportReads: Sendable {
     private let state = Mutex<(usable: Bool, lag: Double?)>((false, nil))
     private let served = Mutex<(replica: Int, primary: Int)>((0, 0))
 
-    public init(primary: Database, replica: Database? = nil, maxLagSeconds: Double = 30) {
+    public init(primary: Database, replica: Database?, maxLagSeconds: Double) {
         self.primary = primary
         self.replica = replica
         self.maxLagSeconds = maxLagSeconds
+    }
+
+    /// Every read on the primary (no replica, so no lag rule).
+    public convenience init(primary: Database) {
+        self.init(primary: primary, replica: nil, maxLagSeconds: 0)
     }
 
     public var hasReplica: Bool { replica != nil }

@@ -30,7 +30,7 @@ final class WebhookReceiver: HTTPResponder {
     @Test func eventsAreSignedOrderedAndRetried() async throws {
         let receiver = WebhookReceiver()
         receiver.failFirst.withLock { $0 = 2 }
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free()), responder: receiver)
+        let server = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free()), responder: receiver)
         try server.start()
         var configuration = DeskEmulatorConfiguration()
         configuration.port = TestPorts.free()
@@ -82,13 +82,19 @@ final class WebhookReceiver: HTTPResponder {
 
 /// Holds every webhook for a while and counts how many it holds at once.
 final class SlowWebhookReceiver: HTTPResponder {
-    let state = Mutex((inFlight: 0, most: 0, received: 0))
+    /// `received` counts distinct events: on a loaded machine a 300 ms hold can pass the sender's 1 s timeout, and the
+    /// retry (at least once, as Desk) is the same event again; `repeats` counts those.
+    let state = Mutex((inFlight: 0, most: 0, received: 0, repeats: 0, seen: Set<[UInt8]>()))
     let holdMs: Int
 
     init(holdMs: Int) { self.holdMs = holdMs }
 
     func respond(to request: HTTPRequest) -> HTTPReply {
-        state.withLock { $0.inFlight += 1; $0.most = max($0.most, $0.inFlight); $0.received += 1 }
+        state.withLock {
+            $0.inFlight += 1
+            $0.most = max($0.most, $0.inFlight)
+            if $0.seen.insert(request.body).inserted { $0.received += 1 } else { $0.repeats += 1 }
+        }
         return .later { [self] in
             try? await Task.sleep(for: .milliseconds(holdMs))
             state.withLock { $0.inFlight -= 1 }
@@ -103,7 +109,7 @@ final class SlowWebhookReceiver: HTTPResponder {
     /// A receiver on its own server, and a demo emulator sending it webhooks, signed in as the demo customer.
     static func start(_ receiver: SlowWebhookReceiver, concurrency: Int, capacity: Int) async throws
         -> (HTTPServer, DeskEmulator, DeskClient, DeskSession) {
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 8), responder: receiver)
+        let server = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free(), threads: 8), responder: receiver)
         try server.start()
         var configuration = DeskEmulatorConfiguration()
         configuration.port = TestPorts.free()
@@ -136,7 +142,8 @@ final class SlowWebhookReceiver: HTTPResponder {
         }
         let seen = receiver.state.withLock { $0 }
         #expect(seen.received == 12)
-        #expect(seen.most > 1 && seen.most <= 4, "\(seen)")
+        // A timed-out attempt frees the sender's slot while the receiver still holds it: each repeat may add one.
+        #expect(seen.most > 1 && seen.most <= 4 + seen.repeats, "\(seen.most) at once, \(seen.repeats) repeats")
         #expect(stats["delivered"] as? Int == 12 && stats["dropped"] as? Int == 0, "\(stats)")
         // Twelve events 300 ms each, four at a time: the last one waited about three rounds.
         let lag = try await Self.stats(emulator)

@@ -17,8 +17,10 @@ import TestSupport
     static func withStores(_ body: (TicketStore, TicketStore, Database) async throws -> Void) async throws {
         try await TestPostgres.withDatabase { url in
             // Generous waits: the whole suite runs in parallel on two cores, and a refused connection is not the point.
-            let first = Database(connectionString: url, poolSize: 2, connectTimeoutSeconds: 30, acquireTimeoutMilliseconds: 30_000)
-            let second = Database(connectionString: url, poolSize: 2, connectTimeoutSeconds: 30, acquireTimeoutMilliseconds: 30_000)
+            let first = Database(connectionString: url, poolSize: 2, connectTimeoutSeconds: 30, statementTimeoutMilliseconds: TestLimits.statementTimeoutMilliseconds,
+                                 acquireTimeoutMilliseconds: 30_000, transactionPooling: false)
+            let second = Database(connectionString: url, poolSize: 2, connectTimeoutSeconds: 30, statementTimeoutMilliseconds: TestLimits.statementTimeoutMilliseconds,
+                                 acquireTimeoutMilliseconds: 30_000, transactionPooling: false)
             defer { first.shutdown(); second.shutdown() }
             _ = try await first.migrate(directory: TestPostgres.repositoryRoot + "/sql")
             try await first.query("INSERT INTO customers (id, sendbird_id) VALUES (1, 'c-1')")

@@ -450,7 +450,7 @@ struct PageResponder: HTTPResponder {
 
 @Suite struct LinkPreviewTests {
     @Test func previewsAPageWithItsOpenGraphData() async throws {
-        let site = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free()), responder: PageResponder())
+        let site = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free()), responder: PageResponder())
         try site.start()
         // A generous deadline: the suite runs many servers at once on two cores.
         try await withGateway(configure: { $0.linkPreviewAllowPrivate = true; $0.linkPreviewTimeoutMilliseconds = 20_000 }) { app in
@@ -472,7 +472,7 @@ struct PageResponder: HTTPResponder {
     }
 
     @Test func privateTargetsAndOtherSchemesAreRefused() async throws {
-        let site = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free()), responder: PageResponder())
+        let site = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free()), responder: PageResponder())
         try site.start()
         try await withGateway { app in
             let customer = try await Customer.signIn(app)

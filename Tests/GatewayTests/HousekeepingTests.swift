@@ -95,8 +95,8 @@ import TestSupport
     /// A migrated database with no gateway running (its background loops would process the seeded rows).
     static func withDatabase(_ body: (Database, Database) async throws -> Void) async throws {
         try await TestPostgres.withDatabase { url in
-            let first = Database(connectionString: url, poolSize: 2)
-            let second = Database(connectionString: url, poolSize: 2)
+            let first = Database.forTests(url, poolSize: 2)
+            let second = Database.forTests(url, poolSize: 2)
             defer { first.shutdown(); second.shutdown() }
             _ = try await first.migrate(directory: TestPostgres.repositoryRoot + "/sql")
             try await body(first, second)

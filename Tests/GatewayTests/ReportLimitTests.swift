@@ -4,6 +4,7 @@ import GatewayApp
 import JSON
 import Postgres
 import Store
+import Synchronization
 import Testing
 import TestSupport
 
@@ -70,7 +71,7 @@ import TestSupport
             let key = try await reporter(app).key
             // Another session holds the table, so the report's query waits until the statement timeout ends it.
             // One connection, so BEGIN, LOCK and ROLLBACK share it.
-            let holder = PostgresPool(configuration: PostgresConfiguration(connectionString: app.pool.connectionString, poolSize: 1))
+            let holder = PostgresPool(configuration: PostgresConfiguration.forTests(app.pool.connectionString, poolSize: 1))
             defer { holder.shutdown() }
             try await holder.query("BEGIN")
             try await holder.query("LOCK TABLE csat_ratings IN ACCESS EXCLUSIVE MODE")
@@ -183,7 +184,12 @@ extension Sequence where Element: Sendable {
 /// an index instead of walking every rating of the range.
 @Suite struct ResponsesAdmissionTests {
     @Test func oneKeysListingsAreAdmittedAndAnotherKeyIsStillServed() async throws {
-        try await withGateway(configure: { $0.reportRawConcurrency = 2; $0.reportRawConcurrencyPerKey = 1 }) { app in
+        try await withGateway(configure: {
+            $0.reportRawConcurrency = 2
+            $0.reportRawConcurrencyPerKey = 1
+            // The reads wait on a held lock for as long as the steps take on a loaded machine.
+            $0.dbStatementTimeoutMilliseconds = 60_000
+        }) { app in
             let first = try await reporter(app)
             let second = try await reporter(app)
             let store = CSATStore(pool: app.pool)
@@ -194,16 +200,17 @@ extension Sequence where Element: Sendable {
                                                     ratedAt: now - Double(ticket) * 60, source: .webhook))
             }
             // A listing that waits on a table lock holds the first key's one admission while it waits.
-            let holder = holdRatingsLock(app)
-            try await Task.sleep(for: .milliseconds(400))
+            let lock = try RatingsLock(app)
+            try await lock.wait(waiters: 0)
             async let waiting = first.get("/responses?agentId=999")
-            try await Task.sleep(for: .milliseconds(400))
+            let queued = try await lock.wait(waiters: 1)
             // The same key again, through the API: refused at once (it already runs its one listing).
             let again = try await first.get("/responses?agentId=999")
             #expect(again.status == 429, "\(again.status) \(again.text.prefix(200))")
             // Another key is admitted (it waits for the lock like the first, then is answered).
             async let other = second.get("/responses?agentId=999")
-            try await holder.value
+            try await lock.wait(waiters: queued + 1)
+            try await lock.release()
             #expect(try await waiting.status == 200)
             #expect(try await other.status == 200)
             // The no-match listing of one agent reads that agent's index, not the whole range.
@@ -220,36 +227,78 @@ extension Sequence where Element: Sendable {
 /// one key's report never takes every connection the others could use.
 @Suite struct RawAdmissionFairnessTests {
     @Test func thePageAndTheAPIShareAKeysAdmissionAndAnotherKeyIsStillServed() async throws {
-        try await withGateway(configure: { $0.reportRawConcurrency = 2; $0.reportRawConcurrencyPerKey = 1 }) { app in
+        try await withGateway(configure: {
+            $0.reportRawConcurrency = 2
+            $0.reportRawConcurrencyPerKey = 1
+            // The reads wait on a held lock for as long as the steps take on a loaded machine.
+            $0.dbStatementTimeoutMilliseconds = 60_000
+        }) { app in
             let lead = try await reporter(app)
             let other = try await reporter(app)
             let page = ReportPageTests()
             let session = try #require(page.cookie(try await page.signIn(app, key: lead.key)))
-            let holder = holdRatingsLock(app)
-            try await Task.sleep(for: .milliseconds(400))
+            let lock = try RatingsLock(app)
+            try await lock.wait(waiters: 0)
             // The lead's page computes from raw ratings (a zone without rollups) and waits on the lock.
             async let shown = page.page(app, "/reports?tz=Europe/Paris", cookie: session)
-            try await Task.sleep(for: .milliseconds(400))
+            let queued = try await lock.wait(waiters: 1)
             // The same key through the API: its one raw report is already running.
             let again = try await lead.get("?tz=Europe/Paris")
             #expect(again.status == 429, "\(again.status) \(again.text.prefix(200))")
             // Another key still gets a connection (the first report took one, not both).
             async let served = other.get("?tz=Europe/Paris")
-            try await holder.value
+            try await lock.wait(waiters: queued + 1)
+            try await lock.release()
             #expect(try await shown.status == 200)
             #expect(try await served.status == 200)
         }
     }
 }
 
-/// Holds csat_ratings locked for 2.5 s on a connection of its own: whatever reads it meanwhile waits, holding its
-/// admission.
-func holdRatingsLock(_ app: GatewayApplication) -> Task<Void, any Error> {
-    Task {
-        try await app.pool.transaction { tx in
-            try tx.query("LOCK TABLE csat_ratings IN ACCESS EXCLUSIVE MODE")
-            Thread.sleep(forTimeInterval: 2.5)
+/// Holds csat_ratings locked on a connection of its own until released: whatever reads it meanwhile waits, holding
+/// its admission. Waits are observed in `pg_locks`, not guessed with sleeps, so a loaded machine cannot reorder them.
+final class RatingsLock: Sendable {
+    private let released = Atomic<Bool>(false)
+    private let watcher: Database
+    private var holder: Task<Void, any Error> { task.withLock { $0! } }
+    private let task = Mutex<Task<Void, any Error>?>(nil)
+
+    init(_ app: GatewayApplication) throws {
+        watcher = Database.forTests(try #require(app.config.databaseURL), poolSize: 1)
+        task.withLock { $0 = Task { [self] in
+            try await app.pool.transaction { tx in
+                try tx.query("LOCK TABLE csat_ratings IN ACCESS EXCLUSIVE MODE")
+                let deadline = Date().addingTimeInterval(60)
+                while !self.released.load(ordering: .acquiring), Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            }
+        } }
+    }
+
+    /// Waits until the lock is held and at least `waiters` statements queue behind it, then until no more arrive for
+    /// half a second (a report may read on two connections); returns how many wait.
+    @discardableResult
+    func wait(waiters: Int) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(30)
+        var seen = -1
+        var steadySince = ContinuousClock.now
+        while ContinuousClock.now < deadline {
+            let rows = try await watcher.query("""
+                SELECT count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted)
+                  FROM pg_locks WHERE relation = 'csat_ratings'::regclass
+                """)
+            let (held, queued) = try rows.first.map { (try $0.decode(0, as: Int.self), try $0.decode(1, as: Int.self)) } ?? (0, 0)
+            if queued != seen { (seen, steadySince) = (queued, ContinuousClock.now) }
+            if held >= 1, queued >= waiters, ContinuousClock.now - steadySince >= .milliseconds(500) { return queued }
+            try await Task.sleep(for: .milliseconds(20))
         }
+        Issue.record("\(waiters) statements never queued behind the lock")
+        return seen
+    }
+
+    func release() async throws {
+        released.store(true, ordering: .releasing)
+        defer { watcher.shutdown() }
+        try await holder.value
     }
 }
 

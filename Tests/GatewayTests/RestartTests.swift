@@ -17,7 +17,7 @@ import TestSupport
 
     @Test func anUpsertFromDeskWithAnotherCustomerMovesTheTicket() async throws {
         try await TestPostgres.withDatabase { url in
-            let pool = Database(connectionString: url, poolSize: 1)
+            let pool = Database.forTests(url, poolSize: 1)
             defer { pool.shutdown() }
             _ = try await pool.migrate(directory: TestPostgres.repositoryRoot + "/sql")
             let first: Int = try await pool.query("INSERT INTO customers (sendbird_id) VALUES ('first') RETURNING id")[0].decode(0)
@@ -64,7 +64,7 @@ import TestSupport
             #expect(error?.configured == "\(deskB.baseURL) (app emulated-app)")
             #expect(error?.description.contains("desk-gateway cache reset") == true)
 
-            let pool = Database(connectionString: url, poolSize: 1)
+            let pool = Database.forTests(url, poolSize: 1)
             let summary = try await resetCache(pool)
             #expect(summary.counts.first { $0.table == "tickets" }?.rows == 1)
             #expect(try await pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 1)

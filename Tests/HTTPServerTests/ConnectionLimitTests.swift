@@ -6,7 +6,7 @@ import TestSupport
 /// What a client sees at the server's connection limits.
 @Suite struct ConnectionLimitTests {
     @Test func pastTheGlobalLimitNewConnectionsGet503AndAreClosed() async throws {
-        var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2, connectionLimit: 4)
+        var configuration = HTTPServerConfiguration.forTests(port: TestPorts.free(), connectionLimit: 4)
         configuration.perAddressConnectionLimit = 0
         let server = HTTPServer(configuration: configuration, responder: TestResponder())
         try server.start()
@@ -27,7 +27,7 @@ import TestSupport
     }
 
     @Test func oneAddressIsHeldToItsLimitWhileAnotherIsServed() async throws {
-        var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2)
+        var configuration = HTTPServerConfiguration.forTests(port: TestPorts.free())
         configuration.perAddressConnectionLimit = 3
         configuration.requestTimeoutSeconds = 1
         let server = HTTPServer(configuration: configuration, responder: TestResponder())
@@ -58,7 +58,7 @@ import TestSupport
     }
 
     @Test func headersTrickledInPastTheRequestDeadlineEndTheConnection() async throws {
-        var configuration = HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2)
+        var configuration = HTTPServerConfiguration.forTests(port: TestPorts.free())
         configuration.requestTimeoutSeconds = 1
         let server = HTTPServer(configuration: configuration, responder: TestResponder())
         try server.start()

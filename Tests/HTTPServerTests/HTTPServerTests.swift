@@ -84,8 +84,8 @@ struct TestResponder: HTTPResponder {
 
 func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
                    _ body: (HTTPServer) async throws -> T) async throws -> T {
-    let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2,
-                                                                   bodyLimitBytes: bodyLimit),
+    let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2, connectionTimeoutSeconds: 30,
+                                                                   connectionLimit: 1024, bodyLimitBytes: bodyLimit),
                             responder: TestResponder(gate: gate))
     try server.start()
     do {
@@ -194,7 +194,7 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
 
     @Test func gracefulStopDrainsAnInFlightRequest() async throws {
         let gate = Gate()
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2),
+        let server = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free()),
                                 responder: TestResponder(gate: gate))
         try server.start()
         let port = server.port
@@ -221,7 +221,7 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
 
     @Test func stopPastTheDrainDeadlineAnswersWithTheShutdownResponse() async throws {
         let gate = Gate()
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2),
+        let server = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free()),
                                 responder: TestResponder(gate: gate))
         try server.start()
         let port = server.port

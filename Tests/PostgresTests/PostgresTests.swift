@@ -8,7 +8,7 @@ import TestSupport
 
 func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws -> T) async throws -> T {
     try await TestPostgres.withDatabase { url in
-        let pool = PostgresPool(configuration: PostgresConfiguration(connectionString: url, poolSize: size))
+        let pool = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: size))
         defer { pool.shutdown() }
         return try await body(pool)
     }
@@ -30,8 +30,8 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         try #require(bound == 0 && listen(listener, 16) == 0)
-        let pool = PostgresPool(configuration: PostgresConfiguration(
-            connectionString: "host=127.0.0.1 port=\(port) user=nobody dbname=nothing sslmode=disable", poolSize: 2,
+        let pool = PostgresPool(configuration: PostgresConfiguration.forTests(
+            "host=127.0.0.1 port=\(port) user=nobody dbname=nothing sslmode=disable", poolSize: 2,
             connectTimeoutSeconds: 2))
         #expect(pool.threadsRunning == 2)
         let started = ContinuousClock.now
@@ -111,8 +111,8 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
 
     @Test func poolBoundsConcurrencyAndQueuesTheRest() async throws {
         try await TestPostgres.withDatabase { url in
-            let pool = PostgresPool(configuration: PostgresConfiguration(connectionString: url, poolSize: 3))
-            let blocker = PostgresPool(configuration: PostgresConfiguration(connectionString: url, poolSize: 1))
+            let pool = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 3))
+            let blocker = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1))
             defer { pool.shutdown(); blocker.shutdown() }
             // Every query waits on a lock the blocker holds, so the counts hold still however slowly this test is scheduled.
             try await blocker.query("SELECT pg_advisory_lock(42)")
@@ -136,8 +136,8 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
     @Test func reconnectsAfterTheServerRestarts() async throws {
         let cluster = try TestPostgres.privateCluster()
         try await cluster.start()
-        let pool = PostgresPool(configuration: PostgresConfiguration(
-            connectionString: cluster.connectionString(database: "postgres"), poolSize: 2, connectTimeoutSeconds: 2))
+        let pool = PostgresPool(configuration: PostgresConfiguration.forTests(
+            cluster.connectionString(database: "postgres"), poolSize: 2, connectTimeoutSeconds: 2))
         defer { pool.shutdown() }
         #expect(try await pool.query("SELECT 1")[0].decode(0, as: Int.self) == 1)
         await cluster.stop(force: true)
@@ -153,7 +153,7 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
 
     @Test func racingMigratorsApplyEachMigrationOnce() async throws {
         try await withPool(size: 2) { pool in
-            let other = PostgresPool(configuration: PostgresConfiguration(connectionString: pool.configuration.connectionString, poolSize: 2))
+            let other = PostgresPool(configuration: PostgresConfiguration.forTests(pool.configuration.connectionString, poolSize: 2))
             defer { other.shutdown() }
             // Plain CREATE TABLE fails if run twice, so a double application would surface as an error.
             let migrations = [

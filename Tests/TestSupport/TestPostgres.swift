@@ -25,7 +25,7 @@ public enum TestPostgres {
 
     private static let shared = Task<String, any Error> {
         if let url = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"], !url.isEmpty { return url }
-        let cluster = try EmbeddedPostgres(directory: repositoryRoot + "/.build/test-postgres", port: 55433,
+        let cluster = try EmbeddedPostgres(directory: repositoryRoot + "/.build/test-postgres", port: 25439,
                                            durable: false, logger: logger)
         try await cluster.start()
         return cluster.connectionString(database: "postgres")
@@ -42,7 +42,7 @@ public enum TestPostgres {
         let admin = try await adminConnectionString()
         let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20)
         // Creating a database waits for a checkpoint, which takes seconds while many suites write at once.
-        let pool = PostgresPool(configuration: PostgresConfiguration(connectionString: admin, poolSize: 1, statementTimeoutMilliseconds: 120_000))
+        let pool = PostgresPool(configuration: PostgresConfiguration.forTests(admin, poolSize: 1, statementTimeoutMilliseconds: 120_000))
         defer { pool.shutdown() }
         try await pool.query("CREATE DATABASE \(name)")
         let connectionString = replacingDatabase(in: admin, with: String(name))
