@@ -3,6 +3,8 @@
 .PHONY: docs deps build run test bench bench-emulator contention soak image image-test image-source fuzz sanitize clean
 
 PORT ?= 8080
+# The commit baked into the binaries (desk_gateway_build_info, /readyz, --version); "-dirty" when the tree has changes.
+export DESK_GATEWAY_REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
 deps:
 	@scripts/install-deps.sh

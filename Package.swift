@@ -1,5 +1,11 @@
 // swift-tools-version: 6.0
+import Foundation
 import PackageDescription
+
+// The commit baked into the binary (`desk_gateway_build_info{revision}`, `/readyz`, `--version`): `make build` and the
+// image set DESK_GATEWAY_REVISION; only the CBuildInfo object sees it. Anything but [0-9A-Za-z.-] is dropped.
+let revision = (ProcessInfo.processInfo.environment["DESK_GATEWAY_REVISION"] ?? "")
+    .filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
 
 let strict: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault")]
 
@@ -37,7 +43,8 @@ let package = Package(
             "DeskEmulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         .target(name: "Services", dependencies: ["Domain", "JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .target(name: "Telemetry", dependencies: ["JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "CBuildInfo", cSettings: revision.isEmpty ? [] : [.define("DG_REVISION", to: "\"\(revision)\"")]),
+        .target(name: "Telemetry", dependencies: ["CBuildInfo", "JSON", "Domain", "CurlHTTP", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "Store", dependencies: ["Postgres", "JSON", "Domain", "Reports", .product(name: "Crypto", package: "swift-crypto")],
                 swiftSettings: strict),
         .target(name: "API", dependencies: ["CCurl", "CurlHTTP", "Store", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain", "DeskClient",
@@ -61,7 +68,7 @@ let package = Package(
         .testTarget(name: "DeskContractTests", dependencies: ["DeskClient", "CurlHTTP", "DeskEmulator", "Domain", "JSON", "HTTPServer", "TestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "API", "Postgres", "DeskEmulator", "DeskClient", "Domain", "JSON", "TestSupport",
-                                                        "Store", "Reports", "HTTPServer",
+                                                        "Store", "Reports", "HTTPServer", "Telemetry",
                                                         .product(name: "Crypto", package: "swift-crypto")]),
     ]
 )

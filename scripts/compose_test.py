@@ -23,10 +23,13 @@ postgres_image = "localhost/desk-gateway-test-postgres:15"
 gateway_port = int(os.environ.get("COMPOSE_GATEWAY_PORT", "18391"))
 emulator_port = gateway_port + 1000
 gateway = f"http://127.0.0.1:{gateway_port}"
+# Health and metrics: the admin port (ADMIN_PORT in compose.yaml), published on loopback.
+admin_port = gateway_port + 2000
+admin = f"http://127.0.0.1:{admin_port}"
 grace = 20
 # podman reads only this file: runc (crun refuses this host's hybrid cgroups), cgroupfs, limits the host can grant.
 conf = root / ".build" / "compose-containers.conf"
-env = dict(os.environ, POSTGRES_IMAGE=postgres_image, GATEWAY_PORT=str(gateway_port), EMULATOR_PORT=str(emulator_port),
+env = dict(os.environ, POSTGRES_IMAGE=postgres_image, GATEWAY_PORT=str(gateway_port), GATEWAY_ADMIN_PORT=str(admin_port), EMULATOR_PORT=str(emulator_port),
            SESSION_KEY=base64.b64encode(os.urandom(32)).decode(), CONTAINERS_CONF=str(conf))
 podman = ["podman"]
 
@@ -47,7 +50,7 @@ def container(service):
 def metric(name, labels):
     """The value of one series on /metrics, 0 when absent."""
     try:
-        with urllib.request.urlopen(f"{gateway}/metrics", timeout=5) as response:
+        with urllib.request.urlopen(f"{admin}/metrics", timeout=5) as response:
             text = response.read().decode()
     except OSError:
         return 0
@@ -69,7 +72,7 @@ def main():
     try:
         up = compose("up", "-d")
         check("podman-compose up", up.returncode == 0, (up.stdout + up.stderr)[-1500:])
-        ready = wait_ready(gateway, seconds=120)
+        ready = wait_ready(admin, seconds=120)
         check("the gateway becomes ready (PostgreSQL and the emulator found by service name)", ready,
               run("logs", "--tail", "30", container("gateway")).stderr[-1500:])
         if not ready:
@@ -113,7 +116,7 @@ def main():
 
         again = compose("up", "-d")
         check("podman-compose up again", again.returncode == 0, (again.stdout + again.stderr)[-800:])
-        check("ready again", wait_ready(gateway, seconds=120))
+        check("ready again", wait_ready(admin, seconds=120))
         status, listed = call("GET", f"{gateway}/v1/tickets?status=all", headers=auth)
         check("the session and the ticket survived in the named volumes (gateway and Desk emulator)",
               status == 200 and any(t["id"] == ticket_id for t in (listed or {}).get("items", [])), f"{status} {listed}")

@@ -26,6 +26,9 @@ desk_port = int(os.environ.get("PROM_EMULATOR_PORT", "19520"))
 prom_port = int(os.environ.get("PROM_PORT", "18590"))
 out = root / ".build" / "prometheus-test"
 gateway = f"http://127.0.0.1:{port}"
+# Scraped, as deploy/prometheus/prometheus.yml says, on the admin port (ADMIN_PORT).
+admin_port = port + 1
+admin_url = f"http://127.0.0.1:{admin_port}"
 desk = f"http://127.0.0.1:{desk_port}"
 prometheus = f"http://127.0.0.1:{prom_port}"
 
@@ -64,7 +67,7 @@ def load():
     call("GET", f"{gateway}/v1/tickets?status=all", headers=auth)
     call("GET", f"{gateway}/v1/nowhere", headers=auth)
     for _ in range(5):
-        call("GET", f"{gateway}/readyz")
+        call("GET", f"{admin_url}/readyz")
 
 
 def main():
@@ -73,7 +76,7 @@ def main():
     psql(admin, f"CREATE DATABASE {database}")
     env = {k: v for k, v in os.environ.items() if k not in ("DESK_BASE_URL", "DESK_API_TOKEN", "DESK_WEBHOOK_SECRET")}
     env.update({
-        "DATABASE_URL": admin.replace("dbname=postgres", f"dbname={database}"), "HOST": "127.0.0.1", "PORT": str(port),
+        "DATABASE_URL": admin.replace("dbname=postgres", f"dbname={database}"), "HOST": "127.0.0.1", "PORT": str(port), "ADMIN_PORT": str(admin_port),
         "DESK_EMULATOR_PORT": str(desk_port), "DESK_EMULATOR_STATE": "memory", "SYNC_INTERVAL_S": "2",
         "HOUSEKEEPING_INTERVAL_S": "2", "RETENTION_OUTBOX_DAYS": "0", "RETENTION_WEBHOOK_DAYS": "0",
         "LOG_LEVEL": "warning", "ASSETS_DIR": str(root),
@@ -83,13 +86,13 @@ def main():
     config = yaml.safe_load((root / "deploy/prometheus/prometheus.yml").read_text())
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
     config["rule_files"] = [str(root / "deploy/prometheus/alerts.yml")]
-    config["scrape_configs"][0]["static_configs"] = [{"targets": [f"127.0.0.1:{port}"]}]
+    config["scrape_configs"][0]["static_configs"] = [{"targets": [f"127.0.0.1:{admin_port}"]}]
     (out / "prometheus.yml").write_text(yaml.safe_dump(config))
     prom = subprocess.Popen(["prometheus", f"--config.file={out / 'prometheus.yml'}", f"--storage.tsdb.path={out / 'data'}",
                              f"--web.listen-address=127.0.0.1:{prom_port}"],
                             stdout=open(out / "prometheus.log", "w"), stderr=subprocess.STDOUT)
     try:
-        check("the gateway is ready", wait_ready(gateway, 120, gw))
+        check("the gateway is ready (admin port)", wait_ready(admin_url, 120, gw))
         deadline = time.time() + 60
         while time.time() < deadline:
             result = query('up{job="desk-gateway"}')

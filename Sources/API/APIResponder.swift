@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 public import HTTPServer
 public import Logging
 public import Telemetry
@@ -45,9 +45,12 @@ public final class APIResponder: HTTPResponder {
     private let problems: ProblemMapper
     private let accessLog: AccessLog
     private let inFlight = Atomic<Int>(0)
+    /// Where server spans go when traces are exported; then every request is traced.
+    private let spans: (any SpanRecorder)?
 
     public init(routes: RouteTable, metrics: MetricsRegistry, logger: Logger, policy: APIPolicy,
-                idempotency: IdempotencyStore? = nil, verified: VerifiedCallers = VerifiedCallers()) {
+                idempotency: IdempotencyStore? = nil, verified: VerifiedCallers = VerifiedCallers(), spans: (any SpanRecorder)? = nil) {
+        self.spans = spans
         router = routes.router
         cors = CORS(origins: policy.corsOrigins)
         admission = Admission(policy: policy, verified: verified)
@@ -71,6 +74,7 @@ public final class APIResponder: HTTPResponder {
         // The caller's trace when it sent one; a new one is started only where it can be seen (an access log line, a
         // route that may call Desk), so the cheap routes pay nothing for it.
         let given = request.header("traceparent").map { TraceContext.incoming(traceparent: $0, tracestate: request.header("tracestate")) }
+            ?? (spans == nil ? nil : TraceContext.incoming(traceparent: nil))
         func done(_ response: HTTPResponse, _ request: HTTPRequest, _ route: String, _ extra: [(name: String, value: String)] = []) -> HTTPReply {
             .now(finish(response, request: request, route: route, requestID: requestID, started: started, extra: extra, trace: given))
         }
@@ -162,6 +166,14 @@ public final class APIResponder: HTTPResponder {
         response.headers.append(contentsOf: extra)
         cors.decorate(&response, for: request)
         accessLog.record(response, request: request, route: route, requestID: requestID, started: started, trace: trace)
+        if let spans, let trace {
+            spans.record(Span(context: trace, name: "\(request.method) \(route)", kind: .server, startNanos: Span.wallNanos(of: started),
+                              endNanos: Span.now(),
+                              attributes: [("http.request.method", .string(request.method)), ("http.route", .string(route)),
+                                           ("url.path", .string(request.path)), ("http.response.status_code", .int(response.status)),
+                                           ("http.request.id", .string(requestID))],
+                              failed: response.status >= 500))
+        }
         return response
     }
 }

@@ -86,7 +86,7 @@ public struct OpsRoutes: Sendable {
             entries.append((check.name, .array([.object(fields)])))
         }
         let body: JSONValue = .object([("status", .string(overall.rawValue)), ("version", .string(version)),
-                                       ("checks", .object(entries))])
+                                       ("revision", .string(ProcessMetrics.revision)), ("checks", .object(entries))])
         return .json(body, status: overall == .fail ? 503 : 200, headers: [("Cache-Control", "no-store")],
                      contentType: "application/health+json")
     }

@@ -8,7 +8,23 @@ extension DeskClient {
     /// One logical call: breaker check, attempts with deadlines, retries for idempotent calls, error mapping.
     func call(_ operation: String, _ method: String, _ path: String, _ credential: Credential,
               query: [(String, String)] = [], body: JSONValue? = nil, idempotent: Bool) async throws(DomainError) -> JSONValue {
-        let request = try makeRequest(method, path, credential, query: query, body: body)
+        // One client span per logical call (its attempts share it), child of the request's span.
+        let span = TraceContext.current?.child()
+        let request = try makeRequest(method, path, credential, query: query, body: body, span: span)
+        let startedAt = spans == nil ? 0 : Span.now()
+        var last = "unknown"
+        defer {
+            if let span, let spans {
+                spans.record(Span(context: span, name: "desk \(operation)", kind: .client, startNanos: startedAt, endNanos: Span.now(),
+                                  attributes: [("http.request.method", .string(method)), ("url.path", .string(path)),
+                                               ("desk.operation", .string(operation)), ("desk.outcome", .string(last))],
+                                  failed: last != "ok"))
+            }
+        }
+        let observe: (DeskCallRecord) -> Void = { record in
+            last = record.outcome
+            self.observe(record)
+        }
         let attempts = idempotent ? max(1, configuration.maxAttempts) : 1
         var lastError = DomainError(.upstreamUnavailable, "Desk is unavailable.")
         for attempt in 0..<attempts {
@@ -104,7 +120,7 @@ extension DeskClient {
     }
 
     func makeRequest(_ method: String, _ path: String, _ credential: Credential, query: [(String, String)],
-                     body: JSONValue?) throws(DomainError) -> CurlRequest {
+                     body: JSONValue?, span: TraceContext? = nil) throws(DomainError) -> CurlRequest {
         var text = configuration.baseURL + path
         if !query.isEmpty {
             text += "?" + query.map { "\(Self.percentEncode($0.0))=\(Self.percentEncode($0.1))" }.joined(separator: "&")
@@ -126,8 +142,8 @@ extension DeskClient {
             request.headers.append(("SENDBIRDDESKAPITOKEN", Self.headerValue(token)))
         }
         // The request's trace, one child span per Desk call (W3C Trace Context).
-        if let trace = TraceContext.current {
-            request.headers.append(("traceparent", trace.child().traceparent))
+        if let trace = span ?? TraceContext.current?.child() {
+            request.headers.append(("traceparent", trace.traceparent))
             if let state = trace.state { request.headers.append(("tracestate", Self.headerValue(state))) }
         }
         return request

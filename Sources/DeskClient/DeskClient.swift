@@ -31,6 +31,8 @@ public final class DeskClient: Sendable {
     public let breaker: CircuitBreaker
     let http: CurlClient
     let observe: @Sendable (DeskCallRecord) -> Void
+    /// Where each call's client span goes when tracing is exported.
+    let spans: (any SpanRecorder)?
     private let rateLimited = Atomic<Int>(0)
 
     /// 429 answers Desk gave this client so far, retried ones included.
@@ -38,9 +40,11 @@ public final class DeskClient: Sendable {
 
     func countRateLimited() { rateLimited.add(1, ordering: .relaxed) }
 
-    public init(configuration: DeskClientConfiguration, observe: @escaping @Sendable (DeskCallRecord) -> Void = { _ in }) {
+    public init(configuration: DeskClientConfiguration, spans: (any SpanRecorder)? = nil,
+                observe: @escaping @Sendable (DeskCallRecord) -> Void = { _ in }) {
         self.configuration = configuration
         self.observe = observe
+        self.spans = spans
         breaker = CircuitBreaker(threshold: configuration.breakerFailureThreshold, cooldown: configuration.breakerCooldown)
         // No cache and no cookies: nothing from Desk is kept between calls (the gateway has its own caches).
         http = CurlClient(maxConnections: 32, name: "desk-client")

@@ -108,6 +108,8 @@ struct Wiring: Sendable {
     /// Credentials verified lately, shared by the authenticators and the rate limiter.
     let verified = VerifiedCallers()
     let metrics: MetricsRegistry
+    /// The OTLP exporter when traces are exported.
+    let spans: (any SpanRecorder)?
     let desk: DeskClient
     let emulator: DeskEmulator?
     let sessionKey: [UInt8]
@@ -123,13 +125,14 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         let assets = try Assets.locate(configured: config.assetsDirectory)
         let pool = try await startDatabase(config, assets: assets, logger: logger, services: services)
         let metrics = MetricsRegistry()
+        let spans = try await startTraceExport(config, metrics: metrics, logger: logger, services: services)
         let emulatorStore = config.deskEmulatorPersistent ? EmulatorDatabaseStore(database: pool) : nil
-        let (desk, emulator) = try startDesk(config, metrics: metrics, logger: logger, emulatorStore: emulatorStore)
+        let (desk, emulator) = try startDesk(config, metrics: metrics, logger: logger, emulatorStore: emulatorStore, spans: spans)
         if let emulator { try await services.start(StopAction(name: "Desk emulator") { await emulator.stop() }) }
         try await DeskIdentity.verify(DeskIdentity.describe(baseURL: config.deskBaseURL, appId: config.deskAppId,
                                                             emulatorInstance: emulator?.instanceId),
                                       pool: pool, allowReset: config.cacheResetOnDeskChange, logger: logger)
-        var wiring = Wiring(config: config, logger: logger, pool: pool, metrics: metrics, desk: desk, emulator: emulator,
+        var wiring = Wiring(config: config, logger: logger, pool: pool, metrics: metrics, spans: spans, desk: desk, emulator: emulator,
                             sessionKey: try await sessionKey(config, pool: pool, logger: logger))
         let watchdog = Watchdog(stallLimit: .seconds(config.livenessStallSeconds))
         registerOps(&wiring, assets: assets, watchdog: watchdog)
@@ -174,6 +177,17 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         await services.stop()
         throw error
     }
+}
+
+/// The OTLP exporter when an endpoint is configured; started early, so it stops late and sends the drain's spans.
+func startTraceExport(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger,
+                      services: ServiceGroup) async throws -> (any SpanRecorder)? {
+    guard let settings = config.otlpExporterSettings else { return nil }
+    let exporter = OTLPExporter(settings: settings, logger: logger)
+    exporter.register(in: metrics)
+    try await services.start(BackgroundLoop("trace export") { await exporter.run() })
+    logger.info("exporting traces over OTLP/HTTP", metadata: ["url": "\(settings.tracesURL)"])
+    return exporter
 }
 
 /// The Platform API sync, on the client and the stores.
@@ -316,7 +330,8 @@ func startServer(_ wiring: Wiring, services: ServiceGroup) async throws -> HTTPS
         try await services.start(HTTPService(server: HTTPServer(configuration: adminServer, responder: admin), drain: .seconds(1)))
     }
     let responder = APIResponder(routes: wiring.routes, metrics: wiring.metrics, logger: wiring.logger, policy: config.apiPolicy,
-                                 idempotency: IdempotencyStore(pool: wiring.pool, windowHours: config.retentionIdempotencyHours), verified: wiring.verified)
+                                 idempotency: IdempotencyStore(pool: wiring.pool, windowHours: config.retentionIdempotencyHours), verified: wiring.verified,
+                                 spans: wiring.spans)
     let server = HTTPServer(configuration: config.httpServerConfiguration, responder: responder)
     try await services.start(HTTPService(server: server, drain: .seconds(config.shutdownDrainSeconds)))
     return server
@@ -335,7 +350,7 @@ struct HTTPService: LifecycleService {
 /// The Desk client; without DESK_BASE_URL an emulator is started in-process: restored from `emulatorStore` when it
 /// holds a saved state, otherwise new and seeded with the demo data.
 func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger,
-               emulatorStore: (any EmulatorStateStore)? = nil) throws -> (DeskClient, DeskEmulator?) {
+               emulatorStore: (any EmulatorStateStore)? = nil, spans: (any SpanRecorder)? = nil) throws -> (DeskClient, DeskEmulator?) {
     var baseURL = config.deskBaseURL
     var apiToken = config.deskAPIToken
     var emulator: DeskEmulator?
@@ -361,7 +376,7 @@ func startDesk(_ config: GatewayConfig, metrics: MetricsRegistry, logger: Logger
     let deskConfig = config.deskClientConfiguration(baseURL: baseURL, apiToken: apiToken)
     metrics.describe("desk_requests_total", .counter, help: "Desk API calls by operation and outcome.")
     metrics.describe("desk_request_duration_seconds", .histogram, help: "Desk API call latency by operation.")
-    let client = DeskClient(configuration: deskConfig) { record in
+    let client = DeskClient(configuration: deskConfig, spans: spans) { record in
         metrics.increment("desk_requests_total", [("operation", record.operation), ("outcome", record.outcome)])
         if record.outcome != "breaker_open" {
             metrics.observe("desk_request_duration_seconds", [("operation", record.operation)], record.seconds)

@@ -3,6 +3,8 @@ public import DeskClient
 public import HTTPServer
 public import Services
 import Store
+public import Telemetry
+import Foundation
 
 /// Each component's settings, built from the table's values: the components have no defaults of their own for
 /// anything an environment variable sets.
@@ -17,6 +19,17 @@ extension GatewayConfig {
         CustomerAPISettings(cacheTTLSeconds: Double(self.cacheTTLSeconds), staleReadBudgetSeconds: Double(self.deskStaleReadBudgetMilliseconds) / 1000,
                             sessionLifetimeSeconds: self.sessionTTLSeconds, sessionCacheSeconds: Double(self.sessionCacheSeconds),
                             signInPerUserPerMinute: self.signInPerUserPerMinute, signInPerUserBurst: self.signInPerUserBurst, trustedProxies: proxies)
+    }
+
+    /// nil unless an OTLP endpoint is configured.
+    public var otlpExporterSettings: OTLPExporter.Settings? {
+        guard let url = OTLPExporter.tracesURL(endpoint: self.otelEndpoint, tracesEndpoint: self.otelTracesEndpoint) else { return nil }
+        // Fixed, not settings: a second's batches of at most 512 spans, 8 batches' worth waiting at most.
+        return OTLPExporter.Settings(tracesURL: url, headers: OTLPExporter.parseHeaders(self.otelHeaders),
+                                     resource: [("service.name", self.otelServiceName), ("service.version", gatewayVersion),
+                                                ("vcs.revision", ProcessMetrics.revision),
+                                                ("service.instance.id", ProcessInfo.processInfo.hostName)],
+                                     queueCapacity: 4096, batchSize: 512, interval: .seconds(1), timeout: .seconds(5))
     }
 
     public var linkPreviewSettings: LinkPreviewSettings {

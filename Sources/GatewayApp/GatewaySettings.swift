@@ -221,6 +221,23 @@ public struct GatewaySettings: Sendable {
         "RETENTION_CLOSED_TICKET_DAYS", 30, 0.001...3650, .retention,
         "cached tickets closed longer ago, of customers who have not listed theirs for as long")
 
+    // Tracing (OpenTelemetry's own variable names, so a platform's injected settings apply)
+    public let otelEndpoint = Setting.optional(
+        "OTEL_EXPORTER_OTLP_ENDPOINT", .tracing,
+        "OTLP/HTTP receiver, e.g. an OpenTelemetry Collector at `http://collector:4318`: spans go to its `/v1/traces`; unset: none exported",
+        accepts: "http(s) URL", check: SettingChecks.httpURL)
+    public let otelTracesEndpoint = Setting.optional(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", .tracing, "the traces URL itself, used as given (wins over OTEL_EXPORTER_OTLP_ENDPOINT)",
+        accepts: "http(s) URL", check: SettingChecks.httpURL)
+    public let otelHeaders = Setting.optional(
+        "OTEL_EXPORTER_OTLP_HEADERS", .tracing, "headers sent with every export, `key=value,…` (a tracing back end's API key)",
+        accepts: "key=value list", secret: true)
+    public let otelProtocol = Setting.text(
+        "OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", .tracing, "OTLP over HTTP with the JSON encoding, which Collectors accept; no other is spoken",
+        accepts: "http/json") { $0 == "http/json" ? nil : "only http/json is spoken (point it at a Collector's OTLP/HTTP receiver)" }
+    public let otelServiceName = Setting.text(
+        "OTEL_SERVICE_NAME", "desk-gateway", .tracing, "`service.name` of the exported spans (tell instances apart by `service.instance.id`, the host name)")
+
     // Process
     public let logLevel = Setting<Logger.Level>(
         "LOG_LEVEL", .info, .process, "`info` logs one access line per request",

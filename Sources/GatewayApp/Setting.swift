@@ -14,6 +14,7 @@ public enum SettingSection: String, CaseIterable, Sendable {
     case sync = "Desk sync"
     case outbox = "Outbox (queued writes)"
     case retention = "Housekeeping and retention"
+    case tracing = "Tracing (OpenTelemetry)"
     case process = "Process"
 }
 

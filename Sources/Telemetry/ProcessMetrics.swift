@@ -1,4 +1,6 @@
+import CBuildInfo
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,6 +8,9 @@ import Glibc
 /// The standard `process_*` families (as Prometheus's client libraries name them), read from `/proc/self` when
 /// /metrics is scraped, and `desk_gateway_build_info`.
 public enum ProcessMetrics {
+    /// The commit this binary was built from (`DESK_GATEWAY_REVISION` at build time), or `unknown`.
+    public static let revision = String(cString: dg_build_revision())
+
     public static func register(in metrics: MetricsRegistry, version: String) {
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         let pageSize = Double(sysconf(Int32(_SC_PAGESIZE)))
@@ -38,14 +43,25 @@ public enum ProcessMetrics {
         metrics.gauge("process_start_time_seconds", help: "Start time of the process since the Unix epoch, in seconds.") {
             [([], started)]
         }
-        metrics.gauge("desk_gateway_build_info", help: "1, labelled with the gateway's version.") {
-            [([("version", version)], 1)]
+        metrics.gauge("desk_gateway_build_info", help: "1, labelled with the gateway's version and the commit it was built from.") {
+            [([("version", version), ("revision", revision)], 1)]
         }
     }
 
     /// The numeric fields of `/proc/self/stat` after the command name and the state: index i is field i + 4 of
     /// proc(5) (utime 10, stime 11, num_threads 16, starttime 18, vsize 19, rss 20).
     static func stat() -> [Int]? {
+        // The four families read it in one scrape: one read serves them all.
+        let now = ContinuousClock.now
+        if let cached = lastStat.withLock({ $0 }), now - cached.at < .milliseconds(100) { return cached.fields }
+        let fields = readStat()
+        lastStat.withLock { $0 = fields.map { (now, $0) } }
+        return fields
+    }
+
+    private static let lastStat = Mutex<(at: ContinuousClock.Instant, fields: [Int])?>(nil)
+
+    static func readStat() -> [Int]? {
         guard let text = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ").dropFirst().map { Int($0) ?? 0 }

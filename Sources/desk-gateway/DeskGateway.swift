@@ -16,7 +16,7 @@ struct DeskGateway: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "desk-gateway",
         abstract: "REST backend-for-frontend in front of Sendbird Desk.",
-        version: gatewayVersion,
+        version: "\(gatewayVersion) (\(ProcessMetrics.revision))",
         subcommands: [Serve.self, Migrate.self, Sync.self, Csat.self, ApiKey.self, Cache.self, Webhooks.self, Settings.self],
         defaultSubcommand: Serve.self)
 }

@@ -4,6 +4,7 @@ import Foundation
 import GatewayApp
 import Testing
 import TestSupport
+import Telemetry
 
 @Suite struct OpsEndpointTests {
     @Test func livezAndReadyzPassWithADatabase() async throws {
@@ -112,7 +113,13 @@ import TestSupport
             #expect((value("process_threads") ?? 0) >= 2)
             let started = try #require(value("process_start_time_seconds"))
             #expect(started <= Date().timeIntervalSince1970 && started > Date().timeIntervalSince1970 - 86_400 * 3)
-            #expect(text.contains(#"desk_gateway_build_info{version="\#(gatewayVersion)"} 1"#))
+            #expect(text.contains(#"desk_gateway_build_info{version="\#(gatewayVersion)",revision="\#(ProcessMetrics.revision)"} 1"#))
+            // Under make, the commit the binaries were built from (Makefile's DESK_GATEWAY_REVISION) is the one baked in.
+            if let revision = ProcessInfo.processInfo.environment["DESK_GATEWAY_REVISION"], !revision.isEmpty {
+                #expect(ProcessMetrics.revision == revision)
+            }
+            let ready = try await httpRequest(port: app.port, "GET", "/readyz").text
+            #expect(ready.contains(#""revision":"\#(ProcessMetrics.revision)""#))
         }
     }
 

@@ -1,0 +1,52 @@
+import Foundation
+
+/// A finished span of a trace (what OpenTelemetry exports): a request the gateway served, or a call it made for one.
+public struct Span: Sendable {
+    public enum Kind: Int, Sendable {
+        case server = 2
+        case client = 3
+        case `internal` = 1
+    }
+
+    public let context: TraceContext
+    public let name: String
+    public let kind: Kind
+    /// Wall-clock times, nanoseconds since 1970.
+    public let startNanos: UInt64
+    public let endNanos: UInt64
+    public let attributes: [(key: String, value: SpanValue)]
+    /// Whether the span failed (a 5xx answered, a Desk call that did not succeed).
+    public let failed: Bool
+
+    public init(context: TraceContext, name: String, kind: Kind, startNanos: UInt64, endNanos: UInt64,
+                attributes: [(key: String, value: SpanValue)], failed: Bool) {
+        self.context = context
+        self.name = name
+        self.kind = kind
+        self.startNanos = startNanos
+        self.endNanos = max(startNanos, endNanos)
+        self.attributes = attributes
+        self.failed = failed
+    }
+
+    /// Now on the wall clock, in the span's unit.
+    public static func now() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1e9)) }
+
+    /// The wall-clock time of a monotonic instant in the recent past.
+    public static func wallNanos(of instant: ContinuousClock.Instant) -> UInt64 {
+        let ago = ContinuousClock.now - instant
+        let nanos = UInt64(max(0, ago.components.seconds)) * 1_000_000_000 + UInt64(max(0, ago.components.attoseconds / 1_000_000_000))
+        let now = Self.now()
+        return now > nanos ? now - nanos : 0
+    }
+}
+
+public enum SpanValue: Sendable, Equatable {
+    case string(String)
+    case int(Int)
+}
+
+/// Where finished spans go (an OTLP exporter); the request path only hands them over.
+public protocol SpanRecorder: Sendable {
+    func record(_ span: Span)
+}
