@@ -27,7 +27,9 @@ public struct HTTPRequest: Sendable {
 
     /// The first value of a header, matched case-insensitively.
     public func header(_ name: String) -> String? {
-        let key = name.lowercased()
+        // Names are stored lowercased and callers mostly ask in lowercase: lowercasing is the exception (every
+        // request looks up several headers).
+        let key = name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? name.lowercased() : name
         for header in headers where header.name == key { return header.value }
         return nil
     }
