@@ -265,6 +265,76 @@ def api(browser, console, ticket_id):
     check("with retries every call is answered after waiting out the 429s",
           limited["answered"] == 30 and limited["retries"] > 0 and limited["codes"] == ["rate_limited"], limited)
 
+    # A Retry-After wait is interrupted by the call's timeout or its AbortSignal (the budget is spent again first).
+    interrupted = browser.run_async(setup + """
+        const spend = new DeskGateway({ baseUrl: base, token, maxRetries: 0 });
+        // Until the gateway answers 429: then the next call has a Retry-After to wait out.
+        const exhaust = async () => {
+            for (let round = 0; round < 10; round++) {
+                const outcomes = await Promise.allSettled(Array.from({ length: 40 }, () => spend.openCount()));
+                if (outcomes.some((o) => o.status === 'rejected' && o.reason.code === 'rate_limited')) return;
+            }
+        };
+        const g = new DeskGateway({ baseUrl: base, token, maxRetries: 8 });
+        await exhaust();
+        let started = performance.now();
+        let timedOut = null;
+        try { await g.openCount({ timeoutMs: 600 }); timedOut = 'answered'; } catch (error) { timedOut = error.code; }
+        const timeoutMs = performance.now() - started;
+        const controller = new AbortController();
+        await exhaust();
+        started = performance.now();
+        setTimeout(() => controller.abort(), 300);
+        let aborted = null;
+        try { await g.openCount({ signal: controller.signal }); aborted = 'answered'; } catch (error) { aborted = error.name; }
+        return { timedOut, timeoutMs, aborted, abortMs: performance.now() - started };
+    """, gateway, token, 0)
+    check("a call's timeoutMs ends its Retry-After wait with code timeout",
+          interrupted["timedOut"] == "timeout" and interrupted["timeoutMs"] < 1500, interrupted)
+    check("an AbortSignal cancels the call during its Retry-After wait",
+          interrupted["aborted"] == "AbortError" and interrupted["abortMs"] < 1500, interrupted)
+
+    # classifyMessage is computed in the page, and says what the gateway's route says for every kind of message.
+    kinds = browser.run_async(setup + """
+        const { classifyMessage, newIdempotencyKey } = await import('./desk-gateway.js');
+        const rich = (type, body) => JSON.stringify({ type, body });
+        const samples = [
+            ['SENDBIRD_DESK_RICH_MESSAGE', rich('SENDBIRD_DESK_CUSTOMER_SATISFACTION', { state: 'CONFIRMED', ticketId: 7, customerSatisfactionScore: 4, customerSatisfactionComment: 'ok' })],
+            ['SENDBIRD_DESK_RICH_MESSAGE', rich('SENDBIRD_DESK_INQUIRE_TICKET_CLOSURE', { state: 'WAITING', ticketId: 7 })],
+            ['SENDBIRD_DESK_RICH_MESSAGE', rich('SENDBIRD_DESK_URL_PREVIEW', { url: 'https://example.com' })],
+            ['SENDBIRD_DESK_RICH_MESSAGE', rich('SOMETHING_NEW', {})],
+            ['SENDBIRD_DESK_ADMIN_MESSAGE_CUSTOM_TYPE', JSON.stringify({ type: 'NOTIFICATION_MANUAL_CLOSED', ticket: { id: 7 } })],
+            ['SENDBIRD_DESK_ADMIN_MESSAGE_CUSTOM_TYPE', JSON.stringify({ type: 'SYSTEM_MESSAGE_TICKET_ASSIGNED_BY_SYSTEM' })],
+            ['SENDBIRD_DESK_BOT_MESSAGE', JSON.stringify({ type: 'BOT' })],
+            ['', ''],
+        ];
+        const g = new DeskGateway({ baseUrl: base, token });
+        const differing = [];
+        const started = performance.now();
+        const local = samples.map(([customType, data]) => classifyMessage(customType, data));
+        const localMs = performance.now() - started;
+        for (let i = 0; i < samples.length; i++) {
+            const [customType, data] = samples[i];
+            const served = (await g.request('POST', '/v1/messages/classify', { body: { customType, data },
+                headers: { 'Idempotency-Key': newIdempotencyKey() } })).body;
+            if (JSON.stringify(served) !== JSON.stringify(local[i])) differing.push({ customType, data, served, local: local[i] });
+        }
+        return { count: samples.length, differing, kinds: local.map((c) => c.kind), localMs };
+    """, gateway, token, 0)
+    check("classifyMessage runs in the page and matches POST /v1/messages/classify for every kind",
+          kinds["differing"] == [] and len(set(kinds["kinds"])) == 7, kinds)
+
+    # A relative baseUrl resolves against the page (a same-origin deployment or a dev proxy), not a TypeError.
+    relative = browser.run_async(setup + """
+        const g = new DeskGateway({ baseUrl: '/gateway-behind-a-proxy' });
+        try { await g.openCount(); return 'answered'; } catch (error) {
+            return { name: error.name, status: error.status, code: error.code };
+        }
+    """, gateway, token, 0)
+    check("a relative baseUrl is resolved against the page (its server answered 404)",
+          isinstance(relative, dict) and relative.get("name") == "GatewayError" and relative.get("status") == 404, relative)
+    console.drain("10-client-options")
+
     time.sleep(3)  # let the budget refill
     signed_out = browser.run_async(setup + """
         const g = new DeskGateway({ baseUrl: base, token });
@@ -272,7 +342,19 @@ def api(browser, console, ticket_id):
         try { await new DeskGateway({ baseUrl: base, token }).openCount(); return 'still signed in'; } catch (error) { return error.code; }
     """, gateway, token, 0)
     check("sign out revokes the token", signed_out == "unauthorized", signed_out)
-    console.drain("10-sign-out")
+    # An ended session: onSessionExpired signs in again (with the Sendbird token an app keeps) and the call goes on.
+    renewed = browser.run_async(setup + """
+        let asked = 0;
+        const g = new DeskGateway({ baseUrl: base, token, onSessionExpired: async ({ code }) => {
+            asked += 1;
+            return (await new DeskGateway({ baseUrl: base }).signIn('demo-customer', 'demo-token')).token;
+        } });
+        const count = await g.openCount();
+        return { asked, answered: typeof count.count === 'number', renewed: g.token !== token };
+    """, gateway, token, 0)
+    check("onSessionExpired renews the session once and the call is answered",
+          renewed == {"asked": 1, "answered": True, "renewed": True}, renewed)
+    console.drain("11-sign-out")
     browser.screenshot(str(out / "10-after-api.png"))
 
 
@@ -289,7 +371,7 @@ def foreign(browser):
     check("a page on another origin is refused by the browser", outcome == "network_error", outcome)
     check("the browser names CORS as the reason", any("CORS" in e.get("message", "") for e in entries),
           [e.get("message") for e in entries])
-    browser.screenshot(str(out / "11-foreign-origin.png"))
+    browser.screenshot(str(out / "12-foreign-origin.png"))
 
 
 def main():

@@ -35,8 +35,8 @@ if [ "${1:-}" = "--test" ]; then
   install_missing chromium chromium-driver
   # Prometheus (and promtool) for the alerts and the dashboard, against a live gateway.
   install_missing prometheus
-  # pgbouncer for the transaction-pooling test (Debian's 1.18).
-  install_missing pgbouncer
+  # pgbouncer for the transaction-pooling test (Debian's 1.18); tsc for the web client's type declarations.
+  install_missing pgbouncer node-typescript
   py=(python3 -m pip install -q --disable-pip-version-check)
   python3 -c "import openapi_spec_validator" 2>/dev/null || "${py[@]}" openapi-spec-validator ||
     "${py[@]}" --break-system-packages openapi-spec-validator

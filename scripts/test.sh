@@ -50,6 +50,13 @@ python3 scripts/scale_out.py "$TEST_DATABASE_URL"
 echo "== browser: the web client's demo in headless Chromium from another origin, and a refused origin"
 python3 scripts/browser_test.py "$TEST_DATABASE_URL"
 
+echo "== web client as a package: its package.json, and a strict TypeScript consumer of its declarations (tsc)"
+python3 -c "import json; p = json.load(open('clients/web/package.json')); assert p['type'] == 'module' and p['types'] == p['exports']['.']['types'] == './desk-gateway.d.ts', p"
+tsc -p clients/web/test/tsconfig.json
+
+echo "== Swift client: clients/swift built and tested (swift test) against a live gateway and its Desk emulator"
+scripts/swift_client_test.sh "$TEST_DATABASE_URL"
+
 echo "== report page: sign-in, summary, filters, drill-down and CSV in headless Chromium, numbers against the JSON API"
 python3 scripts/report_page_test.py "$TEST_DATABASE_URL"
 

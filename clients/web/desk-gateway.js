@@ -1,5 +1,6 @@
 // desk-gateway web client: one dependency-free ES module for browsers (and any runtime with fetch).
-// Copy this file into a frontend; no build step. Every call maps to one route of openapi.yaml.
+// Install it as a package (clients/web/package.json, types in desk-gateway.d.ts) or copy this file into a frontend;
+// no build step. Every call maps to one route of openapi.yaml.
 
 /**
  * @typedef {{id: number, kind: string}} PendingOperation
@@ -21,6 +22,14 @@
  *   carries the operation to poll with `waitForOperation`.
  * @typedef {{ticket: (Ticket|null), etag: (string|null), notModified: boolean}} TicketRead
  * @typedef {{field: string, message: string}} FieldError
+ * @typedef {{signal?: AbortSignal, timeoutMs?: number}} CallOptions
+ *   `signal` cancels the call (its retries and `Retry-After` waits too: the promise rejects with the signal's reason);
+ *   `timeoutMs` bounds the whole call, waits included (then `GatewayError` code `timeout`).
+ * @typedef {{
+ *   kind: ('url_preview'|'closure_inquiry'|'csat'|'system'|'notification'|'bot'|'plain'), type: ?string,
+ *   state: ?('WAITING'|'CONFIRMED'|'DECLINED'), visibleToCustomer: boolean, ticketId: ?number, score: ?number,
+ *   comment: ?string
+ * }} MessageClassification
  */
 
 /** A problem+json answer (or a network failure, `code: "network_error"`) as a typed error. */
@@ -53,7 +62,77 @@ export class GatewayError extends Error {
   }
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", stop);
+      resolve();
+    }, ms);
+    function stop() {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }
+    signal?.addEventListener("abort", stop, { once: true });
+  });
+}
+
+/** One signal for a call: the caller's, and a timeout of the whole call. */
+function callSignal(signal, timeoutMs) {
+  if (!(timeoutMs > 0)) return { signal, done: () => {} };
+  const controller = new AbortController();
+  const forward = () => controller.abort(signal.reason);
+  if (signal?.aborted) controller.abort(signal.reason);
+  else signal?.addEventListener("abort", forward, { once: true });
+  const timer = setTimeout(() => controller.abort(new GatewayError({
+    status: 0, code: "timeout", title: "Timed out", detail: `no answer within ${timeoutMs} ms`,
+  })), timeoutMs);
+  return { signal: controller.signal, done: () => { clearTimeout(timer); signal?.removeEventListener("abort", forward); } };
+}
+
+/** What a ticket-channel message is, from its Chat `customType` and `data` string, as the gateway's
+ *  `POST /v1/messages/classify` says, computed here: no request per message.
+ *  @param {?string} customType @param {?string} data @returns {MessageClassification} */
+export function classifyMessage(customType, data) {
+  let parsed = null;
+  if (data) {
+    try {
+      parsed = JSON.parse(data);
+    } catch {
+      parsed = null;
+    }
+  }
+  const payload = parsed && typeof parsed === "object" ? parsed : {};
+  const inner = payload.body && typeof payload.body === "object" ? payload.body : {};
+  const text = (value) => (typeof value === "string" ? value : null);
+  const int = (value) => (Number.isInteger(value) ? value : null);
+  const type = text(payload.type);
+  const ticketId = int(inner.ticketId) ?? int(payload.ticket?.id);
+  const rawState = text(inner.state) ?? text(inner.status);
+  const state = ["WAITING", "CONFIRMED", "DECLINED"].includes(rawState) ? rawState : null;
+  const result = (kind, fields) => ({
+    kind, type: null, state: null, visibleToCustomer: true, ticketId: null, score: null, comment: null, ...fields,
+  });
+  switch (customType) {
+    case "SENDBIRD_DESK_RICH_MESSAGE":
+      switch (type) {
+        case "SENDBIRD_DESK_INQUIRE_TICKET_CLOSURE": return result("closure_inquiry", { type, state, ticketId });
+        case "SENDBIRD_DESK_CUSTOMER_SATISFACTION":
+          return result("csat", { type, state, ticketId, score: int(inner.customerSatisfactionScore),
+                                  comment: text(inner.customerSatisfactionComment) });
+        case "SENDBIRD_DESK_URL_PREVIEW": return result("url_preview", { type });
+        default: return result("plain", { type });
+      }
+    case "SENDBIRD_DESK_ADMIN_MESSAGE_CUSTOM_TYPE":
+      if ((type ?? "").startsWith("NOTIFICATION_")) return result("notification", { type, ticketId });
+      return result("system", { type: type || null, visibleToCustomer: false, ticketId });
+    case "SENDBIRD_DESK_BOT_MESSAGE":
+      return result("bot", { type });
+    default:
+      return result("plain", {});
+  }
+}
 
 /** @returns {string} a fresh Idempotency-Key */
 export function newIdempotencyKey() {
@@ -75,20 +154,29 @@ function retryAfterSeconds(value) {
 export class DeskGateway {
   /**
    * @param {object} options
-   * @param {string} options.baseUrl the gateway, e.g. "https://gateway.example.com"
+   * @param {string} options.baseUrl the gateway: absolute ("https://gateway.example.com") or, in a page, relative to it
+   *   ("/api" behind the same origin or a dev proxy)
    * @param {?string} [options.token] a bearer token from an earlier `signIn`
    * @param {number} [options.maxRetries] retries of a 429, and of a 503 when the request is safe to repeat (2)
-   * @param {number} [options.maxRetryDelayMs] longest wait for one `Retry-After` (30000)
+   * @param {number} [options.maxRetryDelayMs] longest wait for one `Retry-After` (30000); never shorter than 1000
+   * @param {number} [options.timeoutMs] default bound of every call, waits included (0: none; a call's own wins)
    * @param {(info: {status: number, code: string, delayMs: number, attempt: number}) => void} [options.onRetry]
+   * @param {(info: {code: string, status: number}) => (?string|Promise<?string>)} [options.onSessionExpired]
+   *   called on a 401 of a signed-in call (`unauthorized`: the gateway session ended; `desk_session_expired`: Desk's
+   *   did): return a new session token (e.g. from `signIn` with the Sendbird token kept on the device) and the call
+   *   is made once more with it; return null to let the error through
    * @param {typeof fetch} [options.fetch]
    */
-  constructor({ baseUrl, token = null, maxRetries = 2, maxRetryDelayMs = 30000, onRetry = () => {}, fetch: fetchImpl } = {}) {
+  constructor({ baseUrl, token = null, maxRetries = 2, maxRetryDelayMs = 30000, timeoutMs = 0, onRetry = () => {},
+                onSessionExpired = null, fetch: fetchImpl } = {}) {
     if (!baseUrl) throw new TypeError("baseUrl is required");
     this.baseUrl = baseUrl.replace(/\/+$/, "");
     this.token = token;
     this.maxRetries = maxRetries;
-    this.maxRetryDelayMs = maxRetryDelayMs;
+    this.maxRetryDelayMs = Math.max(1000, maxRetryDelayMs);
+    this.timeoutMs = timeoutMs;
     this.onRetry = onRetry;
+    this.onSessionExpired = onSessionExpired;
     this.fetch = fetchImpl ?? globalThis.fetch.bind(globalThis);
     /** @type {Map<string, {etag: string, ticket: Ticket}>} ETags of tickets read, for If-None-Match */
     this.etags = new Map();
@@ -99,20 +187,40 @@ export class DeskGateway {
    * is safe (a GET, or a write with an Idempotency-Key). Other failures throw `GatewayError`.
    * @returns {Promise<{status: number, headers: Headers, body: any}>}
    */
-  async request(method, path, { body, query, headers = {}, idempotent = method === "GET" } = {}) {
-    const url = new URL(this.baseUrl + path);
+  async request(method, path, { body, query, headers = {}, idempotent = method === "GET", signal, timeoutMs = this.timeoutMs } = {}) {
+    const call = callSignal(signal, timeoutMs);
+    try {
+      return await this.#request(method, path, { body, query, headers, idempotent, signal: call.signal });
+    } finally {
+      call.done();
+    }
+  }
+
+  /** The URL of `path`: a relative base resolves against the page (a same-origin deployment, a dev proxy). */
+  #url(path) {
+    const base = globalThis.location?.href;
+    if (!base && !/^[a-z][a-z0-9+.-]*:/i.test(this.baseUrl)) {
+      throw new TypeError(`baseUrl "${this.baseUrl}" is relative and there is no page to resolve it against: give an absolute URL`);
+    }
+    return new URL(this.baseUrl + path, base);
+  }
+
+  async #request(method, path, { body, query, headers, idempotent, signal }) {
+    const url = this.#url(path);
     for (const [name, value] of Object.entries(query ?? {})) {
       if (value == null) continue;
       for (const one of Array.isArray(value) ? value : [value]) url.searchParams.append(name, String(one));
     }
     const all = { Accept: "application/json", ...headers };
-    if (this.token) all.Authorization = `Bearer ${this.token}`;
     if (body !== undefined) all["Content-Type"] = "application/json";
+    let renewed = false;
     for (let attempt = 0; ; attempt++) {
+      if (this.token) all.Authorization = `Bearer ${this.token}`;
       let response;
       try {
-        response = await this.fetch(url, { method, headers: all, body: body === undefined ? undefined : JSON.stringify(body) });
+        response = await this.fetch(url, { method, headers: all, signal, body: body === undefined ? undefined : JSON.stringify(body) });
       } catch (error) {
+        if (signal?.aborted) throw signal.reason;
         // fetch gives no detail on purpose (a CORS refusal looks the same as a dropped connection).
         throw new GatewayError({ status: 0, code: "network_error", title: "Network error", detail: String(error?.message ?? error) });
       }
@@ -121,12 +229,23 @@ export class DeskGateway {
         return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
       }
       const error = await this.#problem(response);
+      const expired = response.status === 401 && (error.code === "unauthorized" || error.code === "desk_session_expired");
+      if (expired && all.Authorization && !renewed && this.onSessionExpired && !path.startsWith("/v1/sessions")) {
+        renewed = true;
+        const token = await this.onSessionExpired({ code: error.code, status: response.status });
+        if (signal?.aborted) throw signal.reason;
+        if (token) {
+          this.token = token;
+          attempt--;
+          continue;
+        }
+      }
       const retryable = response.status === 429 || (response.status === 503 && idempotent);
       if (retryable && attempt < this.maxRetries && error.retryAfter != null) {
         // Never sooner than a second, whatever the hint says.
         const delayMs = Math.max(1000, Math.min(this.maxRetryDelayMs, error.retryAfter * 1000));
         this.onRetry({ status: response.status, code: error.code, delayMs, attempt: attempt + 1 });
-        await sleep(delayMs);
+        await sleep(delayMs, signal);
         continue;
       }
       throw error;
@@ -153,9 +272,9 @@ export class DeskGateway {
     });
   }
 
-  /** A POST that is safe to retry: one Idempotency-Key for all its attempts. */
-  #write(method, path, body, idempotencyKey = newIdempotencyKey()) {
-    return this.request(method, path, { body, headers: { "Idempotency-Key": idempotencyKey }, idempotent: true });
+  /** A write that is safe to retry: one Idempotency-Key for all its attempts. */
+  #write(method, path, body, { idempotencyKey = newIdempotencyKey(), signal, timeoutMs } = {}) {
+    return this.request(method, path, { body, headers: { "Idempotency-Key": idempotencyKey }, idempotent: true, signal, timeoutMs });
   }
 
   /** @returns {WriteResult} */
@@ -163,19 +282,27 @@ export class DeskGateway {
     return answer.status === 202 ? { ticket: null, operation: answer.body } : { ticket: answer.body, operation: null };
   }
 
+  /** `/v1/tickets/{id}…` with the id as one encoded segment. */
+  static #ticketPath(id, rest = "") {
+    return `/v1/tickets/${encodeURIComponent(id)}${rest}`;
+  }
+
   // Sessions
 
-  /** Signs a customer in with their Sendbird user id and access token; later calls use the session. @returns {Promise<Session>} */
-  async signIn(userId, accessToken = "") {
-    const { body } = await this.request("POST", "/v1/sessions", { body: { userId, accessToken } });
+  /**
+   * Signs a customer in with their Sendbird user id and access token; later calls use the session.
+   * @param {string} userId @param {string} [accessToken] @param {CallOptions} [options] @returns {Promise<Session>}
+   */
+  async signIn(userId, accessToken = "", { signal, timeoutMs } = {}) {
+    const { body } = await this.request("POST", "/v1/sessions", { body: { userId, accessToken }, signal, timeoutMs });
     this.token = body.token;
     return body;
   }
 
-  /** Revokes the current session. */
-  async signOut() {
+  /** Revokes the current session. @param {CallOptions} [options] */
+  async signOut({ signal, timeoutMs } = {}) {
     try {
-      await this.request("DELETE", "/v1/sessions/current");
+      await this.request("DELETE", "/v1/sessions/current", { signal, timeoutMs });
     } finally {
       this.token = null;
       this.etags.clear();
@@ -187,30 +314,30 @@ export class DeskGateway {
   /**
    * @param {{title: string, userName: string, groupKey?: ?string, priority?: ?string,
    *          customFields?: ?Object<string, string|number|boolean>, relatedChannelUrls?: ?string[]}} ticket
-   * @param {{idempotencyKey?: string}} [options] keep the key to retry the same creation later
+   * @param {CallOptions & {idempotencyKey?: string}} [options] keep the key to retry the same creation later
    * @returns {Promise<{ticket: Ticket, location: ?string}>}
    */
-  async createTicket(ticket, { idempotencyKey } = {}) {
-    const answer = await this.#write("POST", "/v1/tickets", ticket, idempotencyKey);
+  async createTicket(ticket, options = {}) {
+    const answer = await this.#write("POST", "/v1/tickets", ticket, options);
     return { ticket: answer.body, location: answer.headers.get("Location") };
   }
 
   /**
    * Reads a ticket, sending the ETag of the last read (If-None-Match): an unchanged ticket costs a 304.
-   * @returns {Promise<TicketRead>}
+   * @param {number} id @param {CallOptions} [options] @returns {Promise<TicketRead>}
    */
-  async getTicket(id) {
-    return this.#read(`/v1/tickets/${encodeURIComponent(id)}`, `id:${id}`);
+  async getTicket(id, options = {}) {
+    return this.#read(DeskGateway.#ticketPath(id), `id:${id}`, options);
   }
 
-  /** @returns {Promise<TicketRead>} */
-  async getTicketByChannel(channelUrl) {
-    return this.#read(`/v1/tickets/by-channel/${encodeURIComponent(channelUrl)}`, `channel:${channelUrl}`);
+  /** @param {string} channelUrl @param {CallOptions} [options] @returns {Promise<TicketRead>} */
+  async getTicketByChannel(channelUrl, options = {}) {
+    return this.#read(`/v1/tickets/by-channel/${encodeURIComponent(channelUrl)}`, `channel:${channelUrl}`, options);
   }
 
-  async #read(path, cacheKey) {
+  async #read(path, cacheKey, { signal, timeoutMs } = {}) {
     const known = this.etags.get(cacheKey);
-    const answer = await this.request("GET", path, { headers: known ? { "If-None-Match": known.etag } : {} });
+    const answer = await this.request("GET", path, { headers: known ? { "If-None-Match": known.etag } : {}, signal, timeoutMs });
     if (answer.status === 304 && known) return { ticket: known.ticket, etag: known.etag, notModified: true };
     const etag = answer.headers.get("ETag");
     if (etag) this.etags.set(cacheKey, { etag, ticket: answer.body });
@@ -219,12 +346,13 @@ export class DeskGateway {
 
   /**
    * One page, newest first.
-   * @param {{status?: ('open'|'closed'|'all'), limit?: number, cursor?: ?string, customFields?: Object<string, string>}} [filter]
+   * @param {{status?: ('open'|'closed'|'all'), limit?: number, cursor?: ?string, customFields?: Object<string, string>}
+   *         & CallOptions} [filter]
    * @returns {Promise<TicketPage>}
    */
-  async listTickets({ status, limit, cursor, customFields } = {}) {
+  async listTickets({ status, limit, cursor, customFields, signal, timeoutMs } = {}) {
     const customField = Object.entries(customFields ?? {}).map(([key, value]) => `${key}:${value}`);
-    const { body } = await this.request("GET", "/v1/tickets", { query: { status, limit, cursor, customField } });
+    const { body } = await this.request("GET", "/v1/tickets", { query: { status, limit, cursor, customField }, signal, timeoutMs });
     return body;
   }
 
@@ -238,78 +366,84 @@ export class DeskGateway {
     } while (cursor);
   }
 
-  /** @returns {Promise<{count: number, stale: boolean}>} */
-  async openCount() {
-    return (await this.request("GET", "/v1/tickets/open-count")).body;
+  /** @param {CallOptions} [options] @returns {Promise<{count: number, stale: boolean}>} */
+  async openCount({ signal, timeoutMs } = {}) {
+    return (await this.request("GET", "/v1/tickets/open-count", { signal, timeoutMs })).body;
   }
 
-  /** @returns {Promise<WriteResult>} */
-  async closeTicket(id, { comment = null, idempotencyKey } = {}) {
-    return this.#result(await this.#write("POST", `/v1/tickets/${encodeURIComponent(id)}/close`, { comment }, idempotencyKey));
+  /** @param {number} id @param {CallOptions & {comment?: ?string, idempotencyKey?: string}} [options] @returns {Promise<WriteResult>} */
+  async closeTicket(id, { comment = null, ...options } = {}) {
+    return this.#result(await this.#write("POST", DeskGateway.#ticketPath(id, "/close"), { comment }, options));
   }
 
-  /** @returns {Promise<WriteResult>} */
-  async reopenTicket(id, { idempotencyKey } = {}) {
-    return this.#result(await this.#write("POST", `/v1/tickets/${encodeURIComponent(id)}/reopen`, {}, idempotencyKey));
+  /** @param {number} id @param {CallOptions & {idempotencyKey?: string}} [options] @returns {Promise<WriteResult>} */
+  async reopenTicket(id, options = {}) {
+    return this.#result(await this.#write("POST", DeskGateway.#ticketPath(id, "/reopen"), {}, options));
   }
 
-  /** Answers the agent's closure inquiry (the message id comes from the ticket's chat channel). @returns {Promise<WriteResult>} */
-  async answerClosureInquiry(id, messageId, confirm, { idempotencyKey } = {}) {
-    return this.#result(await this.#write("POST", `/v1/tickets/${encodeURIComponent(id)}/closure-confirmation`, { messageId, confirm }, idempotencyKey));
+  /**
+   * Answers the agent's closure inquiry (the message id comes from the ticket's chat channel).
+   * @param {number} id @param {number} messageId @param {boolean} confirm
+   * @param {CallOptions & {idempotencyKey?: string}} [options] @returns {Promise<WriteResult>}
+   */
+  async answerClosureInquiry(id, messageId, confirm, options = {}) {
+    return this.#result(await this.#write("POST", DeskGateway.#ticketPath(id, "/closure-confirmation"), { messageId, confirm }, options));
   }
 
   /**
    * Answers the CSAT request `messageId` (from the ticket's chat channel); `score` 1–5, or null to decline.
-   * @returns {Promise<WriteResult>}
+   * @param {number} id @param {number} messageId @param {?number} score @param {?string} [comment]
+   * @param {CallOptions & {idempotencyKey?: string}} [options] @returns {Promise<WriteResult>}
    */
-  async submitFeedback(id, messageId, score, comment = null, { idempotencyKey } = {}) {
-    return this.#result(await this.#write("POST", `/v1/tickets/${encodeURIComponent(id)}/feedback`, { messageId, score, comment }, idempotencyKey));
+  async submitFeedback(id, messageId, score, comment = null, options = {}) {
+    return this.#result(await this.#write("POST", DeskGateway.#ticketPath(id, "/feedback"), { messageId, score, comment }, options));
   }
 
-  /** Merges ticket custom fields. @returns {Promise<WriteResult>} */
-  async setCustomFields(id, customFields) {
-    return this.#result(await this.request("PATCH", `/v1/tickets/${encodeURIComponent(id)}/custom-fields`, { body: { customFields } }));
+  /** Merges ticket custom fields. @param {number} id @param {Object<string, string>} customFields @param {CallOptions} [options] @returns {Promise<WriteResult>} */
+  async setCustomFields(id, customFields, { signal, timeoutMs } = {}) {
+    return this.#result(await this.request("PATCH", DeskGateway.#ticketPath(id, "/custom-fields"), { body: { customFields }, signal, timeoutMs }));
   }
 
-  /** Replaces the related channels (at most 3). @returns {Promise<WriteResult>} */
-  async setRelatedChannels(id, channelUrls) {
-    return this.#result(await this.request("PUT", `/v1/tickets/${encodeURIComponent(id)}/related-channels`, { body: { channelUrls } }));
+  /** Replaces the related channels (at most 3). @param {number} id @param {string[]} channelUrls @param {CallOptions} [options] @returns {Promise<WriteResult>} */
+  async setRelatedChannels(id, channelUrls, { signal, timeoutMs } = {}) {
+    return this.#result(await this.request("PUT", DeskGateway.#ticketPath(id, "/related-channels"), { body: { channelUrls }, signal, timeoutMs }));
   }
 
-  /** Merges the customer's own custom fields. */
-  async setCustomerCustomFields(customFields) {
-    return (await this.request("PATCH", "/v1/customers/me/custom-fields", { body: { customFields } })).body;
+  /** Merges the customer's own custom fields. @param {Object<string, string>} customFields @param {CallOptions} [options] */
+  async setCustomerCustomFields(customFields, { signal, timeoutMs } = {}) {
+    return (await this.request("PATCH", "/v1/customers/me/custom-fields", { body: { customFields }, signal, timeoutMs })).body;
   }
 
   // Messages
 
-  /** A page's preview and the ready-to-send URL-preview message. */
-  async linkPreview(url) {
-    return (await this.#write("POST", "/v1/link-previews", { url })).body;
+  /** A page's preview and the ready-to-send URL-preview message. @param {string} url @param {CallOptions} [options] */
+  async linkPreview(url, options = {}) {
+    return (await this.#write("POST", "/v1/link-previews", { url }, options)).body;
   }
 
-  /** What a chat message of a ticket channel is, and whether to show it. */
-  async classifyMessage(customType, data) {
-    return (await this.#write("POST", "/v1/messages/classify", { customType, data })).body;
+  /** What a chat message of a ticket channel is, and whether to show it: computed locally (see `classifyMessage`). */
+  classifyMessage(customType, data) {
+    return classifyMessage(customType, data);
   }
 
   // Operations (writes queued while Desk is unreachable)
 
-  /** @returns {Promise<Operation>} */
-  async getOperation(id) {
-    return (await this.request("GET", `/v1/operations/${encodeURIComponent(id)}`)).body;
+  /** @param {number} id @param {CallOptions} [options] @returns {Promise<Operation>} */
+  async getOperation(id, { signal, timeoutMs } = {}) {
+    return (await this.request("GET", `/v1/operations/${encodeURIComponent(id)}`, { signal, timeoutMs })).body;
   }
 
   /**
    * Polls a queued write until Desk took it (`delivered`) or refused it (`failed`, throws with its reason).
    * @param {Operation|number} operation
+   * @param {{intervalMs?: number, timeoutMs?: number, signal?: AbortSignal}} [options]
    * @returns {Promise<Operation>}
    */
-  async waitForOperation(operation, { intervalMs = 1000, timeoutMs = 60000 } = {}) {
+  async waitForOperation(operation, { intervalMs = 1000, timeoutMs = 60000, signal } = {}) {
     const id = typeof operation === "number" ? operation : operation.id;
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const current = await this.getOperation(id);
+      const current = await this.getOperation(id, { signal });
       if (current.status === "delivered") return current;
       if (current.status === "failed") {
         throw new GatewayError({ status: 409, code: "operation_failed", title: "Desk refused the change",
@@ -318,7 +452,7 @@ export class DeskGateway {
       if (Date.now() > deadline) {
         throw new GatewayError({ status: 0, code: "operation_pending", title: "Still queued", detail: `operation ${id}`, problem: current });
       }
-      await sleep(intervalMs);
+      await sleep(intervalMs, signal);
     }
   }
 }
