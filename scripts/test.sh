@@ -18,6 +18,7 @@ echo "== checking the documents (links, anchors, README length)"
 python3 scripts/check_docs.py
 echo "== validating openapi.yaml"
 python3 -m openapi_spec_validator openapi.yaml
+python3 scripts/check_openapi_examples.py
 
 echo "== running the test suite"
 # Suites that hold the gateway to a time bound (a preview's deadline, a webhook overtaking a held answer) run by
