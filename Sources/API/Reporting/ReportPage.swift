@@ -300,7 +300,8 @@ struct PageFilters {
     var sort = "responses"
     var descending = true
     var cursor: String?
-    /// Submitted by the filter form (which also sends the dates it showed): answered with a redirect to the
+    /// Submitted by the filter form (which also sends the dates it showed), or a link carrying parameters the page
+    /// does not know (`utm_source`, `fbclid`, … that mail and chat tools add): answered with a redirect to the
     /// canonical URL, so the address bar holds a clean, shareable view.
     var fromForm = false
 
@@ -332,7 +333,8 @@ struct PageFilters {
         }
         let known: Set<String> = ["range", "from", "to", "tz", "bucket", "agentId", "teamId", "channelType", "priority", "score", "sort",
                                   "dir", "cursor", "shownFrom", "shownTo"]
-        for item in query where !known.contains(item.name) { problems.append((item.name, "is not a filter of this page")) }
+        // Unknown parameters are ignored here (the JSON API stays strict): a shared link keeps working.
+        let unknown = query.contains { !known.contains($0.name) }
         for name in ReportParameters.filters where query.count(where: { $0.name == name }) > ReportParameters.maxFilterValues {
             problems.append((name, "may be given at most \(ReportParameters.maxFilterValues) times"))
         }
@@ -346,8 +348,8 @@ struct PageFilters {
         // The form sends the dates it showed (shownFrom/shownTo): dates left as shown follow the chosen preset,
         // edited dates make the range custom.
         let shownFrom = single("shownFrom"), shownTo = single("shownTo")
-        filters.fromForm = shownFrom != nil || shownTo != nil
-        let untouched = filters.fromForm && range != nil && range != "custom" && fromText == shownFrom && toText == shownTo
+        filters.fromForm = shownFrom != nil || shownTo != nil || unknown
+        let untouched = (shownFrom != nil || shownTo != nil) && range != nil && range != "custom" && fromText == shownFrom && toText == shownTo
         let preset = dates(of: range ?? "30d", today: today)
         if let preset, untouched || (fromText == nil || fromText == preset.0.description) && (toText == nil || toText == preset.1.description) {
             filters.range = range ?? "30d"
