@@ -12,7 +12,7 @@ psql "$admin" -qc "CREATE DATABASE $db" >/dev/null
 url=$(echo "$admin" | sed "s/dbname=[^ ]*/dbname=$db/")
 log=.build/contract-gateway.log
 
-DATABASE_URL="$url" PORT=$port HOST=127.0.0.1 DESK_EMULATOR_PORT=$emulator_port LOG_LEVEL=warning \
+DATABASE_URL="$url" PORT=$port HOST=127.0.0.1 DESK_EMULATOR_PORT=$emulator_port LOG_LEVEL=${CONTRACT_LOG_LEVEL:-info} \
   RATE_LIMIT_PER_MINUTE=1000000 RATE_LIMIT_BURST=1000000 ./.build/debug/desk-gateway >"$log" 2>&1 &
 gw=$!
 trap 'kill -TERM $gw 2>/dev/null; wait $gw 2>/dev/null; psql "$admin" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
@@ -48,7 +48,9 @@ done
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance
 common=(--url "http://127.0.0.1:$port" --checks "$checks" --max-examples "${CONTRACT_EXAMPLES:-25}" --request-timeout 10
         --workers 2 --generation-deterministic --no-color)
+# On a failure, the gateway's own account of its 5xx answers and warnings (access lines carry the internal detail).
+explain() { echo "contract: the gateway's 5xx answers and warnings:"; grep -E '"status":5[0-9][0-9]|"level":"(warning|error)"' "$log" | tail -20; exit 1; }
 python3 -m schemathesis.cli run openapi.yaml "${common[@]}" -H "Authorization: Bearer $token" \
-  --exclude-path /v1/link-previews --exclude-path /v1/sessions/current --exclude-path-regex '^/v1/reports'
+  --exclude-path /v1/link-previews --exclude-path /v1/sessions/current --exclude-path-regex '^/v1/reports' || explain
 
-python3 -m schemathesis.cli run openapi.yaml "${common[@]}" -H "Authorization: Bearer $key" --include-path-regex '^/v1/reports'
+python3 -m schemathesis.cli run openapi.yaml "${common[@]}" -H "Authorization: Bearer $key" --include-path-regex '^/v1/reports' || explain
