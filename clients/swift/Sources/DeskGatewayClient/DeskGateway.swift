@@ -298,30 +298,20 @@ protocol TicketWriteOutput {
 protocol TicketOrQueued: TicketWriteOutput {
     var ok: Components.Responses.Ticket { get throws }
     var accepted: Components.Responses.Queued { get throws }
-    var isAccepted: Bool { get }
 }
 
 extension TicketOrQueued {
     var result: WriteResult {
-        get throws { isAccepted ? .queued(try accepted.body.json) : .done(try ok.body.json) }
+        get throws {
+            if let queued = try? accepted { return .queued(try queued.body.json) }
+            return .done(try ok.body.json)
+        }
     }
 }
 
-extension Operations.UpdateTicketCustomFields.Output: TicketOrQueued {
-    var isAccepted: Bool { if case .accepted = self { true } else { false } }
-}
-extension Operations.ReplaceRelatedChannels.Output: TicketOrQueued {
-    var isAccepted: Bool { if case .accepted = self { true } else { false } }
-}
-extension Operations.CloseTicket.Output: TicketOrQueued {
-    var isAccepted: Bool { if case .accepted = self { true } else { false } }
-}
-extension Operations.ReopenTicket.Output: TicketOrQueued {
-    var isAccepted: Bool { if case .accepted = self { true } else { false } }
-}
-extension Operations.AnswerClosureInquiry.Output: TicketOrQueued {
-    var isAccepted: Bool { if case .accepted = self { true } else { false } }
-}
-extension Operations.SubmitFeedback.Output: TicketOrQueued {
-    var isAccepted: Bool { if case .accepted = self { true } else { false } }
-}
+extension Operations.UpdateTicketCustomFields.Output: TicketOrQueued {}
+extension Operations.ReplaceRelatedChannels.Output: TicketOrQueued {}
+extension Operations.CloseTicket.Output: TicketOrQueued {}
+extension Operations.ReopenTicket.Output: TicketOrQueued {}
+extension Operations.AnswerClosureInquiry.Output: TicketOrQueued {}
+extension Operations.SubmitFeedback.Output: TicketOrQueued {}
