@@ -52,11 +52,64 @@ ANALYZE csat_ratings;
 """
 
 
+DASHBOARD = "https://dashboard.example.com/APP/desk"
+
+# Contrast of every visible text against the background it sits on, from the page's own computed styles (WCAG 2
+# relative luminance); SVG text is checked through its fill.
+CONTRAST = """
+const rgb = (c) => { const p = c.match(/rgba?\\(([^)]+)\\)/)[1].split(',').map(Number); return p; };
+const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+                     const p = rgb(c); return 0.2126 * f(p[0]) + 0.7152 * f(p[1]) + 0.0722 * f(p[2]); };
+const ratio = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+const background = (el) => { for (; el; el = el.parentElement) { const c = getComputedStyle(el).backgroundColor; const p = rgb(c);
+                               if (p.length < 4 || p[3] > 0.99) return c; } return 'rgb(255, 255, 255)'; };
+const bad = [];
+for (const el of document.querySelectorAll('body *')) {
+  if (![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+  const style = getComputedStyle(el);
+  if (style.visibility === 'hidden' || el.getClientRects().length === 0 || el.tagName === 'OPTION') continue;
+  const inSvg = el instanceof SVGElement;
+  const fg = inSvg ? style.fill : style.color;
+  const r = ratio(fg, background(inSvg ? el.closest('svg').parentElement : el));
+  if (r < 4.5) bad.push([el.tagName, el.className && el.className.baseVal !== undefined ? el.className.baseVal : el.className,
+                         el.textContent.trim().slice(0, 30), fg, r.toFixed(2)]);
+}
+return bad;
+"""
+
+# Neighbouring score colours (the legend's swatches) and their contrast with each other.
+PALETTE = """
+const rgb = (c) => c.match(/rgba?\\(([^)]+)\\)/)[1].split(',').map(Number);
+const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+                     const p = rgb(c); return 0.2126 * f(p[0]) + 0.7152 * f(p[1]) + 0.0722 * f(p[2]); };
+const colours = [1, 2, 3, 4, 5].map(s => getComputedStyle(document.querySelector('#distribution i.s' + s)).backgroundColor);
+return colours.slice(1).map((c, i) => { const x = lum(c), y = lum(colours[i]); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); });
+"""
+
+# The trend's x-axis labels: each box ends before the next begins.
+AXIS_OVERLAPS = """
+const boxes = [...document.querySelectorAll('svg.trend text.axis')].filter(t => t.getAttribute('text-anchor') === 'middle')
+  .map(t => t.getBoundingClientRect()).sort((a, b) => a.left - b.left);
+return boxes.slice(1).filter((b, i) => b.left < boxes[i].right).length;
+"""
+
+
+def wait_download(prefix, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        files = [f for f in downloads.iterdir() if f.name.startswith(prefix) and f.suffix == ".csv"]
+        if files:
+            return files[0]
+        time.sleep(0.1)
+    return None
+
+
 def start_gateway():
     env = {k: v for k, v in os.environ.items() if k not in ("DESK_BASE_URL", "DESK_API_TOKEN", "DESK_WEBHOOK_SECRET")}
     env.update({"DATABASE_URL": conninfo, "HOST": "127.0.0.1", "PORT": str(port), "DESK_EMULATOR_PORT": str(emulator_port),
                 "SYNC_INTERVAL_S": "0", "REPORT_TIME_ZONES": "UTC,Asia/Kolkata",
-                "LOG_LEVEL": "info", "ASSETS_DIR": str(root), "REPORT_CACHE_S": "0"})
+                "LOG_LEVEL": "info", "ASSETS_DIR": str(root), "REPORT_CACHE_S": "0",
+                "DESK_DASHBOARD_URL": DASHBOARD, "REPORT_CSAT_TARGET": "80", "REPORT_CSAT_TEAM_TARGETS": "201=90"})
     log = open(out / "gateway.log", "a")
     return subprocess.Popen([str(root / ".build/debug/desk-gateway"), "serve"], env=env, stdout=log, stderr=log)
 
@@ -263,12 +316,134 @@ def main():
         check("an empty period says so", browser.wait_for("return !!document.querySelector('#empty')"))
         shot("07-empty")
 
+        # Comments first-class: the summary's panel, lowest scores first, the API's score-1 comments newest first.
+        browser.get(f"{gateway}/reports?range=90d")
+        panel = browser.run("return [...document.querySelectorAll('#comments li')].map(l => [Number(l.dataset.score), Number(l.dataset.ticket),"
+                            " l.querySelector('q').textContent, l.querySelector('.muted').textContent])")
+        start, end = page_dates(browser)
+        lowest = api(f"/v1/reports/csat/responses?from={start}&to={end}&hasComment=true&score=1&limit=8", key)["items"]
+        check("the summary shows comments, lowest score first", len(panel) == 8 and [r[0] for r in panel] == sorted(r[0] for r in panel), panel[:3])
+        check("the panel's score-1 comments are the API's, newest first",
+              [r[1] for r in panel if r[0] == 1] == [i["ticketId"] for i in lowest][:len([r for r in panel if r[0] == 1])] and panel[0][0] == 1,
+              f"{[r[1] for r in panel][:8]} vs {[i['ticketId'] for i in lowest]}")
+        check("each comment names its agent, team and date", all(r[2].startswith("comment <i>") and " · Team " in r[3] and "Agent" in r[3] or "Bold" in r[3]
+                                                                for r in panel), panel[:2])
+        shot("08-comments")
+        # The has-comment filter on the responses page, and ticket ids linking to Desk's dashboard.
+        browser.click("#all-comments")
+        browser.wait_for("return location.pathname === '/reports/responses' && location.search.includes('hasComment=true')")
+        rows = browser.run("return [...document.querySelectorAll('#responses tbody tr')].map(r => [Number(r.dataset.ticket), r.cells[2].textContent,"
+                           " r.querySelector('a.ticket') && r.querySelector('a.ticket').getAttribute('href')])")
+        listed = api(f"/v1/reports/csat/responses?from={start}&to={end}&hasComment=true", key)["items"]
+        check("the has-comment filter lists the API's commented responses", [r[0] for r in rows] == [i["ticketId"] for i in listed]
+              and all(r[1] for r in rows) and len(rows) > 0, rows[:3])
+        check("ticket ids link to the ticket in Desk's dashboard", all(r[2] == f"{DASHBOARD}/tickets/{r[0]}" for r in rows), rows[:2])
+        check("the comment filter shows as a removable chip", browser.run("return !!document.querySelector(\".chip a[aria-label='Remove With a comment']\")"))
+        # The score filter with it (checkboxes through the form): only 1s with comments.
+        browser.run("document.querySelector('input[name=score][value=\"1\"]').checked = true;")
+        browser.click("form.filters button[type=submit]")
+        browser.wait_for("return location.search.includes('score=1')")
+        scores = browser.run("return [...document.querySelectorAll('#responses tbody tr')].map(r => [r.dataset.score, r.cells[2].textContent])")
+        check("the score filter and the comment filter together", len(scores) > 0 and all(sc == "1" and text for sc, text in scores), scores[:3])
+        # The full export: every response matching the filters (not the page on screen), as many as the API counts.
+        browser.get(f"{gateway}/reports/responses?range=90d")
+        start, end = page_dates(browser)
+        total = api(f"/v1/reports/csat?from={start}&to={end}", key)["totals"]["responses"]
+        browser.click("#export")
+        export = wait_download("csat-responses")
+        check("the responses CSV downloads", export is not None, list(downloads.iterdir()))
+        if export:
+            exported = list(csv.reader(io.StringIO(export.read_text())))
+            check("the responses CSV holds every matching response", len(exported) - 1 == total and total > 500,
+                  f"{len(exported) - 1} rows vs {total} responses")
+            check("the responses CSV has no row twice", len({(r[1], r[2]) for r in exported[1:]}) == len(exported) - 1)
+
+        # Targets: the goal line, the CSAT card's target, each team against its own (team 201: 90, others 80).
+        browser.get(f"{gateway}/reports?range=90d")
+        check("the trend draws the CSAT target", browser.run("return !!document.querySelector('svg.trend line.target')"))
+        check("the CSAT card shows the target", browser.run("return document.querySelector('#card-target').dataset.target") == "80")
+        targets = browser.run("return Object.fromEntries([...document.querySelectorAll('#table-teams tbody tr')].map(r => [r.dataset.id, r.dataset.target]))")
+        check("each team is held to its own target", targets.get("201") == "90" and targets.get("202") == "80", targets)
+        headers = browser.run("return [...document.querySelectorAll('#table-agents thead th')].map(t => t.textContent)")
+        check("agents show vs all, vs target and the change of CSAT", "vs all" in headers and "vs target" in headers and "CSAT change" in headers, headers)
+        # Accessibility: aria-sort on the header cell, contrast, palette, distinct chart names, axis labels.
+        check("aria-sort sits on the header cell", browser.run("return document.querySelectorAll('th[aria-sort]').length === 2 && "
+                                                               "document.querySelectorAll('a[aria-sort]').length === 0"))
+        low = browser.run(CONTRAST)
+        check("every text has contrast of at least 4.5:1", not low, low[:5])
+        palette = browser.run(PALETTE)
+        check("neighbouring score colours stand 3:1 apart", all(r >= 3 for r in palette), palette)
+        names = browser.run("return [...document.querySelectorAll('svg[role=img]')].map(s => s.getAttribute('aria-label'))")
+        check("every chart has its own accessible name", len(names) == len(set(names)) and len(names) > 3, names[:4])
+        check("every row's distribution has its numbers in text",
+              browser.run("return [...document.querySelectorAll('#table-agents tbody tr')].every(r => "
+                          "r.querySelector('td.dist small').textContent.split(' · ').map(Number).join(',') === r.dataset.distribution)"))
+        for bucket in ("day", "week"):
+            for days in ("30d", "90d"):
+                browser.get(f"{gateway}/reports?range={days}&bucket={bucket}")
+                check(f"no overlapping axis labels ({days} by {bucket})", browser.run(AXIS_OVERLAPS) == 0)
+        # Filters: agents and teams picked by name, channel types only where there are ratings.
+        browser.get(f"{gateway}/reports")
+        agents_offered = browser.run("return [...document.querySelectorAll('#pick-agentId input')].map(i => i.parentElement.textContent)")
+        check("agents are picked by name", len(agents_offered) == 12 and "Agent 1" in agents_offered, agents_offered[:3])
+        channels = browser.run("return [...document.querySelectorAll('input[name=channelType]')].map(i => i.value)")
+        check("only channel types with ratings are offered", sorted(channels) == ["SENDBIRD_ANDROID", "SENDBIRD_IOS", "SENDBIRD_JAVASCRIPT"], channels)
+        browser.run("document.querySelector('#pick-teamId details').open = true;"
+                    "[...document.querySelectorAll('#pick-teamId input')].find(i => i.parentElement.textContent === 'Team 2').checked = true;")
+        browser.click("form.filters button[type=submit]")
+        browser.wait_for("return location.search.includes('teamId=202')")
+        check("a team picked by name filters the view", browser.run("return [...document.querySelectorAll('#table-teams tbody tr')].map(r => r.dataset.id)") == ["202"])
+        # Phones: at 390 px the page does not scroll sideways; the wide tables scroll inside their box.
+        browser.viewport(390, 844, mobile=True)
+        for path in ("/reports?range=90d", "/reports/responses?range=90d"):
+            browser.get(gateway + path)
+            width = browser.run("return [document.documentElement.scrollWidth, window.innerWidth]")
+            check(f"no sideways scroll at 390 px ({path.split('?')[0]})", width[0] <= width[1] and width[1] == 390, width)
+            table = "#table-agents" if path.startswith("/reports?") else "#responses"
+            check(f"the {table[1:]} table scrolls inside its box at 390 px",
+                  browser.run("const box = document.querySelector(arguments[0]).parentElement; return getComputedStyle(box).overflowX === 'auto';", table))
+            shot("09-phone-" + table[1:])
+        browser.viewport()
+
         # Signing out ends the session.
         browser.get(f"{gateway}/reports")
         browser.click("header.top form button")
         browser.wait_for("return !!document.querySelector('#key')")
         browser.get(f"{gateway}/reports")
         check("after sign-out the page asks for a key", browser.wait_for("return !!document.querySelector('#key')"))
+
+        # A team lead's key sees its team only, on the page and through the API; another team is 403 by URL.
+        lead_key = None
+        for line in cli("api-key", "create", "--scope", "reports", "--name", "team lead", "--team", "team-1").splitlines():
+            if line.startswith("key"):
+                lead_key = line.split()[1]
+        unknown = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--team", "no-such-team"],
+                                 env=dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), capture_output=True, text=True)
+        check("a key for an unknown team is refused", unknown.returncode == 1 and "no-such-team" in unknown.stderr, unknown.stderr[-300:])
+        listed_keys = cli("api-key", "list")
+        check("api-key list shows a key's teams", any("teams 201" in line and "team lead" in line for line in listed_keys.splitlines()), listed_keys)
+        sign_in(lead_key)
+        browser.get(f"{gateway}/reports?range=90d")
+        check("the page says which teams the key sees", "Team 1" in (browser.text("#scope") or ""), browser.text("#scope"))
+        check("the lead's teams table holds its team only",
+              browser.run("return [...document.querySelectorAll('#table-teams tbody tr')].map(r => r.dataset.id)") == ["201"])
+        check("the lead picks from its team only", browser.run("return [...document.querySelectorAll('#pick-teamId input')].map(i => i.value)") == ["201"])
+        compare_summary(browser, lead_key, "team lead")
+        start, end = page_dates(browser)
+        scoped = api(f"/v1/reports/csat?from={start}&to={end}", lead_key)["totals"]
+        team_one = api(f"/v1/reports/csat?from={start}&to={end}&teamId=201", key)["totals"]
+        everyone = api(f"/v1/reports/csat?from={start}&to={end}", key)["totals"]
+        check("the lead's totals are its team's, not everyone's", scoped == team_one and scoped["responses"] < everyone["responses"], f"{scoped} {team_one}")
+        shot("10-team-lead")
+        browser.get(f"{gateway}/reports?range=90d&teamId=202")
+        check("another team by URL is refused on the page", "403" in (browser.text("main") or "") or "sees the teams" in (browser.text(".errors") or ""),
+              browser.text("main"))
+        status, body = call("GET", f"{gateway}/v1/reports/csat?teamId=202", headers={"Authorization": f"Bearer {lead_key}"})
+        check("another team through the API is 403", status == 403, status)
+        status, body = call("GET", f"{gateway}/v1/reports/csat/responses?teamId=202&teamId=201", headers={"Authorization": f"Bearer {lead_key}"})
+        check("another team among its own is 403 too", status == 403, status)
+        listed = api("/v1/reports/csat/responses?limit=500", lead_key)["items"]
+        check("the lead's listing holds its team's responses only", listed and all((i["team"] or {}).get("id") == 201 for i in listed), listed[:1])
 
         console.extend(browser.console())
         # The refused sign-ins answer 401/403, which Chromium logs as network errors; nothing else may show.

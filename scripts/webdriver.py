@@ -102,6 +102,15 @@ class Browser:
             raise WebDriverError(f"page script failed: {result}")
         return result.get("value")
 
+    def viewport(self, width=None, height=None, mobile=False):
+        """Emulates a viewport of this size (a phone's, with `mobile`); without a width, back to the window's."""
+        if width is None:
+            self._call("POST", f"{self.session}/goog/cdp/execute", {"cmd": "Emulation.clearDeviceMetricsOverride", "params": {}})
+        else:
+            self._call("POST", f"{self.session}/goog/cdp/execute",
+                       {"cmd": "Emulation.setDeviceMetricsOverride",
+                        "params": {"width": width, "height": height or 844, "deviceScaleFactor": 1, "mobile": mobile}})
+
     def wait_for(self, script, *args, seconds=30):
         """Waits until `script` (a boolean expression's body, `return ...`) is true in the page."""
         deadline = time.time() + seconds

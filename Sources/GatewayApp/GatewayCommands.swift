@@ -25,9 +25,20 @@ func withMigratedDatabase<T: Sendable>(_ config: GatewayConfig, logger: Logger, 
     }
 }
 
+/// A command's input named something that does not exist: said on stderr, exit status 1, no stack of logs.
+public struct CommandProblem: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
 /// `desk-gateway api-key create`: returns the new key (shown once) and its id.
-public func createApiKey(_ config: GatewayConfig, logger: Logger, name: String, scopes: [String]) async throws -> (key: String, id: Int) {
-    try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).create(name: name, scopes: scopes) }
+public func createApiKey(_ config: GatewayConfig, logger: Logger, name: String, scopes: [String], teams: [String] = []) async throws
+    -> (key: String, id: Int) {
+    do {
+        return try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).create(name: name, scopes: scopes, teams: teams) }
+    } catch let error as ApiKeyStore.UnknownTeams {
+        throw CommandProblem(message: error.description)
+    }
 }
 
 public func listApiKeys(_ config: GatewayConfig, logger: Logger) async throws -> [ApiKeyRecord] {

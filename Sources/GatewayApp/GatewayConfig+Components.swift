@@ -51,7 +51,9 @@ extension GatewayConfig {
 
     public var reportPageSettings: ReportPageSettings {
         ReportPageSettings(sessionHours: self.reportPageSessionHours, frameAncestors: self.reportPageFrameAncestors, smallSample: self.reportPageSmallSample,
-                           secureCookie: self.reportPageSecureCookie, trustedProxies: proxies, zones: self.reportTimeZones)
+                           secureCookie: self.reportPageSecureCookie, trustedProxies: proxies, zones: self.reportTimeZones,
+                           deskDashboardURL: self.reportPageDeskDashboardURL, csatTarget: self.reportCSATTarget,
+                           teamTargets: self.reportCSATTeamTargets)
     }
 
     public var syncSettings: SyncSettings {

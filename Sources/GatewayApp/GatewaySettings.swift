@@ -175,6 +175,29 @@ public struct GatewaySettings: Sendable {
         accepts: "space-separated origins or 'self'", check: SettingChecks.frameAncestors)
     public let reportPageSmallSample = Setting.integer(
         "REPORT_PAGE_SMALL_SAMPLE", 10, 0...1_000_000, .reportPage, "agents and teams with fewer responses are flagged \"few\" (0: never)")
+    public let reportCSATTarget = Setting<Double?>(
+        "REPORT_CSAT_TARGET", nil, .reportPage, "CSAT % to reach: a goal line on the trend, \"vs target\" on agents and teams",
+        accepts: "number, 0–100", defaultText: "") { (text: String) throws(SettingProblem) -> Double? in
+        guard let value = Double(text), value.isFinite, (0...100).contains(value) else { throw SettingProblem("expected a number from 0 to 100") }
+        return value
+    }
+    public let reportCSATTeamTargets = Setting<[Int: Double]>(
+        "REPORT_CSAT_TEAM_TARGETS", [:], .reportPage, "CSAT % targets of single teams, by team id (others use REPORT_CSAT_TARGET)",
+        accepts: "comma-separated TEAM_ID=PERCENT", defaultText: "") { (text: String) throws(SettingProblem) -> [Int: Double] in
+        var targets: [Int: Double] = [:]
+        for item in text.split(separator: ",") {
+            let parts = item.split(separator: "=").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, let team = Int(parts[0]), team > 0, let value = Double(parts[1]), value.isFinite, (0...100).contains(value) else {
+                throw SettingProblem("expected TEAM_ID=PERCENT pairs such as 12=90,15=85")
+            }
+            targets[team] = value
+        }
+        return targets
+    }
+    public let reportPageDeskDashboardURL = Setting.optional(
+        "DESK_DASHBOARD_URL", .reportPage,
+        "Desk dashboard address: ticket ids on the page link to `<url>/tickets/<id>` (or the URL with `{ticketId}` replaced); unset: no links",
+        accepts: "http(s) URL", check: SettingChecks.dashboardURL)
     public let reportPageSecureCookie = Setting<Bool?>(
         "REPORT_PAGE_SECURE_COOKIE", nil, .reportPage, "`Secure` on the page's cookie: `auto` follows the request's scheme",
         accepts: "auto, true or false", defaultText: "auto") { (text: String) throws(SettingProblem) -> Bool? in

@@ -173,6 +173,16 @@ enum SettingChecks {
         return nil
     }
 
+    /// A dashboard address for links: http(s), a host, no quotes or spaces (it lands in an attribute), `{ticketId}` allowed.
+    static func dashboardURL(_ text: String) -> String? {
+        let probe = text.replacingOccurrences(of: "{ticketId}", with: "1")
+        guard let url = URL(string: probe), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil,
+              !text.contains(where: { $0 == "\"" || $0 == "'" || $0 == "<" || $0 == ">" || $0 == " " }) else {
+            return "expected an http(s) URL such as https://dashboard.sendbird.com/APP_ID/desk"
+        }
+        return nil
+    }
+
     static func origin(_ text: String) -> String? {
         guard text != "*" else { return nil }
         guard let url = URL(string: text), url.scheme != nil, url.host != nil, url.path.isEmpty else {

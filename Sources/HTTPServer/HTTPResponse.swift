@@ -1,8 +1,17 @@
-/// A complete response; the body is copied into libmicrohttpd when queued.
+/// A complete response (the body is copied into libmicrohttpd when queued), or one whose body is streamed.
 public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// A body sent as it is produced (chunked); `body` is then empty.
+    public var stream: ResponseStream?
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], stream: ResponseStream) {
+        self.status = status
+        self.headers = headers
+        self.body = []
+        self.stream = stream
+    }
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status

@@ -254,9 +254,16 @@ extension HTTPServer {
     }
 
     private func queue(_ response: HTTPResponse, on connection: OpaquePointer, close: Bool = false) -> MHD_Result {
-        let handle = response.body.withUnsafeBytes { bytes in
-            MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
-                                            .RESPMEM_MUST_COPY)
+        let handle: OpaquePointer?
+        if let stream = response.stream {
+            let reader = StreamReader(stream: stream, connection: connection, registry: streams)
+            handle = MHD_create_response_from_callback(UInt64.max, 32 * 1024, streamContentReader,
+                                                       Unmanaged.passRetained(reader).toOpaque(), streamReaderFree)
+        } else {
+            handle = response.body.withUnsafeBytes { bytes in
+                MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),
+                                                .RESPMEM_MUST_COPY)
+            }
         }
         guard let handle else { return .NO }
         defer { MHD_destroy_response(handle) }

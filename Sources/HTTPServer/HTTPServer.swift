@@ -19,6 +19,8 @@ public final class HTTPServer: @unchecked Sendable {
     let draining = Atomic<Bool>(false)
     /// Requests whose connection is suspended while their async work runs.
     let suspended = Mutex<[ObjectIdentifier: RequestContext]>([:])
+    /// Streamed bodies being sent.
+    let streams = StreamRegistry()
     /// Contexts created and not yet completed (counts requests being received, worked on or sent).
     let liveContexts = Atomic<Int>(0)
     /// Shared with libmicrohttpd's connection callbacks (live connections, header timeout); freed with the server.
@@ -90,13 +92,16 @@ public final class HTTPServer: @unchecked Sendable {
 
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: drainDeadline)
-        while suspendedCount > 0, clock.now < deadline {
+        while suspendedCount > 0 || streams.count > 0, clock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
         let leftovers = suspended.withLock { Array($0.values) }
         for context in leftovers {
             finish(context, with: responder.shuttingDown(context.request))
         }
+        // A stream still sending is cut (a suspended one resumed to be closed): libmicrohttpd cannot stop with
+        // suspended connections.
+        streams.abortAll()
         // Give the pool threads a moment to write the last responses before the sockets close.
         let flushDeadline = clock.now.advanced(by: .seconds(1))
         while liveContexts.load(ordering: .relaxed) > 0, clock.now < flushDeadline {

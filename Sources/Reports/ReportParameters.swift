@@ -82,6 +82,8 @@ public struct ReportParameters: Sendable {
     public var channelTypes: [String] = []
     public var priorities: [String] = []
     public var scores: [Int] = []
+    /// Responses listing only: with a comment (true), without one (false), or either (nil).
+    public var hasComment: Bool?
     public var format: ReportFormat = .json
     public var limit = 50
     public var cursor: String?
@@ -122,7 +124,7 @@ extension ReportParameters {
             return all.first
         }
         let known: Set<String> = ["groupBy", "from", "to", "tz", "bucket", "agentId", "teamId", "channelType", "priority", "score",
-                                  "format", "limit", "cursor"]
+                                  "format", "limit", "cursor", "hasComment"]
         for item in query where !known.contains(item.name) { problems.append((item.name, "is not a known query parameter")) }
 
         let zone = single("tz") ?? "UTC"
@@ -187,6 +189,12 @@ extension ReportParameters {
         if let text = single("limit") {
             if listing, let value = Int(text), (1...500).contains(value) { limit = value } else { problems.append(("limit", "must be from 1 to 500")) }
         }
+        var hasComment: Bool?
+        if let text = single("hasComment") {
+            if !listing { problems.append(("hasComment", "is only for the responses listing")) }
+            else if text == "true" || text == "false" { hasComment = text == "true" }
+            else { problems.append(("hasComment", "must be true or false")) }
+        }
         let cursor = single("cursor")
         if cursor != nil && !listing { problems.append(("cursor", "is only for the responses listing")) }
         if listing && (values("groupBy").count > 0 || values("bucket").count > 0) {
@@ -194,7 +202,7 @@ extension ReportParameters {
         }
         guard problems.isEmpty, let from, let to else { throw ReportParameterError(problems: problems) }
         return ReportParameters(groupBy: groupBy, from: from, to: to, timeZone: zone, bucket: bucket, agentIds: agentIds,
-                                teamIds: teamIds, channelTypes: channels, priorities: priorities, scores: scores, format: format,
+                                teamIds: teamIds, channelTypes: channels, priorities: priorities, scores: scores, hasComment: hasComment, format: format,
                                 limit: limit, cursor: cursor)
     }
 }

@@ -43,8 +43,9 @@ public enum SVG {
         return text
     }
 
-    /// The colour of a score's segment, red (1) to green (5).
-    static let scoreColors = ["#c0392b", "#e67e22", "#f1c40f", "#7cb342", "#2e7d32"]
+    /// The colour of a score's segment: a colour-blind-safe diverging scale, red (1) through grey to blue (5), dark
+    /// and light in turn so neighbours stand at least 3:1 apart.
+    static let scoreColors = ["#b2182b", "#f4a582", "#595959", "#92c5de", "#2166ac"]
 }
 
 /// One point of the trend: a bucket and the figures behind it (nil figures: no scored responses, drawn as a gap).
@@ -67,11 +68,13 @@ public struct TrendPoint: Sendable, Equatable {
 public enum TrendChart {
     /// Average score (left axis, 1–5, solid) and CSAT % (right axis, 0–100, dashed) per bucket, with the responses
     /// behind each bucket as grey bars along the bottom. Lines break where a bucket has no scored response.
-    public static func render(_ points: [TrendPoint], width: Int = 760, height: Int = 240) -> String {
+    /// A `target` CSAT % is drawn as a dotted line on the right axis; `label` is the chart's accessible name.
+    public static func render(_ points: [TrendPoint], width: Int = 760, height: Int = 240, target: Double? = nil,
+                              label: String = "Average score and CSAT per bucket") -> String {
         let left = 44.0, right = 48.0, top = 14.0, bottom = 34.0
         let plotWidth = Double(width) - left - right, plotHeight = Double(height) - top - bottom
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart trend\" viewBox=\"0 0 \(width) \(height)\" role=\"img\" "
-            + "aria-label=\"Average score and CSAT per bucket\">"
+            + "aria-label=\"\(SVG.escape(label))\">"
         guard !points.isEmpty else {
             return svg + "<text x=\"\(width / 2)\" y=\"\(height / 2)\" text-anchor=\"middle\" class=\"empty\">No buckets in this period</text></svg>"
         }
@@ -89,6 +92,10 @@ public enum TrendChart {
         }
         for percent in [0, 50, 100] {
             svg += "<text class=\"axis pct\" x=\"\(f(left + plotWidth + 6))\" y=\"\(f(yPercent(Double(percent))))\" dominant-baseline=\"middle\">\(percent)%</text>"
+        }
+        if let target {
+            let y = f(yPercent(target))
+            svg += "<line class=\"target\" x1=\"\(f(left))\" x2=\"\(f(left + plotWidth))\" y1=\"\(y)\" y2=\"\(y)\"><title>CSAT target \(SVG.fixed(target, 1))%</title></line>"
         }
         // Responses per bucket, scaled to the busiest one.
         let most = max(1, points.map(\.responses).max() ?? 1)
@@ -132,11 +139,13 @@ public enum TrendChart {
                 svg += "<g class=\"point\">\(marker)</g>"
             }
         }
-        // At most about seven labels along the bottom, the first and the last always.
-        let every = max(1, Int((Double(points.count) / 7).rounded(.up)))
+        // At most about seven labels along the bottom, the first and the last always, never closer than a label's
+        // width (about 72 units for a date at this size): the stride label nearest the end gives way to the last.
+        let slotWidth = points.count > 1 ? plotWidth / Double(points.count - 1) : plotWidth
+        let every = max(1, Int((Double(points.count) / 7).rounded(.up)), Int((72 / slotWidth).rounded(.up)))
         var labelled = Array(stride(from: 0, to: points.count, by: every))
         if let last = labelled.last, last != points.count - 1 {
-            if points.count - 1 - last < (every + 1) / 2, labelled.count > 1 { labelled.removeLast() }
+            if points.count - 1 - last < every, labelled.count > 1 { labelled.removeLast() }
             labelled.append(points.count - 1)
         }
         for index in labelled {
@@ -150,11 +159,12 @@ public enum TrendChart {
 public enum DistributionBar {
     /// The 1–5 counts as one stacked bar; each segment titled with its count and share, and linked when `hrefs`
     /// names a target. An all-zero distribution draws an empty outline.
+    /// `label` is the chart's accessible name (distinct per chart, with its numbers).
     public static func render(_ counts: [Int], hrefs: [String?] = [], width: Int = 760, height: Int = 28,
-                              cssClass: String = "chart distribution") -> String {
+                              cssClass: String = "chart distribution", label: String = "Scores 1 to 5") -> String {
         let total = counts.reduce(0, +)
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"\(cssClass)\" viewBox=\"0 0 \(width) \(height)\" "
-            + "role=\"img\" aria-label=\"Scores 1 to 5\" preserveAspectRatio=\"none\">"
+            + "role=\"img\" aria-label=\"\(SVG.escape(label))\" preserveAspectRatio=\"none\">"
         guard total > 0 else {
             return svg + "<rect class=\"outline\" x=\"0.5\" y=\"0.5\" width=\"\(width - 1)\" height=\"\(height - 1)\"/></svg>"
         }

@@ -5,6 +5,8 @@ public struct ApiKeyRecord: Sendable {
     public let id: Int
     public let name: String
     public let scopes: [String]
+    /// The teams a team-scoped key sees; nil: every team.
+    public let teamIds: [Int]?
     public let createdAt: Double
     public let lastUsedAt: Double?
     public let revokedAt: Double?
@@ -18,12 +20,33 @@ public struct ApiKeyStore: Sendable {
         self.pool = pool
     }
 
-    /// Returns the key (shown once) and its id.
-    public func create(name: String, scopes: [String]) async throws -> (key: String, id: Int) {
+    /// Returns the key (shown once) and its id. `teams` (ids or Desk team keys) limit what the key sees; each must
+    /// name a known team.
+    public func create(name: String, scopes: [String], teams: [String] = []) async throws -> (key: String, id: Int) {
+        let teamIds: [Int]? = teams.isEmpty ? nil : try await resolve(teams: teams)
         let key = "dgk_" + TokenVault.newToken()
-        let rows = try await pool.query("INSERT INTO api_keys (name, key_hash, scopes) VALUES ($1, $2, $3::text[]) RETURNING id",
-                                        [name, PostgresBytes(TokenVault.hash(key)), scopes])
+        let rows = try await pool.query("INSERT INTO api_keys (name, key_hash, scopes, team_ids) VALUES ($1, $2, $3::text[], $4::bigint[]) RETURNING id",
+                                        [name, PostgresBytes(TokenVault.hash(key)), scopes, teamIds])
         return (key, try rows[0].decode(0))
+    }
+
+    /// Team ids for ids or Desk team keys; a name that is neither is an error naming it.
+    func resolve(teams: [String]) async throws -> [Int] {
+        let rows = try await pool.query("SELECT id, coalesce(key, '') FROM teams WHERE key = ANY($1::text[]) OR id::text = ANY($1::text[])", [teams])
+        var byName: [String: Int] = [:]
+        for row in rows {
+            let id: Int = try row.decode(0)
+            byName[String(id)] = id
+            byName[try row.decode(1, as: String.self)] = id
+        }
+        let unknown = teams.filter { byName[$0] == nil }
+        guard unknown.isEmpty else { throw UnknownTeams(names: unknown) }
+        return Array(Set(teams.compactMap { byName[$0] })).sorted()
+    }
+
+    public struct UnknownTeams: Error, CustomStringConvertible {
+        public let names: [String]
+        public var description: String { "no team with the id or key \(names.joined(separator: ", ")) (teams come from Desk's sync)" }
     }
 
     /// The scopes of a live key, or nil.
@@ -31,23 +54,33 @@ public struct ApiKeyStore: Sendable {
         try await live(key)?.scopes
     }
 
-    /// A live key's id and scopes, or nil.
-    public func live(_ key: String) async throws -> (id: Int, scopes: [String])? {
+    /// A live key's id, scopes and teams (nil: every team), or nil.
+    public func live(_ key: String) async throws -> (id: Int, scopes: [String], teamIds: [Int]?)? {
         let rows = try await pool.query("""
-            UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1 AND revoked_at IS NULL RETURNING id, array_to_string(scopes, ',')
+            UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1 AND revoked_at IS NULL
+            RETURNING id, array_to_string(scopes, ','), array_to_string(team_ids, ',')
             """, [PostgresBytes(TokenVault.hash(key))])
         guard let row = rows.first else { return nil }
-        return (try row.decode(0), try row.decode(1, as: String.self).split(separator: ",").map(String.init))
+        return (try row.decode(0), try row.decode(1, as: String.self).split(separator: ",").map(String.init), Self.ids(row[2]))
+    }
+
+    /// The teams of a live key by its id (the report page's sessions know the id only); nil: every team.
+    public func teams(ofKey id: Int) async throws -> [Int]? {
+        Self.ids(try await pool.query("SELECT array_to_string(team_ids, ',') FROM api_keys WHERE id = $1", [id]).first?[0])
+    }
+
+    static func ids(_ text: String?) -> [Int]? {
+        text.map { $0.split(separator: ",").compactMap { Int($0) } }
     }
 
     public func list() async throws -> [ApiKeyRecord] {
         try await pool.query("""
             SELECT id, name, array_to_string(scopes, ','), extract(epoch FROM created_at)::float8,
-                   extract(epoch FROM last_used_at)::float8, extract(epoch FROM revoked_at)::float8
+                   extract(epoch FROM last_used_at)::float8, extract(epoch FROM revoked_at)::float8, array_to_string(team_ids, ',')
               FROM api_keys ORDER BY id
             """).map { row in
             ApiKeyRecord(id: try row.decode(0), name: try row.decode(1), scopes: try row.decode(2, as: String.self).split(separator: ",").map(String.init),
-                         createdAt: try row.decode(3), lastUsedAt: try row.decodeIfPresent(4), revokedAt: try row.decodeIfPresent(5))
+                         teamIds: Self.ids(row[6]), createdAt: try row.decode(3), lastUsedAt: try row.decodeIfPresent(4), revokedAt: try row.decodeIfPresent(5))
         }
     }
 

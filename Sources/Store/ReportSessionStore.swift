@@ -21,13 +21,14 @@ public struct ReportSessionStore: Sendable {
         return rows.first == nil ? nil : token
     }
 
-    /// The id of the API key behind a live session, or nil.
-    public func keyId(of token: String) async throws -> Int? {
+    /// The id of the API key behind a live session and the teams it is limited to (nil: every team), or nil.
+    public func key(of token: String) async throws -> (id: Int, teamIds: [Int]?)? {
         let rows = try await pool.query("""
-            SELECT k.id FROM report_sessions s JOIN api_keys k ON k.id = s.api_key_id
+            SELECT k.id, array_to_string(k.team_ids, ',') FROM report_sessions s JOIN api_keys k ON k.id = s.api_key_id
              WHERE s.token_hash = $1 AND s.expires_at > now() AND k.revoked_at IS NULL AND 'reports' = ANY (k.scopes)
             """, [PostgresBytes(TokenVault.hash(token))])
-        return try rows.first?.decode(0, as: Int.self)
+        guard let row = rows.first else { return nil }
+        return (try row.decode(0, as: Int.self), ApiKeyStore.ids(row[1]))
     }
 
     public func close(token: String) async throws {

@@ -125,6 +125,21 @@ public struct ReportStore: Sendable {
         return names
     }
 
+    /// Channel types with ratings, from the rollups' detail blocks (never a walk of the ratings); empty when no zone
+    /// has rollups yet.
+    public func channelTypes() async throws -> [String] {
+        try await reads.run { try await $0.query("SELECT DISTINCT channel_type FROM csat_detail_blocks WHERE responses > 0 ORDER BY 1") }
+            .map { try $0.decode(0, as: String.self) }
+    }
+
+    /// Agents with ratings in these teams (a team lead's agent list), through the team index.
+    public func agents(inTeams teams: [Int]) async throws -> Set<Int> {
+        Set(try await reads.run {
+            try await $0.query("SELECT DISTINCT agent_id FROM csat_ratings WHERE coalesce(team_id, 0) = ANY($1::bigint[]) AND agent_id IS NOT NULL",
+                               [teams])
+        }.map { try $0.decode(0, as: Int.self) })
+    }
+
     public struct ResponseItem: Sendable {
         public let id: Int
         public let ticketId: Int
@@ -143,31 +158,64 @@ public struct ReportStore: Sendable {
 
     /// Individual ratings, newest first, keyset-paged after (ratedAt, id).
     public func responses(_ p: ReportParameters, after cursor: (ratedAt: Double, id: Int)?, limit: Int) async throws -> [ResponseItem] {
+        var f = Self.listingFilters(p)
+        if let cursor {
+            f.binds.append(cursor.ratedAt)
+            f.binds.append(cursor.id)
+            f.sql += " AND (r.rated_at, r.id) < (to_timestamp($\(f.binds.count - 1)), $\(f.binds.count))"
+        }
+        f.binds.append(limit)
+        let sql = """
+            SELECT \(Self.itemColumns)
+              FROM csat_ratings r LEFT JOIN agents a ON a.id = r.agent_id LEFT JOIN teams t ON t.id = r.team_id
+             WHERE \(Self.periodSQL)\(f.sql)
+             ORDER BY r.rated_at DESC, r.id DESC
+             LIMIT $\(f.binds.count)
+            """
+        return try await reads.run { try await $0.query(sql, f.binds) }.map(Self.item)
+    }
+
+    /// The period's comments, lowest score first (newest first within a score): one index range per score.
+    public func lowestComments(_ p: ReportParameters, limit: Int) async throws -> [ResponseItem] {
+        var f = Self.listingFilters(p)
+        f.binds.append(limit)
+        let scores = p.scores.isEmpty ? Array(1...5) : Array(Set(p.scores)).sorted()
+        let perScore = scores.map { score in
+            "(SELECT r.* FROM csat_ratings r WHERE r.comment <> '' AND r.score = \(score) AND \(Self.periodSQL)\(f.sql) "
+                + "ORDER BY r.rated_at DESC, r.id DESC LIMIT $\(f.binds.count))"
+        }
+        let sql = """
+            SELECT \(Self.itemColumns)
+              FROM (\(perScore.joined(separator: " UNION ALL "))) r
+              LEFT JOIN agents a ON a.id = r.agent_id LEFT JOIN teams t ON t.id = r.team_id
+             ORDER BY r.score, r.rated_at DESC, r.id DESC
+             LIMIT $\(f.binds.count)
+            """
+        return try await reads.run { try await $0.query(sql, f.binds) }.map(Self.item)
+    }
+
+    /// The listing's period (binds 1–3: zone, first and last day) on `r.rated_at`.
+    static let periodSQL = "r.rated_at >= ($2::date)::timestamp AT TIME ZONE $1 AND r.rated_at < ($3::date + 1)::timestamp AT TIME ZONE $1"
+
+    static let itemColumns = """
+        r.id, r.ticket_id, r.message_id, r.score, r.comment, r.agent_id, a.display_name, r.team_id, t.name,
+        r.channel_type, r.priority, extract(epoch FROM r.rated_at)::float8, r.source
+        """
+
+    static func listingFilters(_ p: ReportParameters) -> Filters {
         var f = Filters(binds: [p.timeZone, p.from.description, p.to.description])
         f.addDimensions(p, prefix: "r.", nullableIds: true)
         f.add("r.score", p.scores, cast: "int")
-        var (binds, filters) = (f.binds, f.sql)
-        if let cursor {
-            binds.append(cursor.ratedAt)
-            binds.append(cursor.id)
-            filters += " AND (r.rated_at, r.id) < (to_timestamp($\(binds.count - 1)), $\(binds.count))"
-        }
-        binds.append(limit)
-        let sql = """
-            SELECT r.id, r.ticket_id, r.message_id, r.score, r.comment, r.agent_id, a.display_name, r.team_id, t.name,
-                   r.channel_type, r.priority, extract(epoch FROM r.rated_at)::float8, r.source
-              FROM csat_ratings r LEFT JOIN agents a ON a.id = r.agent_id LEFT JOIN teams t ON t.id = r.team_id
-             WHERE r.rated_at >= ($2::date)::timestamp AT TIME ZONE $1
-               AND r.rated_at < ($3::date + 1)::timestamp AT TIME ZONE $1\(filters)
-             ORDER BY r.rated_at DESC, r.id DESC
-             LIMIT $\(binds.count)
-            """
-        return try await reads.run { try await $0.query(sql, binds) }.map { row in
-            ResponseItem(id: try row.decode(0), ticketId: try row.decode(1), messageId: try row.decode(2), score: try row.decodeIfPresent(3),
-                         comment: row[4], agentId: try row.decodeIfPresent(5), agentName: row[6], teamId: try row.decodeIfPresent(7),
-                         teamName: row[8], channelType: try row.decode(9), priority: try row.decode(10), ratedAt: try row.decode(11),
-                         source: try row.decode(12))
-        }
+        // The same predicate as the partial indexes (a NULL comment is no comment either way).
+        if let hasComment = p.hasComment { f.sql += hasComment ? " AND r.comment <> ''" : " AND coalesce(r.comment, '') = ''" }
+        return f
+    }
+
+    static func item(_ row: PostgresRow) throws -> ResponseItem {
+        ResponseItem(id: try row.decode(0), ticketId: try row.decode(1), messageId: try row.decode(2), score: try row.decodeIfPresent(3),
+                     comment: row[4], agentId: try row.decodeIfPresent(5), agentName: row[6], teamId: try row.decodeIfPresent(7),
+                     teamName: row[8], channelType: try row.decode(9), priority: try row.decode(10), ratedAt: try row.decode(11),
+                     source: try row.decode(12))
     }
 
     /// Time-zone names PostgreSQL knows (reports may use any of them).

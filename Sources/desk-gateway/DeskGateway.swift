@@ -245,6 +245,9 @@ struct ApiKey: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a key and print it once (only its hash is stored).")
         @Option(help: "Scope granted to the key (repeatable). Known scope: reports.") var scope: [String] = []
         @Option(help: "A name to recognise the key by.") var name = "reporting client"
+        @Option(help: ArgumentHelp("Limit the key to a team, by Desk team key or id (repeatable): a team lead's key sees only its "
+                                   + "teams and their agents' ratings in them.", valueName: "team"))
+        var team: [String] = []
 
         func validate() throws {
             guard !scope.isEmpty else { throw ValidationError("give at least one --scope (e.g. --scope reports)") }
@@ -253,7 +256,13 @@ struct ApiKey: AsyncParsableCommand {
 
         func run() async throws {
             try await oneShot { config, logger in
-                let created = try await createApiKey(config, logger: logger, name: name, scopes: scope)
+                let created: (key: String, id: Int)
+                do {
+                    created = try await createApiKey(config, logger: logger, name: name, scopes: scope, teams: team)
+                } catch let error as CommandProblem {
+                    FileHandle.standardError.write(Data("desk-gateway: \(error)\n".utf8))
+                    throw ExitCode(1)
+                }
                 print("id \(created.id)\nkey \(created.key)\n(store it now: it is not shown again)")
             }
         }
@@ -267,7 +276,8 @@ struct ApiKey: AsyncParsableCommand {
                 for key in try await listApiKeys(config, logger: logger) {
                     let state = key.revokedAt == nil ? "active" : "revoked"
                     let used = key.lastUsedAt.map { Date(timeIntervalSince1970: $0).description } ?? "never"
-                    print("\(key.id)\t\(state)\t\(key.scopes.joined(separator: ","))\t\(key.name)\tlast used \(used)")
+                    let teams = key.teamIds.map { "teams " + $0.map(String.init).joined(separator: ",") } ?? "all teams"
+                    print("\(key.id)\t\(state)\t\(key.scopes.joined(separator: ","))\t\(teams)\t\(key.name)\tlast used \(used)")
                 }
             }
         }

@@ -349,3 +349,46 @@ func parseCSVLine(_ line: String) -> [String] {
     cells.append(current)
     return cells
 }
+
+/// A team lead's key (`api-key create --team`) sees its teams only: its reports and listings hold their ratings,
+/// another team by id is 403, and the report cache never hands it an answer computed for a wider key.
+@Suite struct TeamScopedKeyTests {
+    @Test func aTeamKeySeesItsTeamsOnlyEvenFromTheCache() async throws {
+        try await withGateway(configure: { $0.reportCacheSeconds = 30 }) { app in
+            try await app.pool.transaction { tx in
+                try tx.query("INSERT INTO teams (id, key, name) VALUES (31, 'front', 'Front'), (32, 'back', 'Back') ON CONFLICT (id) DO NOTHING")
+            }
+            let store = CSATStore(pool: app.pool)
+            let now = Date().timeIntervalSince1970
+            for ticket in 1...30 {
+                try await store.record(RatingRecord(ticketId: 9100 + ticket, messageId: 1, score: 1 + ticket % 5, comment: ticket % 3 == 0 ? "c\(ticket)" : nil,
+                                                    agentId: 600 + ticket % 2, teamId: ticket % 3 == 0 ? 32 : 31, channelType: "SENDBIRD",
+                                                    priority: .medium, customerSendbirdId: "c", ratedAt: now - Double(ticket) * 60, source: .webhook))
+            }
+            let keys = ApiKeyStore(pool: app.pool)
+            let everyone = Reporter(port: app.port, key: try await keys.create(name: "all", scopes: ["reports"]).key)
+            let lead = Reporter(port: app.port, key: try await keys.create(name: "front lead", scopes: ["reports"], teams: ["front"]).key)
+            await #expect(throws: ApiKeyStore.UnknownTeams.self) { _ = try await keys.create(name: "x", scopes: ["reports"], teams: ["nowhere"]) }
+            // The wide key first, so its answer is in the cache when the lead asks the very same query.
+            let all = try #require(try await everyone.get("").json)
+            let front = try #require(try await everyone.get("?teamId=31").json)
+            let led = try #require(try await lead.get("").json)
+            let totals = { (json: [String: Any]) in (json["totals"] as? [String: Any])?["responses"] as? Int }
+            #expect(totals(all) == 30 && totals(front) == 20)
+            #expect(totals(led) == 20)
+            #expect((led["rows"] as? [[String: Any]])?.count == 2)
+            let byTeam = try #require(try await lead.get("?groupBy=team").json)
+            #expect((byTeam["rows"] as? [[String: Any]] ?? []).map { $0["id"] as? Int } == [31])
+            // Another team, alone or among its own: 403.
+            #expect(try await lead.get("?teamId=32").status == 403)
+            #expect(try await lead.get("?teamId=31&teamId=32").status == 403)
+            // The listing and its has-comment filter keep to the team as well.
+            let listing = try await httpRequest(port: app.port, "GET", "/v1/reports/csat/responses?limit=500&hasComment=false",
+                                                headers: [("Authorization", "Bearer \(lead.key)")])
+            let items = try #require(listing.json?["items"] as? [[String: Any]])
+            #expect(items.count == 20 && items.allSatisfy { ($0["team"] as? [String: Any])?["id"] as? Int == 31 && $0["comment"] is NSNull })
+            let wrong = try await httpRequest(port: app.port, "GET", "/v1/reports/csat?hasComment=true", headers: [("Authorization", "Bearer \(lead.key)")])
+            #expect(wrong.status == 400)
+        }
+    }
+}

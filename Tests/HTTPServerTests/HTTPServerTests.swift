@@ -54,6 +54,34 @@ struct TestResponder: HTTPResponder {
             await gate.wait()
             return HTTPResponse(status: 200, contentType: "text/plain", body: "slow done")
         })
+        // Streamed bodies: N chunks of 10,000 bytes; two then a failure; one, then a wait on the gate.
+        router.add("GET", "/stream", { request in
+            let chunks = Int(request.queryValues("chunks").first ?? "") ?? 3
+            let sent = Atomic<Int>(0)
+            return HTTPResponse(status: 200, headers: [("Content-Type", "application/octet-stream")], stream: ResponseStream {
+                let index = sent.add(1, ordering: .relaxed).oldValue
+                guard index < chunks else { return nil }
+                await Task.yield()
+                return [UInt8](repeating: UInt8(65 + index % 26), count: 10_000)
+            })
+        })
+        router.add("GET", "/stream-fail", { _ in
+            let sent = Atomic<Int>(0)
+            return HTTPResponse(status: 200, stream: ResponseStream {
+                if sent.add(1, ordering: .relaxed).oldValue >= 2 { throw CancellationError() }
+                return [UInt8](repeating: 66, count: 1000)
+            })
+        })
+        router.add("GET", "/stream-gated", { [gate] _ in
+            let sent = Atomic<Int>(0)
+            return HTTPResponse(status: 200, stream: ResponseStream {
+                switch sent.add(1, ordering: .relaxed).oldValue {
+                case 0: return Array("first".utf8)
+                case 1: await gate.wait(); return Array("second".utf8)
+                default: return nil
+                }
+            })
+        })
         self.router = router
     }
 
@@ -118,6 +146,55 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
             }
             #expect(bodies == ["hello", "item 42", "special", "item 42"])
         }
+    }
+
+    /// A streamed body arrives whole and in order, chunked, far larger than one chunk, and the connection is kept
+    /// for the next request.
+    @Test func aStreamedBodyArrivesWholeAndTheConnectionIsKept() async throws {
+        try await withServer { server in
+            let port = server.port
+            let (first, second) = try await onBlockingThread { () -> (TestResponse, TestResponse) in
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send(RawHTTPConnection.requestBytes("GET", "/stream?chunks=40"))
+                guard let streamed = try connection.readResponse() else { throw TestHTTPError(description: "closed") }
+                try connection.send(RawHTTPConnection.requestBytes("GET", "/hello"))
+                guard let next = try connection.readResponse() else { throw TestHTTPError(description: "closed") }
+                return (streamed, next)
+            }
+            #expect(first.status == 200)
+            #expect(first.header("transfer-encoding")?.lowercased() == "chunked")
+            let expected = (0..<40).flatMap { [UInt8](repeating: UInt8(65 + $0 % 26), count: 10_000) }
+            #expect(first.body.count == expected.count && first.body == expected)
+            #expect(second.text == "hello")
+        }
+    }
+
+    /// A stream that fails part-way cuts the transfer: the client never sees a complete-looking body.
+    @Test func aFailingStreamCutsTheTransfer() async throws {
+        try await withServer { server in
+            await #expect(throws: TestHTTPError.self) { _ = try await httpRequest(port: server.port, "GET", "/stream-fail") }
+            // The server carries on.
+            let after = try await httpRequest(port: server.port, "GET", "/hello")
+            #expect(after.text == "hello")
+        }
+    }
+
+    /// A stream waiting for its next chunk when the server stops is cut once the drain deadline passes; the stop
+    /// completes (libmicrohttpd cannot stop with suspended connections).
+    @Test func stopCutsAStreamWaitingPastTheDrainDeadline() async throws {
+        let gate = Gate()
+        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2, connectionTimeoutSeconds: 30,
+                                                                       connectionLimit: 64, bodyLimitBytes: 1024),
+                                responder: TestResponder(gate: gate))
+        try server.start()
+        let port = server.port
+        let client = Task { try await httpRequest(port: port, "GET", "/stream-gated") }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while gate.waiting == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(gate.waiting == 1)
+        await server.stop(drainDeadline: .milliseconds(300))
+        await #expect(throws: TestHTTPError.self) { _ = try await client.value }
+        gate.open()
     }
 
     @Test func unknownPathIs404AndWrongMethodIs405WithAllow() async throws {

@@ -96,13 +96,42 @@ public final class RawHTTPConnection: @unchecked Sendable {
         }
         let length = headers.first { $0.0.lowercased() == "content-length" }.flatMap { Int($0.1) } ?? 0
         var body: [UInt8] = []
-        if method != "HEAD", length > 0 {
+        let chunked = headers.contains { $0.0.lowercased() == "transfer-encoding" && $0.1.lowercased().contains("chunked") }
+        if method != "HEAD", chunked {
+            body = try readChunks()
+        } else if method != "HEAD", length > 0 {
             _ = try fill { $0.count >= length ? $0.startIndex..<length : nil }
             guard buffer.count >= length else { throw TestHTTPError(description: "connection closed mid-body") }
             body = Array(buffer[..<length])
             buffer.removeFirst(length)
         }
         return TestResponse(status: status, headers: headers, body: body)
+    }
+
+    /// A chunked body (RFC 9112 §7.1), trailers skipped; a connection cut before the last chunk is an error.
+    private func readChunks() throws -> [UInt8] {
+        var body: [UInt8] = []
+        while true {
+            guard let lineEnd = try fill(until: { $0.firstRange(of: [13, 10]) }) else { throw TestHTTPError(description: "connection closed mid-body") }
+            let sizeText = String(decoding: buffer[..<lineEnd.lowerBound], as: UTF8.self).split(separator: ";")[0]
+            guard let size = Int(sizeText.trimmingCharacters(in: .whitespaces), radix: 16) else {
+                throw TestHTTPError(description: "bad chunk size '\(sizeText)'")
+            }
+            buffer.removeFirst(lineEnd.upperBound)
+            if size == 0 {
+                // Trailers end with an empty line.
+                while let end = try fill(until: { $0.firstRange(of: [13, 10]) }) {
+                    let empty = end.lowerBound == 0
+                    buffer.removeFirst(end.upperBound)
+                    if empty { break }
+                }
+                return body
+            }
+            _ = try fill { $0.count >= size + 2 ? $0.startIndex..<(size + 2) : nil }
+            guard buffer.count >= size + 2 else { throw TestHTTPError(description: "connection closed mid-chunk") }
+            body += buffer[..<size]
+            buffer.removeFirst(size + 2)
+        }
     }
 
     /// True when the server has closed its side (read returns 0).

@@ -18,14 +18,35 @@ public struct ReportPageSettings: Sendable {
     public var trustedProxies: [CIDR]
     /// Zones offered in the time-zone list (the rollup zones; any other IANA zone may still be typed into the URL).
     public var zones: [String]
+    /// Desk's dashboard, for links to tickets (`DESK_DASHBOARD_URL`); nil: ticket ids are plain text.
+    public var deskDashboardURL: String?
+    /// The CSAT % to reach (`REPORT_CSAT_TARGET`), and per team by id (`REPORT_CSAT_TEAM_TARGETS`); nil: no target.
+    public var csatTarget: Double?
+    public var teamTargets: [Int: Double]
 
-    public init(sessionHours: Int, frameAncestors: String?, smallSample: Int, secureCookie: Bool?, trustedProxies: [CIDR], zones: [String]) {
+    public init(sessionHours: Int, frameAncestors: String?, smallSample: Int, secureCookie: Bool?, trustedProxies: [CIDR], zones: [String],
+                deskDashboardURL: String?, csatTarget: Double? = nil, teamTargets: [Int: Double] = [:]) {
         self.sessionHours = sessionHours
         self.frameAncestors = frameAncestors
         self.smallSample = smallSample
         self.secureCookie = secureCookie
         self.trustedProxies = trustedProxies
         self.zones = zones
+        self.deskDashboardURL = deskDashboardURL
+        self.csatTarget = csatTarget
+        self.teamTargets = teamTargets
+    }
+
+    /// A team's target: its own, else the overall one.
+    public func target(team: Int) -> Double? { teamTargets[team] ?? csatTarget }
+
+    public var hasTargets: Bool { csatTarget != nil || !teamTargets.isEmpty }
+
+    /// The ticket in Desk's dashboard: the URL with `{ticketId}` replaced, else `<url>/tickets/<id>`.
+    public func ticketLink(_ id: Int) -> String? {
+        guard let base = deskDashboardURL else { return nil }
+        if base.contains("{ticketId}") { return base.replacingOccurrences(of: "{ticketId}", with: String(id)) }
+        return (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/tickets/" + String(id)
     }
 }
 
@@ -90,20 +111,22 @@ public struct ReportPageRoutes: Sendable {
         HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + pageHeaders + extra, body: Array(body.utf8))
     }
 
-    /// Runs a page for a signed-in caller (the id of the key behind the session); anyone else gets the sign-in form.
-    /// A failure is an HTML page for browsers and problem+json for anything else.
-    func page(_ request: HTTPRequest, _ body: (Int) async throws -> HTTPResponse) async throws -> HTTPResponse {
+    /// Runs a page for a signed-in caller (the key behind the session, with its teams); anyone else gets the sign-in
+    /// form. A failure is an HTML page for browsers and problem+json for anything else.
+    func page(_ request: HTTPRequest, _ body: (ReportCaller) async throws -> HTTPResponse) async throws -> HTTPResponse {
         let token = Self.cookieValue(request)
-        let keyId: Int?
-        if let token, !token.isEmpty, token.count <= 128 { keyId = try await sessions.keyId(of: token) } else { keyId = nil }
-        guard let keyId else {
+        var caller: ReportCaller?
+        if let token, !token.isEmpty, token.count <= 128, let key = try await sessions.key(of: token) {
+            caller = ReportCaller(keyId: key.id, teamIds: key.teamIds)
+        }
+        guard let caller else {
             let next = request.path + (request.query.isEmpty ? "" : "?" + PageFilters.encode(request.query))
             // 200, not 401: an anonymous visit is not a failed authentication (those are rate limited).
             return html(200, ReportPageHTML.signIn(next: next, message: token == nil ? nil : "Your session has ended; sign in again."),
                         token == nil ? [] : [setCookie("", request, maxAge: 0)])
         }
         do {
-            return try await body(keyId)
+            return try await body(caller)
         } catch let error as APIError where Self.wantsHTML(request) {
             let problems = error.extensions["errors"].flatMap { value -> [String]? in
                 guard case .array(let items) = value else { return nil }
@@ -206,45 +229,52 @@ public struct ReportPageRoutes: Sendable {
         try api.parameters(filters.apiQuery(listing: listing), accept: nil, listing: listing)
     }
 
-    func summary(_ request: HTTPRequest, _ keyId: Int) async throws -> HTTPResponse {
+    func summary(_ request: HTTPRequest, _ caller: ReportCaller) async throws -> HTTPResponse {
         let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
         if filters.fromForm { return canonical(filters, "/reports") }
         var p = try parameters(filters, listing: false)
-        let admissionKey = ReportRoutes.admissionIdentity(keyId: keyId)
         p.bucket = .none
         var byTeam = p
         byTeam.groupBy = .team
         var trendParameters = byTeam
         trendParameters.bucket = filters.bucket(for: p)
-        async let agentNames = api.names(.agent)
-        async let teamNames = api.names(.team)
-        let agents: CSATReport, teams: CSATReport, trend: CSATReport
+        var commentParameters = try parameters(filters, listing: true)
+        commentParameters.cursor = nil
+        async let agentNames = api.names(.agent, for: caller)
+        async let teamNames = api.names(.team, for: caller)
+        async let channels = api.channelTypes()
+        let agents: CSATReport, teams: CSATReport, trend: CSATReport, comments: [ReportStore.ResponseItem]
         if try await api.hasRollups(p.timeZone) {
-            async let byAgent = api.shaped(p, key: admissionKey)
-            async let byTeam = api.shaped(byTeam, key: admissionKey)
-            async let perBucket = api.shaped(trendParameters, key: admissionKey)
-            (agents, teams, trend) = (try await byAgent, try await byTeam, try await perBucket)
+            async let byAgent = api.shaped(p, caller: caller)
+            async let byTeam = api.shaped(byTeam, caller: caller)
+            async let perBucket = api.shaped(trendParameters, caller: caller)
+            async let lowest = api.lowestComments(commentParameters, caller: caller, limit: SummaryView.commentCount)
+            (agents, teams, trend, comments) = (try await byAgent, try await byTeam, try await perBucket, try await lowest)
         } else {
             // From raw ratings a key runs one report at a time (REPORT_RAW_CONCURRENCY_PER_KEY): one after the other.
-            agents = try await api.shaped(p, key: admissionKey)
-            teams = try await api.shaped(byTeam, key: admissionKey)
-            trend = try await api.shaped(trendParameters, key: admissionKey)
+            agents = try await api.shaped(p, caller: caller)
+            teams = try await api.shaped(byTeam, caller: caller)
+            trend = try await api.shaped(trendParameters, caller: caller)
+            comments = try await api.lowestComments(commentParameters, caller: caller, limit: SummaryView.commentCount)
         }
-        let view = SummaryView(filters: filters, parameters: p, agents: agents, teams: teams, trend: trend,
-                               agentNames: try await agentNames, teamNames: try await teamNames, settings: settings)
+        let context = PageContext(filters: filters, caller: caller, agentNames: try await agentNames, teamNames: try await teamNames,
+                                  channelTypes: try await channels, settings: settings)
+        let view = SummaryView(context: context, parameters: p, agents: agents, teams: teams, trend: trend, comments: comments)
         return html(200, ReportPageHTML.layout(title: "CSAT \(p.from) – \(p.to)", signedIn: true, body: view.render()))
     }
 
-    func responses(_ request: HTTPRequest, _ keyId: Int) async throws -> HTTPResponse {
+    func responses(_ request: HTTPRequest, _ caller: ReportCaller) async throws -> HTTPResponse {
         let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
         if filters.fromForm { return canonical(filters, "/reports/responses") }
         let p = try parameters(filters, listing: true)
-        async let page = api.responsePage(p, key: ReportRoutes.admissionIdentity(keyId: keyId))
-        async let agentNames = api.names(.agent)
-        async let teamNames = api.names(.team)
+        async let page = api.responsePage(p, caller: caller)
+        async let agentNames = api.names(.agent, for: caller)
+        async let teamNames = api.names(.team, for: caller)
+        async let channels = api.channelTypes()
         let (items, next) = try await page
-        let view = ResponsesView(filters: filters, parameters: p, items: items, next: next, agentNames: try await agentNames,
-                                 teamNames: try await teamNames, settings: settings)
+        let context = PageContext(filters: filters, caller: caller, agentNames: try await agentNames, teamNames: try await teamNames,
+                                  channelTypes: try await channels, settings: settings)
+        let view = ResponsesView(context: context, parameters: p, items: items, next: next)
         return html(200, ReportPageHTML.layout(title: "Responses \(p.from) – \(p.to)", signedIn: true, body: view.render()))
     }
 
@@ -252,29 +282,31 @@ public struct ReportPageRoutes: Sendable {
         HTTPResponse(status: 303, headers: [("Location", filters.url(path, filters.items))] + pageHeaders)
     }
 
-    /// The rows on screen as CSV: a table in its sort order, or the page of responses shown.
-    func export(_ request: HTTPRequest, _ keyId: Int) async throws -> HTTPResponse {
+    /// A table as CSV in its sort order, or every response matching the filters (fetched a page at a time).
+    func export(_ request: HTTPRequest, _ caller: ReportCaller) async throws -> HTTPResponse {
         let file = request.pathParameters["file"] ?? ""
         let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
-        let csv: String
+        let name = "csat-" + file.replacingOccurrences(of: ".csv", with: "") + "-\(filters.from)-\(filters.to).csv"
+        let headers = [("Content-Type", "text/csv; charset=utf-8"), ("Content-Disposition", "attachment; filename=\"\(name)\"")] + pageHeaders
         switch file {
         case "agents.csv", "teams.csv":
             var p = try parameters(filters, listing: false)
             p.bucket = .none
             p.groupBy = file == "agents.csv" ? .agent : .team
-            let report = try await api.shaped(p, key: ReportRoutes.admissionIdentity(keyId: keyId))
-            csv = report.reordered(filters.sorted(report.rows)).csv
+            let report = try await api.shaped(p, caller: caller)
+            return HTTPResponse(status: 200, headers: headers, body: Array(report.reordered(filters.sorted(report.rows)).csv.utf8))
         case "responses.csv":
-            csv = ReportRoutes.responsesCSV(try await api.responsePage(try parameters(filters, listing: true),
-                                                                       key: ReportRoutes.admissionIdentity(keyId: keyId)).items)
+            var p = try parameters(filters, listing: true)
+            p.cursor = nil
+            p.limit = ReportPageRoutes.exportPageSize
+            return try await api.responsesExport(p, caller: caller, headers: headers)
         default:
             throw APIError.notFound("Exports are agents.csv, teams.csv and responses.csv.")
         }
-        let name = "csat-" + file.replacingOccurrences(of: ".csv", with: "") + "-\(filters.from)-\(filters.to).csv"
-        return HTTPResponse(status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"),
-                                                   ("Content-Disposition", "attachment; filename=\"\(name)\"")] + pageHeaders,
-                            body: Array(csv.utf8))
     }
+
+    /// Responses fetched per page of a full export.
+    static let exportPageSize = 500
 }
 
 /// The page's filters as they stand in its URL (so a view can be bookmarked and shared): a period preset or a
@@ -297,6 +329,8 @@ struct PageFilters {
     var channelTypes: [String] = []
     var priorities: [String] = []
     var scores: [String] = []
+    /// Responses with a comment only (`hasComment=true`); the listing's filter, kept by the summary's links.
+    var hasComment = false
     var sort = "responses"
     var descending = true
     var cursor: String?
@@ -332,7 +366,7 @@ struct PageFilters {
             return all.first?.value
         }
         let known: Set<String> = ["range", "from", "to", "tz", "bucket", "agentId", "teamId", "channelType", "priority", "score", "sort",
-                                  "dir", "cursor", "shownFrom", "shownTo"]
+                                  "dir", "cursor", "shownFrom", "shownTo", "hasComment"]
         // Unknown parameters are ignored here (the JSON API stays strict): a shared link keeps working.
         let unknown = query.contains { !known.contains($0.name) }
         for name in ReportParameters.filters where query.count(where: { $0.name == name }) > ReportParameters.maxFilterValues {
@@ -381,6 +415,9 @@ struct PageFilters {
             filters.descending = filters.sort != "name"
         }
         filters.cursor = single("cursor")
+        if let comment = single("hasComment") {
+            if comment == "true" || comment == "false" { filters.hasComment = comment == "true" } else { problems.append(("hasComment", "must be true or false")) }
+        }
         guard problems.isEmpty else {
             throw APIError(.invalidQuery, detail: problems.map { "\($0.0) \($0.1)" }.joined(separator: "; ") + ".",
                            extensions: ["errors": .array(problems.map { .object([("field", .string($0.0)), ("message", .string($0.1))]) })])
@@ -404,6 +441,7 @@ struct PageFilters {
         query += agentIds.map { ("agentId", $0) } + teamIds.map { ("teamId", $0) } + channelTypes.map { ("channelType", $0) }
         query += priorities.map { ("priority", $0) } + scores.map { ("score", $0) }
         if listing, let cursor { query.append(("cursor", cursor)) }
+        if listing, hasComment { query.append(("hasComment", "true")) }
         return query
     }
 
@@ -415,6 +453,7 @@ struct PageFilters {
         if bucketChoice != "auto" { query.append(("bucket", bucketChoice)) }
         query += agentIds.map { ("agentId", $0) } + teamIds.map { ("teamId", $0) } + channelTypes.map { ("channelType", $0) }
         query += priorities.map { ("priority", $0) } + scores.map { ("score", $0) }
+        if hasComment { query.append(("hasComment", "true")) }
         if sort != "responses" || !descending { query += [("sort", sort), ("dir", descending ? "desc" : "asc")] }
         return query
     }
@@ -482,6 +521,7 @@ struct PageFilters {
         case "channelType": copy.channelTypes.removeAll { $0 == value }
         case "priority": copy.priorities.removeAll { $0 == value }
         case "score": copy.scores.removeAll { $0 == value }
+        case "hasComment": copy.hasComment = false
         case "range": copy.range = "30d"; (copy.from, copy.to) = Self.dates(of: "30d", today: ReportRoutes.today(in: zone) ?? to) ?? (from, to)
         default: break
         }

@@ -7,7 +7,7 @@ enum ReportPageHTML {
     static func escape(_ text: String) -> String { SVG.escape(text) }
 
     static let css = """
-        :root{--fg:#1d2733;--muted:#5f6b7a;--line:#dde3ea;--bg:#f6f8fa;--accent:#1f6feb;--good:#2e7d32;--bad:#c0392b}
+        :root{--fg:#1d2733;--muted:#525c69;--line:#dde3ea;--bg:#f6f8fa;--accent:#0b57d0;--good:#1e6b26;--bad:#b3261e}
         *{box-sizing:border-box}
         body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg);background:var(--bg)}
         header.top{display:flex;align-items:center;gap:16px;padding:10px 24px;background:#fff;border-bottom:1px solid var(--line)}
@@ -22,7 +22,7 @@ enum ReportPageHTML {
         form.filters label,form.filters fieldset{display:flex;flex-direction:column;font-size:12px;color:var(--muted);border:0;padding:0;margin:0}
         form.filters fieldset label{flex-direction:row;gap:4px;align-items:center;color:var(--fg);font-size:13px}
         form.filters fieldset div{display:flex;flex-wrap:wrap;gap:2px 10px;max-width:420px}
-        select,input,button{font:inherit}
+        select,input,button{font:inherit;max-width:100%}
         button{background:var(--accent);color:#fff;border:0;border-radius:4px;padding:6px 14px;cursor:pointer}
         button.plain{background:none;color:var(--accent);padding:0}
         .presets{margin:6px 0 0;display:flex;gap:12px;flex-wrap:wrap}
@@ -37,25 +37,39 @@ enum ReportPageHTML {
         .up{color:var(--good)} .down{color:var(--bad)} .flat,.muted{color:var(--muted)}
         .legend{display:flex;gap:16px;flex-wrap:wrap;font-size:12px;margin-top:6px}
         .legend i{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:4px}
-        .s1{background:#c0392b}.s2{background:#e67e22}.s3{background:#f1c40f}.s4{background:#7cb342}.s5{background:#2e7d32}
+        .s1{background:#b2182b}.s2{background:#f4a582}.s3{background:#595959}.s4{background:#92c5de}.s5{background:#2166ac}
         svg.chart{width:100%;height:auto;display:block}
         svg.distribution{height:28px}
         svg.mini{width:100px;height:12px}
         svg .grid{stroke:#e5e9ef;stroke-width:1}
-        svg .axis{fill:#5f6b7a;font-size:11px}
+        svg .axis{fill:#525c69;font-size:11px}
         svg .volume{fill:#d0d7de}
         svg .line{fill:none;stroke-width:2}
-        svg .line.average{stroke:#1f6feb}
+        svg .line.average{stroke:#0b57d0}
         svg .line.csat{stroke:#8250df;stroke-dasharray:5 4}
-        svg .dot.average{fill:#1f6feb} svg .dot.csat{fill:#8250df}
+        svg .dot.average{fill:#0b57d0} svg .dot.csat{fill:#8250df}
         svg .outline{fill:none;stroke:#d0d7de}
-        svg .empty{fill:#5f6b7a;font-size:13px}
+        svg .empty{fill:#525c69;font-size:13px}
         table{border-collapse:collapse;width:100%;background:#fff}
         th,td{padding:6px 8px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap}
         th:first-child,td:first-child{text-align:left}
         td.text{text-align:left;white-space:normal;max-width:420px;overflow-wrap:anywhere}
         th a{color:var(--fg)}
-        .few{background:#fff3cd;color:#7a5b00;border-radius:3px;padding:0 5px;font-size:11px;margin-left:6px}
+        .few{background:#fff3cd;color:#6b4f00;border-radius:3px;padding:0 5px;font-size:11px;margin-left:6px}
+        .scroll{overflow-x:auto;max-width:100%}
+        .scope{background:#e8f0fe;border-radius:6px;padding:6px 12px}
+        .target{font-size:12px;margin-top:4px}
+        fieldset.pick details{font-size:13px;color:var(--fg)}
+        fieldset.pick details div{flex-direction:column;max-height:180px;overflow:auto;flex-wrap:nowrap}
+        ul.comments{list-style:none;margin:0;padding:0}
+        ul.comments li{display:flex;gap:10px;padding:6px 0;border-bottom:1px solid var(--line)}
+        ul.comments .score{flex:none;width:24px;height:24px;border-radius:12px;text-align:center;line-height:24px;font-weight:600}
+        .score.s1,.score.s3,.score.s5{color:#fff}.score.s2,.score.s4{color:#1d2733}
+        td.dist small{display:block;font-size:11px;color:var(--muted)}
+        caption{text-align:left;font-size:12px;color:var(--muted)}
+        svg .target{stroke:#1d2733;stroke-width:1.5;stroke-dasharray:2 3}
+        @media (max-width:640px){main{padding:12px 10px 32px}header.top{padding:8px 10px}
+        form.filters fieldset div{max-width:100%}.cards{grid-template-columns:1fr 1fr}.card .value{font-size:22px}}
         .empty-state{padding:32px;text-align:center;color:var(--muted)}
         .errors{background:#fdecea;border:1px solid #f5c2c0;border-radius:6px;padding:8px 16px;color:#8a1c14}
         .actions{display:flex;gap:16px;margin:6px 0;font-size:13px}
@@ -111,8 +125,8 @@ enum ReportPageHTML {
     static func percent(_ value: Double?) -> String { value.map { SVG.fixed($0, 1) + "%" } ?? "–" }
 
     /// A change against the previous period: `+0.12` / `+1.3 pts` / `+12 %`, classed up, down or flat.
-    static func change(_ now: Double?, _ before: Double?, places: Int, suffix: String) -> String {
-        guard let now, let before else { return "<span class=\"muted\">no previous data</span>" }
+    static func change(_ now: Double?, _ before: Double?, places: Int, suffix: String, noData: String = "no previous data") -> String {
+        guard let now, let before else { return "<span class=\"muted\">\(noData)</span>" }
         let delta = now - before
         let shown = SVG.fixed(delta, places)
         // SVG.fixed never writes a negative zero, so a change that rounds away is exactly this text.

@@ -2,13 +2,15 @@ import Foundation
 import Reports
 import Store
 
-/// The filter form, the period presets and the active filters as removable chips; shared by every page.
-struct FilterPanel {
+/// What every page view shares: the filters, who is looking (a team lead's key sees its teams only), the names to
+/// pick from, the channel types with ratings, and the page's settings.
+struct PageContext {
     let filters: PageFilters
-    let path: String
+    let caller: ReportCaller
     let agentNames: [Int: String]
     let teamNames: [Int: String]
-    let zones: [String]
+    let channelTypes: [String]
+    let settings: ReportPageSettings
 
     func esc(_ text: String) -> String { ReportPageHTML.escape(text) }
 
@@ -16,6 +18,38 @@ struct FilterPanel {
         if id == "0" { return "(none)" }
         return Int(id).flatMap { names[$0] } ?? "#\(id)"
     }
+
+    /// Which teams a team lead's key sees, said on every page.
+    func scopeNotice() -> String {
+        guard let teams = caller.teamIds else { return "" }
+        let names = teams.map { teamNames[$0] ?? "#\($0)" }.sorted()
+        return "<p class=\"scope\" id=\"scope\" data-teams=\"\(teams.map(String.init).joined(separator: ","))\">This key sees "
+            + (names.count == 1 ? "the team " : "the teams ") + esc(names.joined(separator: ", ")) + " only.</p>"
+    }
+
+    /// "yyyy-MM-dd HH:mm" in the report's zone.
+    func timeFormatter(_ zone: String) -> DateFormatter {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        return formatter
+    }
+
+    /// A ticket id, linked to Desk's dashboard when `DESK_DASHBOARD_URL` is set.
+    func ticket(_ id: Int) -> String {
+        guard let href = settings.ticketLink(id) else { return String(id) }
+        return "<a class=\"ticket\" href=\"\(esc(href))\" rel=\"noopener noreferrer\" target=\"_blank\">\(id)</a>"
+    }
+}
+
+/// The filter form, the period presets and the active filters as removable chips; shared by every page.
+struct FilterPanel {
+    let context: PageContext
+    let path: String
+    var filters: PageFilters { context.filters }
+
+    func esc(_ text: String) -> String { ReportPageHTML.escape(text) }
 
     func render() -> String {
         var html = "<section class=\"panel\" aria-label=\"Filters\"><form class=\"filters\" method=\"get\" action=\"\(path)\">"
@@ -27,6 +61,7 @@ struct FilterPanel {
         html += "<label>From<input type=\"date\" name=\"from\" value=\"\(filters.from)\"></label>"
         html += "<label>To<input type=\"date\" name=\"to\" value=\"\(filters.to)\"></label>"
         html += "<input type=\"hidden\" name=\"shownFrom\" value=\"\(filters.from)\"><input type=\"hidden\" name=\"shownTo\" value=\"\(filters.to)\">"
+        let zones = context.settings.zones
         html += "<label>Time zone<select name=\"tz\">"
         for zone in (zones.contains(filters.zone) ? zones : zones + [filters.zone]) {
             html += "<option\(zone == filters.zone ? " selected" : "")>\(esc(zone))</option>"
@@ -37,11 +72,18 @@ struct FilterPanel {
             html += "<option\(filters.bucketChoice == choice ? " selected" : "")>\(choice)</option>"
         }
         html += "</select></label>"
-        html += select("Agents", "agentId", agentNames, filters.agentIds)
-        html += select("Teams", "teamId", teamNames, filters.teamIds)
-        html += checkboxes("Channel", "channelType", Array(Set(PageFilters.channelTypes + filters.channelTypes)).sorted(), filters.channelTypes)
-        html += checkboxes("Priority", "priority", ReportParameters.priorities, filters.priorities)
-        html += checkboxes("Score", "score", ["1", "2", "3", "4", "5"], filters.scores)
+        html += picker("Agents", "agentId", context.agentNames, filters.agentIds)
+        html += picker("Teams", "teamId", context.teamNames, filters.teamIds)
+        let channels = (context.channelTypes + filters.channelTypes.filter { !context.channelTypes.contains($0) }).map { ($0, $0) }
+        html += checkboxes("Channel", "channelType", channels, filters.channelTypes)
+        html += checkboxes("Priority", "priority", ReportParameters.priorities.map { ($0, $0) }, filters.priorities)
+        html += checkboxes("Score", "score", (1...5).map { (String($0), String($0)) }, filters.scores)
+        if path == "/reports/responses" {
+            html += "<fieldset><legend>Comment</legend><div><label><input type=\"checkbox\" name=\"hasComment\" value=\"true\""
+                + "\(filters.hasComment ? " checked" : "")>With a comment</label></div></fieldset>"
+        } else if filters.hasComment {
+            html += "<input type=\"hidden\" name=\"hasComment\" value=\"true\">"
+        }
         if filters.sort != "responses" || !filters.descending {
             html += "<input type=\"hidden\" name=\"sort\" value=\"\(esc(filters.sort))\"><input type=\"hidden\" name=\"dir\" value=\"\(filters.descending ? "desc" : "asc")\">"
         }
@@ -60,20 +102,23 @@ struct FilterPanel {
         return html
     }
 
-    func select(_ label: String, _ field: String, _ names: [Int: String], _ chosen: [String]) -> String {
-        var html = "<label>\(label)<select name=\"\(field)\" multiple size=\"4\">"
+    /// Names to tick in a fold-out list (no script: checkboxes in `<details>`, open while some are ticked).
+    func picker(_ label: String, _ field: String, _ names: [Int: String], _ chosen: [String]) -> String {
         var options = names.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.map { (String($0.key), $0.value) }
-        for id in chosen where !options.contains(where: { $0.0 == id }) { options.append((id, name(id, names))) }
+        for id in chosen where !options.contains(where: { $0.0 == id }) { options.append((id, context.name(id, names))) }
+        let summary = chosen.isEmpty ? "All \(label.lowercased())" : "\(chosen.count) chosen"
+        var html = "<fieldset class=\"pick\" id=\"pick-\(field)\"><legend>\(label)</legend><details\(chosen.isEmpty ? "" : " open")>"
+            + "<summary>\(summary)</summary><div>"
         for (id, text) in options {
-            html += "<option value=\"\(esc(id))\"\(chosen.contains(id) ? " selected" : "")>\(esc(text))</option>"
+            html += "<label><input type=\"checkbox\" name=\"\(field)\" value=\"\(esc(id))\"\(chosen.contains(id) ? " checked" : "")>\(esc(text))</label>"
         }
-        return html + "</select></label>"
+        return html + "</div></details></fieldset>"
     }
 
-    func checkboxes(_ label: String, _ field: String, _ values: [String], _ chosen: [String]) -> String {
+    func checkboxes(_ label: String, _ field: String, _ values: [(value: String, text: String)], _ chosen: [String]) -> String {
         var html = "<fieldset><legend>\(label)</legend><div>"
-        for value in values {
-            html += "<label><input type=\"checkbox\" name=\"\(field)\" value=\"\(esc(value))\"\(chosen.contains(value) ? " checked" : "")>\(esc(value))</label>"
+        for (value, text) in values {
+            html += "<label><input type=\"checkbox\" name=\"\(field)\" value=\"\(esc(value))\"\(chosen.contains(value) ? " checked" : "")>\(esc(text))</label>"
         }
         return html + "</div></fieldset>"
     }
@@ -81,11 +126,12 @@ struct FilterPanel {
     func chips() -> String {
         var chips: [(String, String, String)] = []   // label, field, value
         if filters.range == "custom" { chips.append(("Period: \(filters.from) – \(filters.to)", "range", "")) }
-        chips += filters.agentIds.map { ("Agent: " + name($0, agentNames), "agentId", $0) }
-        chips += filters.teamIds.map { ("Team: " + name($0, teamNames), "teamId", $0) }
+        chips += filters.agentIds.map { ("Agent: " + context.name($0, context.agentNames), "agentId", $0) }
+        chips += filters.teamIds.map { ("Team: " + context.name($0, context.teamNames), "teamId", $0) }
         chips += filters.channelTypes.map { ("Channel: " + $0, "channelType", $0) }
         chips += filters.priorities.map { ("Priority: " + $0, "priority", $0) }
         chips += filters.scores.map { ("Score: " + $0, "score", $0) }
+        if filters.hasComment { chips.append(("With a comment", "hasComment", "true")) }
         guard !chips.isEmpty else { return "" }
         var html = "<div class=\"chips\" aria-label=\"Active filters\">"
         for (label, field, value) in chips {
@@ -97,23 +143,32 @@ struct FilterPanel {
     }
 }
 
-/// `/reports`: summary cards, distribution, trend, agents and teams.
+/// `/reports`: summary cards, distribution, trend, the lowest-scored comments, agents and teams.
 struct SummaryView {
-    let filters: PageFilters
+    let context: PageContext
     let parameters: ReportParameters
     let agents: CSATReport
     let teams: CSATReport
     let trend: CSATReport
-    let agentNames: [Int: String]
-    let teamNames: [Int: String]
-    let settings: ReportPageSettings
+    let comments: [ReportStore.ResponseItem]
+    /// Comments shown on the summary.
+    static let commentCount = 8
+    var filters: PageFilters { context.filters }
+    var settings: ReportPageSettings { context.settings }
 
     func esc(_ text: String) -> String { ReportPageHTML.escape(text) }
 
+    /// The target that applies to the whole view: one team's own when the view is that team, else the overall one.
+    var viewTarget: Double? {
+        let teams = filters.teamIds.isEmpty ? (context.caller.teamIds ?? []) : filters.teamIds.compactMap { Int($0) }
+        return teams.count == 1 ? settings.target(team: teams[0]) : settings.csatTarget
+    }
+
     func render() -> String {
-        var html = "<p class=\"muted\">\(parameters.from) – \(parameters.to) (\(esc(parameters.timeZone))), compared with "
+        var html = context.scopeNotice()
+        html += "<p class=\"muted\">\(parameters.from) – \(parameters.to) (\(esc(parameters.timeZone))), compared with "
             + "\(parameters.previous.from) – \(parameters.previous.to). Source: \(agents.source == "rollup" ? "daily rollups" : "raw ratings").</p>"
-        html += FilterPanel(filters: filters, path: "/reports", agentNames: agentNames, teamNames: teamNames, zones: settings.zones).render()
+        html += FilterPanel(context: context, path: "/reports").render()
         let totals = agents.totals, before = agents.previousTotals
         if totals.responses == 0 && totals.requests == 0 {
             html += "<div class=\"panel empty-state\" id=\"empty\">No CSAT requests or responses match these filters in this period."
@@ -123,25 +178,37 @@ struct SummaryView {
         html += cards(totals, before)
         html += distribution(totals)
         html += trendChart()
+        html += commentsPanel()
         html += table(title: "Agents", id: "agents", report: agents, field: "agentId", export: "agents.csv")
         html += table(title: "Teams", id: "teams", report: teams, field: "teamId", export: "teams.csv")
         return html
     }
 
-    func card(_ id: String, _ label: String, _ shown: String, _ value: String, _ change: String) -> String {
+    func card(_ id: String, _ label: String, _ shown: String, _ value: String, _ change: String, extra: String = "") -> String {
         "<div class=\"card\" id=\"card-\(id)\" data-value=\"\(value)\"><div class=\"label\">\(label)</div>"
-            + "<div class=\"value\">\(shown)</div><div class=\"change\">\(change) <span class=\"muted\">vs previous period</span></div></div>"
+            + "<div class=\"value\">\(shown)</div><div class=\"change\">\(change) <span class=\"muted\">vs previous period</span></div>\(extra)</div>"
+    }
+
+    /// "few" after a previous-period figure resting on fewer responses than `REPORT_PAGE_SMALL_SAMPLE`.
+    func fewMark(_ figures: CSATFigures) -> String {
+        guard settings.smallSample > 0, figures.responses > 0, figures.responses < settings.smallSample else { return "" }
+        return "<span class=\"few\" title=\"Only \(figures.responses) responses in the previous period\">few</span>"
     }
 
     func cards(_ now: CSATFigures, _ before: CSATFigures) -> String {
         let responsesChange = before.responses == 0 ? "<span class=\"muted\">no previous data</span>"
             : ReportPageHTML.change(Double(now.responses), Double(before.responses), places: 0, suffix: "")
+        var targetLine = ""
+        if let target = viewTarget {
+            targetLine = "<div class=\"target\" id=\"card-target\" data-target=\"\(ReportPageHTML.number(target))\">Target \(SVG.fixed(target, 1))%: "
+                + ReportPageHTML.change(now.csatPercent, target, places: 1, suffix: " pts", noData: "no responses") + "</div>"
+        }
         var html = "<section class=\"cards\" aria-label=\"Summary\">"
         html += card("responses", "Responses", String(now.responses), String(now.responses), responsesChange)
         html += card("average", "Average score (1–5)", ReportPageHTML.average(now.averageScore), ReportPageHTML.number(now.averageScore),
-                     ReportPageHTML.change(now.averageScore, before.averageScore, places: 2, suffix: ""))
+                     ReportPageHTML.change(now.averageScore, before.averageScore, places: 2, suffix: "") + fewMark(before))
         html += card("csat", "CSAT (4 and 5)", ReportPageHTML.percent(now.csatPercent), ReportPageHTML.number(now.csatPercent),
-                     ReportPageHTML.change(now.csatPercent, before.csatPercent, places: 1, suffix: " pts"))
+                     ReportPageHTML.change(now.csatPercent, before.csatPercent, places: 1, suffix: " pts") + fewMark(before), extra: targetLine)
         html += card("rate", "Response rate", ReportPageHTML.percent(now.responseRate.map { $0 * 100 }), ReportPageHTML.number(now.responseRate),
                      ReportPageHTML.change(now.responseRate.map { $0 * 100 }, before.responseRate.map { $0 * 100 }, places: 1, suffix: " pts"))
         return html + "</section>"
@@ -153,7 +220,7 @@ struct SummaryView {
             return drill.url("/reports/responses", drill.items)
         }
         var html = "<section class=\"panel\" aria-label=\"Distribution\"><h2>Scores</h2>"
-        html += DistributionBar.render(totals.distribution, hrefs: hrefs)
+        html += DistributionBar.render(totals.distribution, hrefs: hrefs, label: "Scores of all responses")
         html += "<div class=\"legend\" id=\"distribution\">"
         for score in 1...5 {
             let count = totals.distribution[score - 1]
@@ -184,27 +251,54 @@ struct SummaryView {
 
     func trendChart() -> String {
         let points = points()
-        var html = "<section class=\"panel\" aria-label=\"Trend\"><h2>Trend by \(trend.parameters.bucket.rawValue)</h2>"
+        let bucket = trend.parameters.bucket.rawValue
+        var html = "<section class=\"panel\" aria-label=\"Trend\"><h2>Trend by \(bucket)</h2>"
         html += "<div class=\"legend\"><span><i class=\"avg\"></i>Average score (left axis, solid)</span>"
-            + "<span>CSAT % (right axis, dashed)</span><span>Grey bars: responses</span></div>"
-        html += TrendChart.render(points)
-        html += "<details><summary>Trend data</summary><table id=\"trend\"><thead><tr><th>\(trend.parameters.bucket.rawValue.capitalized)</th>"
-            + "<th>Responses</th><th>Average</th><th>CSAT</th></tr></thead><tbody>"
+            + "<span>CSAT % (right axis, dashed)</span><span>Grey bars: responses</span>"
+        if let target = viewTarget { html += "<span>Dotted line: CSAT target \(SVG.fixed(target, 1))%</span>" }
+        html += "</div>"
+        html += TrendChart.render(points, target: viewTarget, label: "Trend by \(bucket) from \(parameters.from) to \(parameters.to): "
+                                  + "average score and CSAT %; the data is in the table below")
+        html += "<details><summary>Trend data</summary><div class=\"scroll\"><table id=\"trend\"><caption>Trend by \(bucket)</caption>"
+            + "<thead><tr><th scope=\"col\">\(bucket.capitalized)</th><th scope=\"col\">Responses</th><th scope=\"col\">Average</th>"
+            + "<th scope=\"col\">CSAT</th></tr></thead><tbody>"
         for point in points {
             html += "<tr data-label=\"\(esc(point.label))\" data-responses=\"\(point.responses)\" data-average=\"\(ReportPageHTML.number(point.average))\" "
                 + "data-csat=\"\(ReportPageHTML.number(point.csatPercent))\"><td><a href=\"\(esc(point.href ?? ""))\">\(esc(point.label))</a></td>"
                 + "<td>\(point.responses)</td><td>\(ReportPageHTML.average(point.average))</td><td>\(ReportPageHTML.percent(point.csatPercent))</td></tr>"
         }
-        return html + "</tbody></table></details></section>"
+        return html + "</tbody></table></div></details></section>"
     }
 
-    func sortLink(_ label: String, _ key: String, id: String) -> String {
+    /// The period's comments, lowest score first, each with its score, agent, team, date and ticket.
+    func commentsPanel() -> String {
+        var all = filters
+        all.cursor = nil
+        all.hasComment = true
+        var html = "<section class=\"panel\" aria-label=\"Comments\"><h2>Comments, lowest scores first</h2>"
+        guard !comments.isEmpty else {
+            return html + "<p class=\"muted\" id=\"no-comments\">No comments match these filters in this period.</p></section>"
+        }
+        let formatter = context.timeFormatter(parameters.timeZone)
+        html += "<ul class=\"comments\" id=\"comments\">"
+        for item in comments {
+            let score = item.score.map(String.init) ?? "–"
+            html += "<li data-score=\"\(score)\" data-ticket=\"\(item.ticketId)\"><span class=\"score s\(score)\" aria-label=\"Score \(score)\">\(score)</span>"
+                + "<div><q>\(esc(item.comment ?? ""))</q><div class=\"muted\">\(esc(item.agentName ?? "No agent")) · \(esc(item.teamName ?? "No team")) · "
+                + "\(formatter.string(from: Date(timeIntervalSince1970: item.ratedAt))) · ticket \(context.ticket(item.ticketId))</div></div></li>"
+        }
+        return html + "</ul><p><a id=\"all-comments\" href=\"\(esc(all.url("/reports/responses", all.items)))\">All responses with a comment →</a></p></section>"
+    }
+
+    /// A column header that sorts the table by `key` (a link; no script), with `aria-sort` on the header cell.
+    func sortHeader(_ label: String, _ key: String, id: String) -> String {
         var copy = filters
         let active = filters.sort == key
         copy.sort = key
         copy.descending = active ? !filters.descending : key != "name"
         let arrow = active ? (filters.descending ? " ▼" : " ▲") : ""
-        return "<a href=\"\(esc(copy.url("/reports", copy.items)))#\(id)\"\(active ? " aria-sort=\"\(filters.descending ? "descending" : "ascending")\"" : "")>\(label)\(arrow)</a>"
+        let sort = active ? " aria-sort=\"\(filters.descending ? "descending" : "ascending")\"" : ""
+        return "<th scope=\"col\"\(sort)><a href=\"\(esc(copy.url("/reports", copy.items)))#\(id)\">\(label)\(arrow)</a></th>"
     }
 
     func table(title: String, id: String, report: CSATReport, field: String, export: String) -> String {
@@ -216,73 +310,79 @@ struct SummaryView {
         html += "</div>"
         let rows = filters.sorted(report.rows)
         guard !rows.isEmpty else { return html + "<div class=\"panel empty-state\">No \(title.lowercased()) with requests or responses in this period.</div></section>" }
-        html += "<table id=\"table-\(id)\"><thead><tr><th>\(sortLink(title == "Agents" ? "Agent" : "Team", "name", id: id))</th>"
-            + "<th>\(sortLink("Responses", "responses", id: id))</th><th>\(sortLink("Average", "average", id: id))</th>"
-            + "<th>\(sortLink("CSAT", "csat", id: id))</th><th>Scores 1–5</th><th>\(sortLink("Previous avg", "previous", id: id))</th>"
-            + "<th>Previous CSAT</th><th>Change</th></tr></thead><tbody>"
+        let showTargets = settings.hasTargets
+        html += "<div class=\"scroll\" role=\"region\" aria-label=\"\(title) table\" tabindex=\"0\"><table id=\"table-\(id)\"><thead><tr>"
+            + sortHeader(title == "Agents" ? "Agent" : "Team", "name", id: id) + sortHeader("Responses", "responses", id: id)
+            + sortHeader("Average", "average", id: id) + "<th scope=\"col\" title=\"Average minus the average of everyone in this view\">vs all</th>"
+            + sortHeader("CSAT", "csat", id: id) + (showTargets ? "<th scope=\"col\">vs target</th>" : "")
+            + "<th scope=\"col\">Scores 1–5</th>" + sortHeader("Previous avg", "previous", id: id)
+            + "<th scope=\"col\">Previous CSAT</th><th scope=\"col\">Avg change</th><th scope=\"col\">CSAT change</th></tr></thead><tbody>"
         // One drill-down link per row: this view's link plus the row's id (built once, not per row).
         var drillBase = filters
         drillBase.cursor = nil
         let base = esc(drillBase.url("/reports/responses", drillBase.items))
         let chosen = Set(field == "agentId" ? filters.agentIds : filters.teamIds)
         let separator = base.contains("?") ? "&amp;" : "?"
+        let overall = report.totals.averageScore
         for row in rows {
             let figures = row.figures
             let previous = row.previous ?? CSATFigures()
-            let id = String(row.groupId)
-            let href = chosen.contains(id) ? base : base + separator + field + "=" + id
+            let href = chosen.contains(String(row.groupId)) ? base : base + separator + field + "=" + String(row.groupId)
             let few = settings.smallSample > 0 && figures.responses < settings.smallSample
+            let target = field == "teamId" ? settings.target(team: row.groupId) : viewTarget
             html += "<tr data-id=\"\(row.groupId)\" data-responses=\"\(figures.responses)\" data-average=\"\(ReportPageHTML.number(figures.averageScore))\" "
                 + "data-csat=\"\(ReportPageHTML.number(figures.csatPercent))\" data-distribution=\"\(figures.distribution.map(String.init).joined(separator: ","))\""
-                + "\(few ? " data-few=\"true\"" : "")>"
+                + "\(few ? " data-few=\"true\"" : "")\(target.map { " data-target=\"\(ReportPageHTML.number($0))\"" } ?? "")>"
             html += "<td><a href=\"\(href)\" title=\"\(esc(row.name))\">\(esc(SVG.truncate(row.name, to: 48)))</a>"
                 + (few ? "<span class=\"few\" title=\"Fewer than \(settings.smallSample) responses\">few</span>" : "") + "</td>"
-            html += "<td>\(figures.responses)</td><td>\(ReportPageHTML.average(figures.averageScore))</td><td>\(ReportPageHTML.percent(figures.csatPercent))</td>"
-            html += "<td>" + DistributionBar.render(figures.distribution, width: 100, height: 12, cssClass: "mini") + "</td>"
-            html += "<td>\(ReportPageHTML.average(previous.averageScore))</td><td>\(ReportPageHTML.percent(previous.csatPercent))</td>"
-            html += "<td>\(ReportPageHTML.change(figures.averageScore, previous.averageScore, places: 2, suffix: ""))</td></tr>"
+            html += "<td>\(figures.responses)</td><td>\(ReportPageHTML.average(figures.averageScore))</td>"
+            html += "<td>\(ReportPageHTML.change(figures.averageScore, overall, places: 2, suffix: "", noData: "–"))</td>"
+            html += "<td>\(ReportPageHTML.percent(figures.csatPercent))</td>"
+            if showTargets { html += "<td>" + (target.map { ReportPageHTML.change(figures.csatPercent, $0, places: 1, suffix: " pts", noData: "–") } ?? "–") + "</td>" }
+            let counts = figures.distribution.map(String.init).joined(separator: " · ")
+            html += "<td class=\"dist\">" + DistributionBar.render(figures.distribution, width: 100, height: 12, cssClass: "mini",
+                                                                   label: "Scores of \(row.name): " + (1...5).map { "\($0): \(figures.distribution[$0 - 1])" }.joined(separator: ", "))
+                + "<small class=\"counts\">\(counts)</small></td>"
+            html += "<td>\(ReportPageHTML.average(previous.averageScore))\(fewMark(previous))</td><td>\(ReportPageHTML.percent(previous.csatPercent))</td>"
+            html += "<td>\(ReportPageHTML.change(figures.averageScore, previous.averageScore, places: 2, suffix: ""))</td>"
+            html += "<td>\(ReportPageHTML.change(figures.csatPercent, previous.csatPercent, places: 1, suffix: " pts"))</td></tr>"
         }
-        return html + "</tbody></table></section>"
+        return html + "</tbody></table></div></section>"
     }
 }
 
 /// `/reports/responses`: the rated responses behind a figure, newest first, a page at a time.
 struct ResponsesView {
-    let filters: PageFilters
+    let context: PageContext
     let parameters: ReportParameters
     let items: [ReportStore.ResponseItem]
     let next: String?
-    let agentNames: [Int: String]
-    let teamNames: [Int: String]
-    let settings: ReportPageSettings
+    var filters: PageFilters { context.filters }
 
     func esc(_ text: String) -> String { ReportPageHTML.escape(text) }
 
     func render() -> String {
         var back = filters
         back.cursor = nil
-        var html = "<p><a href=\"\(esc(back.url("/reports", back.items)))\">← Summary</a></p>"
+        var html = context.scopeNotice() + "<p><a href=\"\(esc(back.url("/reports", back.items)))\">← Summary</a></p>"
         html += "<h2>Responses, newest first</h2><p class=\"muted\">\(parameters.from) – \(parameters.to) (\(esc(parameters.timeZone)))</p>"
-        html += FilterPanel(filters: filters, path: "/reports/responses", agentNames: agentNames, teamNames: teamNames, zones: settings.zones).render()
-        var pageQuery = filters.items
-        if let cursor = filters.cursor { pageQuery.append(("cursor", cursor)) }
-        html += "<div class=\"actions\"><a href=\"\(esc(filters.url("/reports/export/responses.csv", pageQuery)))\" download>Download CSV (this page)</a></div>"
+        html += FilterPanel(context: context, path: "/reports/responses").render()
+        html += "<div class=\"actions\"><a id=\"export\" href=\"\(esc(back.url("/reports/export/responses.csv", back.items)))\" download>"
+            + "Download CSV (every matching response)</a></div>"
         guard !items.isEmpty else {
             return html + "<div class=\"panel empty-state\" id=\"empty\">No rated responses match these filters.</div>"
         }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: parameters.timeZone) ?? TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm"
-        html += "<table id=\"responses\"><thead><tr><th>Rated</th><th>Score</th><th>Comment</th><th>Agent</th><th>Team</th><th>Ticket</th>"
-            + "<th>Channel</th></tr></thead><tbody>"
+        let formatter = context.timeFormatter(parameters.timeZone)
+        html += "<div class=\"scroll\" role=\"region\" aria-label=\"Responses table\" tabindex=\"0\"><table id=\"responses\"><thead><tr>"
+            + "<th scope=\"col\">Rated</th><th scope=\"col\">Score</th><th scope=\"col\">Comment</th><th scope=\"col\">Agent</th>"
+            + "<th scope=\"col\">Team</th><th scope=\"col\">Ticket</th><th scope=\"col\">Channel</th></tr></thead><tbody>"
         for item in items {
             html += "<tr data-ticket=\"\(item.ticketId)\" data-message=\"\(item.messageId)\" data-score=\"\(item.score.map(String.init) ?? "")\">"
             html += "<td>\(formatter.string(from: Date(timeIntervalSince1970: item.ratedAt)))</td><td>\(item.score.map(String.init) ?? "–")</td>"
             html += "<td class=\"text\">\(esc(item.comment ?? ""))</td><td class=\"text\">\(esc(item.agentName ?? "–"))</td>"
-            html += "<td class=\"text\">\(esc(item.teamName ?? "–"))</td><td>\(item.ticketId)</td><td>\(esc(item.channelType))</td></tr>"
+            html += "<td class=\"text\">\(esc(item.teamName ?? "–"))</td><td>\(context.ticket(item.ticketId))</td><td>\(esc(item.channelType))</td></tr>"
         }
-        html += "</tbody></table><div class=\"actions\">"
+        html += "</tbody></table></div><div class=\"actions\">"
         if filters.cursor != nil { html += "<a href=\"\(esc(filters.url("/reports/responses", filters.items)))\">First page</a>" }
         if let next {
             html += "<a id=\"next\" rel=\"next\" href=\"\(esc(filters.url("/reports/responses", filters.items + [("cursor", next)])))\">Next page →</a>"

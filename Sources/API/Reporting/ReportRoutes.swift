@@ -84,13 +84,8 @@ public struct ReportRoutes: Sendable {
         return response
     }
 
-    /// The admission identity of an API key (its id), the same for the API and the report page, so a key's raw
-    /// reports are counted once wherever they come from.
-    static func admissionIdentity(keyId: Int) -> String { "key:\(keyId)" }
-
     /// API keys come as `Authorization: Bearer dgk_…` or `X-API-Key`. A customer's session token is refused with 403.
-    /// Returns the key's admission identity.
-    func authorize(_ request: HTTPRequest) async throws -> String {
+    func authorize(_ request: HTTPRequest) async throws -> ReportCaller {
         let key = request.header("x-api-key") ?? Authenticator.bearer(request)
         guard let key else {
             throw APIError(.unauthorized, detail: "Reports need an API key with the reports scope ('Authorization: Bearer dgk_…').",
@@ -99,7 +94,7 @@ public struct ReportRoutes: Sendable {
         if key.hasPrefix("dgk_") {
             let known: KnownKey?
             if let cached = cache.get(key) { known = cached } else {
-                known = try await keys.live(key).map { KnownKey(id: $0.id, scopes: $0.scopes) }
+                known = try await keys.live(key).map { KnownKey(id: $0.id, scopes: $0.scopes, teamIds: $0.teamIds) }
                 if let known { cache.put(key, known) }
             }
             guard let known else {
@@ -110,7 +105,7 @@ public struct ReportRoutes: Sendable {
             guard known.scopes.contains("reports") else {
                 throw APIError(.forbidden, detail: "This API key has no reports scope.")
             }
-            return Self.admissionIdentity(keyId: known.id)
+            return ReportCaller(keyId: known.id, teamIds: known.teamIds)
         }
         if try await sessions.find(token: key) != nil {
             throw APIError(.forbidden, detail: "Customer sessions cannot read reports; use an API key with the reports scope.")
@@ -145,19 +140,21 @@ public struct ReportRoutes: Sendable {
     /// A cached answer for an already authorised key and the very same query, without any I/O.
     func cachedReport(_ request: HTTPRequest) -> HTTPResponse? {
         guard settings.cacheSeconds > 0, let key = request.header("x-api-key") ?? Authenticator.bearer(request),
-              key.hasPrefix("dgk_"), cache.get(key)?.scopes.contains("reports") == true else { return nil }
-        return results.get(Self.cacheKey(request))
+              key.hasPrefix("dgk_"), let known = cache.get(key), known.scopes.contains("reports") else { return nil }
+        return results.get(Self.cacheKey(request, teams: known.teamIds))
     }
 
     /// The query as a report means it: parameters in any order (and repeated values in any order) are one report.
     /// Built on every cached read: byte order (no Unicode collation), one string, no intermediate arrays.
-    static func cacheKey(_ request: HTTPRequest) -> String {
+    /// A team-scoped key's answers are its own: the teams lead the key.
+    static func cacheKey(_ request: HTTPRequest, teams: [Int]?) -> String {
         func before(_ a: (name: String, value: String), _ b: (name: String, value: String)) -> Bool {
             a.name == b.name ? a.value.utf8.lexicographicallyPrecedes(b.value.utf8) : a.name.utf8.lexicographicallyPrecedes(b.name.utf8)
         }
         let query = request.query
         let items = zip(query, query.dropFirst()).allSatisfy({ !before($1, $0) }) ? query : query.sorted(by: before)
-        var key = request.header("accept")?.lowercased().contains("text/csv") == true ? "csv?" : "json?"
+        var key = teams.map { "teams=" + $0.map(String.init).joined(separator: ",") + ";" } ?? ""
+        key += request.header("accept")?.lowercased().contains("text/csv") == true ? "csv?" : "json?"
         key.reserveCapacity(items.reduce(8) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 })
         for (index, item) in items.enumerated() {
             if index > 0 { key += "&" }
@@ -168,15 +165,15 @@ public struct ReportRoutes: Sendable {
         return key
     }
 
-    func report(_ request: HTTPRequest, caller: String) async throws -> HTTPResponse {
+    func report(_ request: HTTPRequest, caller: ReportCaller) async throws -> HTTPResponse {
         let response = try await computeReport(request, caller: caller)
-        if settings.cacheSeconds > 0 { results.put(Self.cacheKey(request), response) }
+        if settings.cacheSeconds > 0 { results.put(Self.cacheKey(request, teams: caller.teamIds), response) }
         return response
     }
 
-    func computeReport(_ request: HTTPRequest, caller: String) async throws -> HTTPResponse {
+    func computeReport(_ request: HTTPRequest, caller: ReportCaller) async throws -> HTTPResponse {
         let p = try parameters(request, listing: false)
-        let report = try await shaped(p, key: caller)
+        let report = try await shaped(p, caller: caller)
         var headers: [(name: String, value: String)] = [("X-Report-Source", report.source), ("Cache-Control", "no-cache")]
         if report.source == "raw" {
             headers.append(("Warning", #"199 desk-gateway "time zone not configured for rollups; computed from raw ratings""#))
@@ -190,8 +187,10 @@ public struct ReportRoutes: Sendable {
     }
 
     /// The one computation behind every report, JSON, CSV or the report page: from the rollups of a configured zone,
-    /// else from raw ratings (admitted per `key` and overall).
-    func shaped(_ p: ReportParameters, key: String) async throws -> CSATReport {
+    /// else from raw ratings (admitted per key and overall). A team-scoped key's report is of its teams only.
+    func shaped(_ asked: ReportParameters, caller: ReportCaller) async throws -> CSATReport {
+        let p = try caller.scope(asked)
+        let key = caller.admissionIdentity
         let useRollups = try await rollupZones.contains(p.timeZone)
         async let names = cache.names(p.groupBy) { try await reports.names(p.groupBy) }
         let sums: (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)])
@@ -250,7 +249,8 @@ public struct ReportRoutes: Sendable {
     /// One page of rated responses, newest first, and the cursor of the next page. A listing whose filters match
     /// little may walk every rating of its range, so it is admitted like a raw report (per key and per instance, on
     /// one connection), and a statement timeout is a 503, not a failure.
-    func responsePage(_ p: ReportParameters, key: String) async throws -> (items: [ReportStore.ResponseItem], next: String?) {
+    func responsePage(_ asked: ReportParameters, caller: ReportCaller) async throws -> (items: [ReportStore.ResponseItem], next: String?) {
+        let p = try caller.scope(asked)
         var cursor: (Double, Int)?
         if let text = p.cursor {
             guard let decoded = KeysetCursor.decode(text) else {
@@ -260,7 +260,9 @@ public struct ReportRoutes: Sendable {
         }
         let rows: [ReportStore.ResponseItem]
         do {
-            rows = try await admission.run(key: key, connections: 1) { _ in try await reports.responses(p, after: cursor, limit: p.limit + 1) }
+            rows = try await admission.run(key: caller.admissionIdentity, connections: 1) { _ in
+                try await reports.responses(p, after: cursor, limit: p.limit + 1)
+            }
         } catch let error as DomainError where error.code == .storeTimeout {
             throw APIError(.reportTimeout, detail: "The listing took longer than the database allows; narrow the range or the filters.",
                            headers: [("Retry-After", "5")])
@@ -272,8 +274,33 @@ public struct ReportRoutes: Sendable {
         return (page, next)
     }
 
+    static let responsesCSVHeader = "ratedAt,ticketId,messageId,score,comment,agentId,agentName,teamId,teamName,channelType,priority,source"
+
     static func responsesCSV(_ page: [ReportStore.ResponseItem]) -> String {
-        var lines = ["ratedAt,ticketId,messageId,score,comment,agentId,agentName,teamId,teamName,channelType,priority,source"]
+        responsesCSVHeader + "\r\n" + responsesCSVLines(page)
+    }
+
+    /// Every response matching the filters as CSV, sent as it is read: a page of `p.limit` at a time, each admitted
+    /// like the listing, so memory stays one page whatever the count.
+    func responsesExport(_ p: ReportParameters, caller: ReportCaller, headers: [(name: String, value: String)]) async throws -> HTTPResponse {
+        // The first page is read before answering: a refusal (403, 429, timeout) is still a proper error.
+        let first = try await responsePage(p, caller: caller)
+        let pages = ExportPages(first: first)
+        let stream = ResponseStream {
+            guard let chunk = pages.take() else { return nil }
+            if chunk.isFirst { return Array((Self.responsesCSVHeader + "\r\n" + Self.responsesCSVLines(chunk.items)).utf8) }
+            var next = p
+            next.cursor = chunk.cursor
+            let page = try await responsePage(next, caller: caller)
+            pages.advance(page.next)
+            return Array(Self.responsesCSVLines(page.items).utf8)
+        }
+        return HTTPResponse(status: 200, headers: headers, stream: stream)
+    }
+
+    static func responsesCSVLines(_ page: [ReportStore.ResponseItem]) -> String {
+        var lines: [String] = []
+        lines.reserveCapacity(page.count)
         for item in page {
             var cells: [String] = [ISOTimestamp.format(item.ratedAt), String(item.ticketId), String(item.messageId)]
             cells.append(item.score.map { String($0) } ?? "")
@@ -287,12 +314,40 @@ public struct ReportRoutes: Sendable {
             cells.append(item.source)
             lines.append(cells.joined(separator: ","))
         }
-        return lines.joined(separator: "\r\n") + "\r\n"
+        return lines.isEmpty ? "" : lines.joined(separator: "\r\n") + "\r\n"
     }
 
-    func responses(_ request: HTTPRequest, caller: String) async throws -> HTTPResponse {
+    /// Channel types that have ratings (the page offers only those), briefly cached; without rollups, every type
+    /// Desk knows.
+    func channelTypes() async throws -> [String] {
+        try await cache.channelTypes {
+            let rated = try await reports.channelTypes()
+            return rated.isEmpty ? PageFilters.channelTypes : rated
+        }
+    }
+
+    /// The period's comments, lowest score first, admitted like a listing.
+    func lowestComments(_ asked: ReportParameters, caller: ReportCaller, limit: Int) async throws -> [ReportStore.ResponseItem] {
+        let p = try caller.scope(asked)
+        do {
+            return try await admission.run(key: caller.admissionIdentity, connections: 1) { _ in try await reports.lowestComments(p, limit: limit) }
+        } catch let error as DomainError where error.code == .storeTimeout {
+            throw APIError(.reportTimeout, detail: "The comments took longer than the database allows; narrow the range or the filters.",
+                           headers: [("Retry-After", "5")])
+        }
+    }
+
+    /// Agents' or teams' names a caller may pick from: a team-scoped key sees its teams, and the agents rated in them.
+    func names(_ group: ReportGroup, for caller: ReportCaller) async throws -> [Int: String] {
+        let all = try await names(group)
+        guard let teams = caller.teamIds else { return all }
+        let allowed = group == .team ? Set(teams) : try await cache.agents(in: teams) { try await reports.agents(inTeams: teams) }
+        return all.filter { allowed.contains($0.key) }
+    }
+
+    func responses(_ request: HTTPRequest, caller: ReportCaller) async throws -> HTTPResponse {
         let p = try parameters(request, listing: true)
-        let (page, next) = try await responsePage(p, key: caller)
+        let (page, next) = try await responsePage(p, caller: caller)
         if p.format == .csv {
             var headers: [(name: String, value: String)] = [("Content-Type", "text/csv; charset=utf-8")]
             if let next { headers.append(("Link", "<?cursor=\(next)>; rel=\"next\"")) }
@@ -313,16 +368,48 @@ public struct ReportRoutes: Sendable {
     }
 }
 
+/// Who asks for a report: an API key (its id), limited to some teams or not. The API and the report page build the
+/// same caller for a key, so its raw reports are admitted once wherever they come from.
+public struct ReportCaller: Sendable {
+    public let keyId: Int
+    /// The teams a team lead's key sees; nil: every team.
+    public let teamIds: [Int]?
+
+    public init(keyId: Int, teamIds: [Int]?) {
+        self.keyId = keyId
+        self.teamIds = teamIds
+    }
+
+    var admissionIdentity: String { "key:\(keyId)" }
+
+    /// The parameters as this caller may ask them: a team-scoped key's reports are of its teams (all of them unless
+    /// it names some); naming another team is 403, so no figure of another team, totals included, reaches it.
+    func scope(_ p: ReportParameters) throws -> ReportParameters {
+        guard let teams = teamIds else { return p }
+        var scoped = p
+        if p.teamIds.isEmpty {
+            scoped.teamIds = teams
+        } else if let other = p.teamIds.first(where: { !teams.contains($0) }) {
+            throw APIError(.forbidden, detail: "This API key sees the teams \(teams.map(String.init).joined(separator: ", ")) only; "
+                           + "teamId \(other) is not one of them.")
+        }
+        return scoped
+    }
+}
+
 /// API-key scopes and display names, briefly remembered (a revoked key stops working within 30 s everywhere).
 /// A live API key as the cache holds it.
 struct KnownKey: Sendable {
     let id: Int
     let scopes: [String]
+    let teamIds: [Int]?
 }
 
 final class KeyCache: Sendable {
     private let keys = TTLCache<String, KnownKey>(ttl: 30)
     private let displayNames = TTLCache<ReportGroup, [Int: String]>(ttl: 30)
+    private let teamAgents = TTLCache<[Int], Set<Int>>(ttl: 60)
+    private let channels = TTLCache<Int, [String]>(ttl: 60)
 
     func get(_ key: String) -> KnownKey? { keys.get(key) }
 
@@ -332,6 +419,53 @@ final class KeyCache: Sendable {
 
     func names(_ group: ReportGroup, load: () async throws -> [Int: String]) async throws -> [Int: String] {
         try await displayNames.value(group, load: load)
+    }
+
+    func channelTypes(load: () async throws -> [String]) async throws -> [String] {
+        try await channels.value(0, load: load)
+    }
+
+    func agents(in teams: [Int], load: () async throws -> Set<Int>) async throws -> Set<Int> {
+        try await teamAgents.value(teams, load: load)
+    }
+}
+
+/// Where a full export stands: the first page (read before answering), then the cursor of each next one.
+final class ExportPages: Sendable {
+    struct Chunk {
+        let isFirst: Bool
+        let items: [ReportStore.ResponseItem]
+        let cursor: String?
+    }
+    private struct State {
+        var first: [ReportStore.ResponseItem]?
+        var cursor: String?
+        var done: Bool
+    }
+    private let state: Mutex<State>
+
+    init(first: (items: [ReportStore.ResponseItem], next: String?)) {
+        state = Mutex(State(first: first.items, cursor: first.next, done: false))
+    }
+
+    /// The next chunk to send, or nil when every page was sent.
+    func take() -> Chunk? {
+        state.withLock { state in
+            if let first = state.first {
+                state.first = nil
+                if state.cursor == nil { state.done = true }
+                return Chunk(isFirst: true, items: first, cursor: nil)
+            }
+            guard !state.done, let cursor = state.cursor else { return nil }
+            return Chunk(isFirst: false, items: [], cursor: cursor)
+        }
+    }
+
+    func advance(_ next: String?) {
+        state.withLock { state in
+            state.cursor = next
+            if next == nil { state.done = true }
+        }
     }
 }
 
