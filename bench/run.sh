@@ -130,6 +130,20 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
     || { echo "report page: signing in failed"; exit 1; }
   scenario "report page, 30 days (rollup) c1" "http://127.0.0.1:$port/reports?tz=UTC" -H "Cookie: dg_reports=$cookie"
   scenario "report page, 90 days (rollup) c1" "http://127.0.0.1:$port/reports?range=90d&tz=UTC" -H "Cookie: dg_reports=$cookie"
+  scenario "report page, comments only c1" "http://127.0.0.1:$port/reports/responses?range=90d&tz=UTC&hasComment=true" -H "Cookie: dg_reports=$cookie"
+  # A team lead's key (its one team): the same page narrowed to that team's blocks.
+  lead=$(./.build/release/desk-gateway api-key create --scope reports --name bench-lead --team team-1 2>/dev/null | awk '/^key/ {print $2}')
+  lead_cookie=$(curl -s -o /dev/null -D - -X POST --data-urlencode "key=$lead" "http://127.0.0.1:$port/reports/sign-in" \
+    | awk -F'[=;]' 'tolower($1) ~ /^set-cookie: dg_reports$/ {print $2}')
+  scenario "report page, team lead (rollup) c1" "http://127.0.0.1:$port/reports?range=90d&tz=UTC" -H "Cookie: dg_reports=$lead_cookie"
+  # The full responses export of 90 days (every rating, streamed a page at a time): time, size, and the gateway's
+  # resident memory before and at its end (flat: one page held at once).
+  rss_before=$(awk '/VmRSS/ {print $2}' "/proc/$gw/status")
+  export_start=$(date +%s.%N)
+  export_bytes=$(curl -s -H "Cookie: dg_reports=$cookie" "http://127.0.0.1:$port/reports/export/responses.csv?range=90d&tz=UTC" | wc -c)
+  export_s=$(awk -v a="$export_start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+  rss_after=$(awk '/VmRSS/ {print $2}' "/proc/$gw/status")
+  echo "responses.csv, 90 days: $export_bytes bytes in ${export_s} s; gateway RSS ${rss_before} kB before, ${rss_after} kB after"
   connections=4
   scenario "reports agent, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC" "${auth[@]}"
   scenario "reports team, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "${auth[@]}"

@@ -35,9 +35,10 @@ public enum ETag {
         return false
     }
 
-    /// Adds `ETag` to a 200 GET answer, or turns it into 304 when the client already has it.
+    /// Adds `ETag` to a 200 GET answer with a whole body, or turns it into 304 when the client already has it.
     public static func apply(to response: HTTPResponse, request: HTTPRequest) -> HTTPResponse {
-        guard request.method == "GET" || request.method == "HEAD", response.status == 200 else { return response }
+        // A streamed body is not known yet: it has no tag (and is never a 304).
+        guard request.method == "GET" || request.method == "HEAD", response.status == 200, response.stream == nil else { return response }
         var response = response
         let etag = response.header("etag") ?? of(response.body)
         if response.header("etag") == nil { response.headers.append(("ETag", etag)) }

@@ -204,6 +204,7 @@ import TestSupport
             #expect(!everyone.text.contains("Comment <b>") && everyone.text.contains("Comment &lt;b&gt;"))
             let drillCSV = try await page(app, "/reports/export/responses.csv?\(range)&agentId=702", cookie: session, accept: "*/*")
             #expect(drillCSV.text.split(separator: "\r\n").count == tickets.count + 1)
+            #expect(drillCSV.header("Transfer-Encoding") == "chunked" && drillCSV.header("ETag") == nil)
         }
     }
 
