@@ -22,7 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
-        // C is fenced into these system-library targets (and CMicroHTTPDFixes); only HTTPServer, Postgres, CurlHTTP and API's PageFetch import them.
+        // C is fenced into these system-library targets (and CMicroHTTPDFixes); only HTTPServer, Postgres and CurlHTTP import them,
+        // and only those and System call the C library.
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // libcurl's easy API for link previews: a write callback that can stop a transfer, and pinned addresses.
@@ -35,24 +36,26 @@ let package = Package(
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Domain", dependencies: ["JSON"], swiftSettings: strict),
         .target(name: "Reports", dependencies: ["JSON"], swiftSettings: strict),
-        .target(name: "CurlHTTP", dependencies: ["CCurl"], swiftSettings: strict),
+        // The few C library calls the program needs (processes, file syncing, addresses), with errno as typed errors.
+        .target(name: "System", swiftSettings: strict),
+        .target(name: "CurlHTTP", dependencies: ["CCurl", "System"], swiftSettings: strict),
         .target(name: "DeskClient", dependencies: ["Domain", "JSON", "CurlHTTP"], swiftSettings: strict),
-        .target(name: "DeskEmulator", dependencies: ["HTTPServer", "JSON", "Domain", "CurlHTTP",
+        .target(name: "DeskEmulator", dependencies: ["HTTPServer", "JSON", "Domain", "CurlHTTP", "System",
                                                      .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         .executableTarget(name: "desk-emulator", dependencies: [
-            "DeskEmulator", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "DeskEmulator", "System", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
         .target(name: "Services", dependencies: ["Domain", "JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "CBuildInfo", cSettings: revision.isEmpty ? [] : [.define("DG_REVISION", to: "\"\(revision)\"")]),
-        .target(name: "Telemetry", dependencies: ["CBuildInfo", "JSON", "Domain", "CurlHTTP", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "Telemetry", dependencies: ["CBuildInfo", "JSON", "Domain", "CurlHTTP", "System", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "Store", dependencies: ["Postgres", "JSON", "Domain", "Reports", .product(name: "Crypto", package: "swift-crypto")],
                 swiftSettings: strict),
-        .target(name: "API", dependencies: ["CCurl", "CurlHTTP", "Store", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain", "DeskClient",
+        .target(name: "API", dependencies: ["CurlHTTP", "System", "Store", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain", "DeskClient",
                                             .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .target(name: "GatewayApp", dependencies: ["API", "Services", "Store", "HTTPServer", "Telemetry", "DeskClient", "DeskEmulator", "Domain",
+        .target(name: "GatewayApp", dependencies: ["API", "Services", "Store", "HTTPServer", "Telemetry", "DeskClient", "DeskEmulator", "Domain", "System",
                                                    .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .executableTarget(name: "desk-gateway", dependencies: [
-            "GatewayApp", "Telemetry", "Domain", "Services",
+            "GatewayApp", "Telemetry", "Domain", "Services", "System",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], swiftSettings: strict),
@@ -65,6 +68,7 @@ let package = Package(
         .testTarget(name: "ServicesTests", dependencies: ["Services", "Domain", "JSON", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "JSON", "Domain"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Postgres", "Domain", "Reports", "TestSupport"]),
         .testTarget(name: "DeskContractTests", dependencies: ["DeskClient", "CurlHTTP", "DeskEmulator", "Domain", "JSON", "HTTPServer", "TestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "GatewayTests", dependencies: ["GatewayApp", "API", "Postgres", "DeskEmulator", "DeskClient", "Domain", "JSON", "TestSupport",

@@ -6,6 +6,7 @@ token and a revoked key are refused. Fails on any console error; saves a screens
 .build/report-page/.
 Usage: report_page_test.py ADMIN_CONNINFO. Prints one line per check and 'report page: N passed, N failed'."""
 import csv
+import datetime
 import io
 import json
 import os
@@ -15,6 +16,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+import zoneinfo
 
 from testlib import call, check, psql, summary, terminate, wait_ready
 from webdriver import Browser
@@ -345,6 +347,14 @@ def main():
         browser.wait_for("return location.search.includes('score=1')")
         scores = browser.run("return [...document.querySelectorAll('#responses tbody tr')].map(r => [r.dataset.score, r.cells[2].textContent])")
         check("the score filter and the comment filter together", len(scores) > 0 and all(sc == "1" and text for sc, text in scores), scores[:3])
+        # Times are shown in the chosen zone (Kolkata is UTC+05:30).
+        browser.get(f"{gateway}/reports/responses?range=90d&tz=Asia/Kolkata")
+        start, end = page_dates(browser)
+        shown = browser.run("return [...document.querySelectorAll('#responses tbody tr')].slice(0, 5).map(r => r.cells[0].textContent)")
+        first = api(f"/v1/reports/csat/responses?from={start}&to={end}&tz=Asia/Kolkata&limit=5", key)["items"]
+        expected = [datetime.datetime.fromisoformat(i["ratedAt"].replace("Z", "+00:00")).astimezone(zoneinfo.ZoneInfo("Asia/Kolkata"))
+                    .strftime("%Y-%m-%d %H:%M") for i in first]
+        check("response times are shown in the chosen zone", shown == expected, f"{shown} vs {expected}")
         # The full export: every response matching the filters (not the page on screen), as many as the API counts.
         browser.get(f"{gateway}/reports/responses?range=90d")
         start, end = page_dates(browser)

@@ -74,12 +74,6 @@ public struct JSONBody {
         return flag
     }
 
-    /// Whether the member is present and explicitly null.
-    public mutating func isExplicitNull(_ name: String) -> Bool {
-        seen.insert(name)
-        return members.first(where: { $0.0 == name })?.1.isNull == true
-    }
-
     public mutating func enumeration<T: RawRepresentable & CaseIterable>(_ name: String, _ type: T.Type, required: Bool = false) -> T?
         where T.RawValue == String {
         guard let text = string(name, required: required, maxLength: 64) else { return nil }

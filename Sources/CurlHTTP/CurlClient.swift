@@ -194,35 +194,7 @@ public final class CurlClient: Sendable {
         case "POST": _ = dg_curl_set_long(handle, CURLOPT_POST, 1)
         default: _ = dg_curl_set_string(handle, CURLOPT_CUSTOMREQUEST, request.method)
         }
-        _ = dg_curl_set_writer(handle, { data, size, count, context in
-            guard let data, let context else { return 0 }
-            let sink = Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue()
-            let length = size * count
-            guard sink.body.count + length <= sink.job.request.maxResponseBytes else {
-                sink.tooLarge = true
-                return 0   // curl stops the transfer (a write error)
-            }
-            data.withMemoryRebound(to: UInt8.self, capacity: length) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
-            return length
-        }, context.toOpaque())
-        _ = dg_curl_set_header_writer(handle, { data, size, count, context in
-            guard let data, let context else { return 0 }
-            let sink = Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue()
-            let length = size * count
-            let line = data.withMemoryRebound(to: UInt8.self, capacity: length) { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) }
-            if line.hasPrefix("HTTP/") {
-                sink.headers.removeAll()   // a new response (after a 1xx): its own headers only
-            } else if let colon = line.firstIndex(of: ":") {
-                let name = line[..<colon].trimmingCharacters(in: .whitespaces)
-                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-                if !name.isEmpty { sink.headers.append((name, value)) }
-            }
-            return length
-        }, context.toOpaque())
-        _ = dg_curl_set_progress(handle, { context, _, _, _, _ in
-            guard let context else { return 1 }
-            return Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue().job.cancelled.load(ordering: .relaxed) ? 1 : 0
-        }, context.toOpaque())
+        installCallbacks(on: handle, context: context.toOpaque())
         let body = request.body ?? (request.method == "POST" ? [] : nil)
         let code: CURLcode
         if let body {
@@ -243,6 +215,40 @@ public final class CurlClient: Sendable {
         case CURLE_ABORTED_BY_CALLBACK: return .abandoned
         default: return .failed(describe(code))
         }
+    }
+
+    /// The body and header writers (bounded by the request's limit) and the progress check that ends a cancelled job;
+    /// `context` is the transfer's retained `Sink`.
+    private static func installCallbacks(on handle: UnsafeMutableRawPointer, context: UnsafeMutableRawPointer) {
+        _ = dg_curl_set_writer(handle, { data, size, count, context in
+            guard let data, let context else { return 0 }
+            let sink = Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue()
+            let length = size * count
+            guard sink.body.count + length <= sink.job.request.maxResponseBytes else {
+                sink.tooLarge = true
+                return 0   // curl stops the transfer (a write error)
+            }
+            data.withMemoryRebound(to: UInt8.self, capacity: length) { sink.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length)) }
+            return length
+        }, context)
+        _ = dg_curl_set_header_writer(handle, { data, size, count, context in
+            guard let data, let context else { return 0 }
+            let sink = Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue()
+            let length = size * count
+            let line = data.withMemoryRebound(to: UInt8.self, capacity: length) { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) }
+            if line.hasPrefix("HTTP/") {
+                sink.headers.removeAll()   // a new response (after a 1xx): its own headers only
+            } else if let colon = line.firstIndex(of: ":") {
+                let name = line[..<colon].trimmingCharacters(in: .whitespaces)
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+                if !name.isEmpty { sink.headers.append((name, value)) }
+            }
+            return length
+        }, context)
+        _ = dg_curl_set_progress(handle, { context, _, _, _, _ in
+            guard let context else { return 1 }
+            return Unmanaged<Sink>.fromOpaque(context).takeUnretainedValue().job.cancelled.load(ordering: .relaxed) ? 1 : 0
+        }, context)
     }
 
     /// What every transfer of the gateway's sets: http(s) only, no signals (threads), no redirects followed (a

@@ -36,47 +36,56 @@ extension DeskClient {
             let started = ContinuousClock.now
             let outcome = await perform(request)
             let seconds = Self.seconds(ContinuousClock.now - started)
-            switch outcome {
-            case .answer(let status, let headers, let data):
-                if status >= 500 {
-                    breaker.recordFailure()
-                    observe(DeskCallRecord(operation: operation, outcome: "server_error", seconds: seconds))
-                    lastError = DomainError(.upstreamUnavailable, "Desk is unavailable.", retryAfterSeconds: Self.retryAfter(headers),
-                                            internalDetail: "HTTP \(status) \(Self.detail(data))")
-                } else {
-                    breaker.recordSuccess()
-                    if (200..<300).contains(status) {
-                        observe(DeskCallRecord(operation: operation, outcome: "ok", seconds: seconds))
-                        return try Self.decode(data)
-                    }
-                    let error = Self.mapClientError(status, headers: headers, data: data)
-                    observe(DeskCallRecord(operation: operation, outcome: error.code == .rateLimited ? "rate_limited" : "client_error",
-                                           seconds: seconds))
-                    guard error.code == .rateLimited else { throw error }
-                    countRateLimited()
-                    lastError = error
-                }
-            case .timedOut:
-                breaker.recordFailure()
-                observe(DeskCallRecord(operation: operation, outcome: "timeout", seconds: seconds))
-                lastError = DomainError(.upstreamUnavailable, "Desk did not answer in time.", internalDetail: "timeout after \(configuration.requestTimeout)")
-            case .unreachable(let reason):
-                breaker.recordFailure()
-                observe(DeskCallRecord(operation: operation, outcome: "unreachable", seconds: seconds))
-                lastError = DomainError(.upstreamUnavailable, "Desk is unreachable.", internalDetail: reason)
-            case .abandoned:
-                observe(DeskCallRecord(operation: operation, outcome: "abandoned", seconds: seconds))
-                throw DomainError(.upstreamUnavailable, "The call to Desk was abandoned.", internalDetail: "cancelled by the caller")
-            case .tooLarge:
-                // Not an outage (the breaker stays as it is) and not worth repeating: the same answer would come back.
-                observe(DeskCallRecord(operation: operation, outcome: "too_large", seconds: seconds))
-                throw DomainError(.upstreamProtocol, "Desk's answer was too large.",
-                                  internalDetail: "answer over \(configuration.maxAnswerBytes) bytes (DESK_MAX_ANSWER_MB)")
+            switch try judge(outcome, operation: operation, seconds: seconds, observe: observe) {
+            case .success(let answer): return answer
+            case .failure(let error): lastError = error
             }
             guard attempt + 1 < attempts else { break }
             try? await Task.sleep(for: backoff(attempt: attempt, retryAfter: lastError.retryAfterSeconds))
         }
         throw lastError
+    }
+
+    /// What one attempt's outcome means: Desk's answer, an error worth another attempt, or (thrown) one that is not.
+    private func judge(_ outcome: Outcome, operation: String, seconds: Double,
+                       observe: (DeskCallRecord) -> Void) throws(DomainError) -> Result<JSONValue, DomainError> {
+        switch outcome {
+        case .answer(let status, let headers, let data):
+            if status >= 500 {
+                breaker.recordFailure()
+                observe(DeskCallRecord(operation: operation, outcome: "server_error", seconds: seconds))
+                return .failure(DomainError(.upstreamUnavailable, "Desk is unavailable.", retryAfterSeconds: Self.retryAfter(headers),
+                                            internalDetail: "HTTP \(status) \(Self.detail(data))"))
+            } else {
+                breaker.recordSuccess()
+                if (200..<300).contains(status) {
+                    observe(DeskCallRecord(operation: operation, outcome: "ok", seconds: seconds))
+                    return .success(try Self.decode(data))
+                }
+                let error = Self.mapClientError(status, headers: headers, data: data)
+                observe(DeskCallRecord(operation: operation, outcome: error.code == .rateLimited ? "rate_limited" : "client_error",
+                                       seconds: seconds))
+                guard error.code == .rateLimited else { throw error }
+                countRateLimited()
+                return .failure(error)
+            }
+        case .timedOut:
+            breaker.recordFailure()
+            observe(DeskCallRecord(operation: operation, outcome: "timeout", seconds: seconds))
+            return .failure(DomainError(.upstreamUnavailable, "Desk did not answer in time.", internalDetail: "timeout after \(configuration.requestTimeout)"))
+        case .unreachable(let reason):
+            breaker.recordFailure()
+            observe(DeskCallRecord(operation: operation, outcome: "unreachable", seconds: seconds))
+            return .failure(DomainError(.upstreamUnavailable, "Desk is unreachable.", internalDetail: reason))
+        case .abandoned:
+            observe(DeskCallRecord(operation: operation, outcome: "abandoned", seconds: seconds))
+            throw DomainError(.upstreamUnavailable, "The call to Desk was abandoned.", internalDetail: "cancelled by the caller")
+        case .tooLarge:
+            // Not an outage (the breaker stays as it is) and not worth repeating: the same answer would come back.
+            observe(DeskCallRecord(operation: operation, outcome: "too_large", seconds: seconds))
+            throw DomainError(.upstreamProtocol, "Desk's answer was too large.",
+                              internalDetail: "answer over \(configuration.maxAnswerBytes) bytes (DESK_MAX_ANSWER_MB)")
+        }
     }
 
     /// Full jitter: a random delay up to base·2^attempt (capped); a short `Retry-After` wins when Desk sends one.

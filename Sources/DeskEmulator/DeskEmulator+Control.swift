@@ -15,6 +15,7 @@ extension DeskEmulator {
         addSimulationRoutes(add)
         addTicketReadRoutes(add)
         addTicketStateRoutes(add)
+        addTicketEndRoutes(add)
     }
 
     /// Teams, agents, customers and custom field keys.
@@ -70,70 +71,9 @@ extension DeskEmulator {
 
     /// Settings, faults and webhook targets: how the emulated Desk behaves.
     private static func addSimulationRoutes(_ add: (String, String, @escaping ControlRoute) -> Void) {
-        add("POST", "/settings") { emulator, request throws(EmulatorFailure) in
-            let body = try request.jsonBody()
-            if let text = body["webhookShape"]?.stringValue {
-                guard let shape = WebhookShape(rawValue: text) else {
-                    throw EmulatorFailure.invalid("webhookShape must be one of \(WebhookShape.allCases.map(\.rawValue).joined(separator: ", ")).")
-                }
-                emulator.webhooks.shape = shape
-            }
-            if let field = body["ticketListDateField"] {
-                guard let value = field.stringValue, ["updated", "created"].contains(value) else {
-                    throw EmulatorFailure.invalid("ticketListDateField must be updated or created.")
-                }
-                emulator.variants.withLock { $0.ticketListDateField = value }
-            }
-            if let waiting = body["csatMessageStaysWaiting"]?.boolValue { emulator.variants.withLock { $0.csatMessageStaysWaiting = waiting } }
-            let variants = emulator.variants.withLock { $0 }
-            return try emulator.world.withLock { world in
-                if let value = body["autoCloseOnConfirm"]?.boolValue { world.autoCloseOnConfirm = value }
-                return EmulatorResponse.json(.object([("autoCloseOnConfirm", .bool(world.autoCloseOnConfirm)),
-                                                      ("webhookShape", .string(emulator.webhooks.shape.rawValue)),
-                                                      ("csatMessageStaysWaiting", .bool(variants.csatMessageStaysWaiting)),
-                                                      ("ticketListDateField", .string(variants.ticketListDateField))]))
-            }
-        }
+        add("POST", "/settings") { emulator, request throws(EmulatorFailure) in try emulator.applySettings(try request.jsonBody()) }
         add("POST", "/faults") { emulator, request throws(EmulatorFailure) in
-            let body = try request.jsonBody()
-            var faults = EmulatorFaults()
-            if let rate = body["failRate"] {
-                guard case let value? = rate.intValue.map(Double.init) ?? { if case .number(let d) = rate { return d } else { return nil } }(),
-                      (0...1).contains(value) else { throw EmulatorFailure.invalid("failRate must be a number from 0 to 1.") }
-                faults.failRate = value
-            }
-            if let latency = body["latencyMs"] {
-                guard let value = latency.intValue, (0...60_000).contains(value) else {
-                    throw EmulatorFailure.invalid("latencyMs must be an integer from 0 to 60000.")
-                }
-                faults.latencyMs = value
-            }
-            if let delay = body["answerDelayMs"] {
-                guard let value = delay.intValue, (0...60_000).contains(value) else {
-                    throw EmulatorFailure.invalid("answerDelayMs must be an integer from 0 to 60000.")
-                }
-                faults.answerDelayMs = value
-            }
-            faults.down = body["down"]?.boolValue ?? false
-            if let next = body["rateLimitNext"] {
-                guard let value = next.intValue, (0...10_000).contains(value) else {
-                    throw EmulatorFailure.invalid("rateLimitNext must be an integer from 0 to 10000.")
-                }
-                faults.rateLimitNext = value
-            }
-            faults.rateLimitCustomers = body["rateLimitCustomers"]?.boolValue ?? false
-            if let hint = body["retryAfter"] {
-                guard let value = hint.stringValue, value.count <= 64, !value.contains("\r"), !value.contains("\n") else {
-                    throw EmulatorFailure.invalid("retryAfter must be a header value of at most 64 characters.")
-                }
-                faults.retryAfter = value
-            }
-            if let next = body["failNext"] {
-                guard let value = next.intValue, (0...10_000).contains(value) else {
-                    throw EmulatorFailure.invalid("failNext must be an integer from 0 to 10000.")
-                }
-                faults.failNext = value
-            }
+            let faults = try Self.faults(from: try request.jsonBody())
             emulator.setFaults(faults)
             return EmulatorResponse.json(.object([("failRate", .number(faults.failRate)), ("latencyMs", .integer(faults.latencyMs)),
                                                   ("answerDelayMs", .integer(faults.answerDelayMs)), ("down", .bool(faults.down))]))
@@ -156,12 +96,69 @@ extension DeskEmulator {
         add("POST", "/tickets/{id}/chat-messages-fault") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
             let mode = try request.jsonBody()["mode"]?.stringValue
-            guard mode == nil || ["500", "html", "no-results", "broken-message", "none"].contains(mode!) else {
+            if let mode, !["500", "html", "no-results", "broken-message", "none"].contains(mode) {
                 throw EmulatorFailure.invalid("mode must be 500, html, no-results, broken-message or none.")
             }
             emulator.setMessageFault(ticketId: id, mode == "none" ? nil : mode)
             return EmulatorResponse.json(.object([("mode", mode.map(JSONValue.string) ?? .null)]))
         }
+    }
+
+    /// `POST /control/settings`: how this Desk behaves (webhook shape, list dates, CSAT message answers, auto-close).
+    func applySettings(_ body: JSONValue) throws(EmulatorFailure) -> HTTPResponse {
+        if let text = body["webhookShape"]?.stringValue {
+            guard let shape = WebhookShape(rawValue: text) else {
+                throw EmulatorFailure.invalid("webhookShape must be one of \(WebhookShape.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+            webhooks.shape = shape
+        }
+        if let field = body["ticketListDateField"] {
+            guard let value = field.stringValue, ["updated", "created"].contains(value) else {
+                throw EmulatorFailure.invalid("ticketListDateField must be updated or created.")
+            }
+            variants.withLock { $0.ticketListDateField = value }
+        }
+        if let waiting = body["csatMessageStaysWaiting"]?.boolValue { variants.withLock { $0.csatMessageStaysWaiting = waiting } }
+        let current = variants.withLock { $0 }
+        return try world.withLock { world in
+            if let value = body["autoCloseOnConfirm"]?.boolValue { world.autoCloseOnConfirm = value }
+            return EmulatorResponse.json(.object([("autoCloseOnConfirm", .bool(world.autoCloseOnConfirm)),
+                                                  ("webhookShape", .string(webhooks.shape.rawValue)),
+                                                  ("csatMessageStaysWaiting", .bool(current.csatMessageStaysWaiting)),
+                                                  ("ticketListDateField", .string(current.ticketListDateField))]))
+        }
+    }
+
+    /// An integer field within `range`, or nil when absent; anything else is a 400 naming the field.
+    static func boundedInteger(_ body: JSONValue, _ name: String, _ range: ClosedRange<Int>) throws(EmulatorFailure) -> Int? {
+        guard let field = body[name] else { return nil }
+        guard let value = field.intValue, range.contains(value) else {
+            throw EmulatorFailure.invalid("\(name) must be an integer from \(range.lowerBound) to \(range.upperBound).")
+        }
+        return value
+    }
+
+    /// `POST /control/faults`: the faults to inject, checked field by field.
+    static func faults(from body: JSONValue) throws(EmulatorFailure) -> EmulatorFaults {
+        var faults = EmulatorFaults()
+        if let rate = body["failRate"] {
+            guard case let value? = rate.intValue.map(Double.init) ?? { if case .number(let d) = rate { return d } else { return nil } }(),
+                  (0...1).contains(value) else { throw EmulatorFailure.invalid("failRate must be a number from 0 to 1.") }
+            faults.failRate = value
+        }
+        if let value = try Self.boundedInteger(body, "latencyMs", 0...60_000) { faults.latencyMs = value }
+        if let value = try Self.boundedInteger(body, "answerDelayMs", 0...60_000) { faults.answerDelayMs = value }
+        faults.down = body["down"]?.boolValue ?? false
+        if let value = try Self.boundedInteger(body, "rateLimitNext", 0...10_000) { faults.rateLimitNext = value }
+        faults.rateLimitCustomers = body["rateLimitCustomers"]?.boolValue ?? false
+        if let hint = body["retryAfter"] {
+            guard let value = hint.stringValue, value.count <= 64, !value.contains("\r"), !value.contains("\n") else {
+                throw EmulatorFailure.invalid("retryAfter must be a header value of at most 64 characters.")
+            }
+            faults.retryAfter = value
+        }
+        if let value = try Self.boundedInteger(body, "failNext", 0...10_000) { faults.failNext = value }
+        return faults
     }
 
     /// A ticket as the agent sees it, the customer's messages, assignment.
@@ -188,7 +185,7 @@ extension DeskEmulator {
                     ticket.status = .active
                 }
                 ticket.messages.append(Self.textMessage(&world, text: text, sender: "customer"))
-                return ticket.status != world.tickets[id]!.status
+                return ticket.status != world.tickets[id]?.status
             }
         }
         add("POST", "/tickets/{id}/assign") { emulator, request throws(EmulatorFailure) in
@@ -204,7 +201,7 @@ extension DeskEmulator {
                 if let teamKey {
                     guard let team = world.team(key: teamKey) else { throw EmulatorFailure.invalid("Unknown team \(teamKey).") }
                     ticket.groupId = team.id
-                } else if ticket.groupId == nil || !agent.teamIds.contains(ticket.groupId!) {
+                } else if !(ticket.groupId.map(agent.teamIds.contains) ?? false) {
                     ticket.groupId = agent.teamIds.first ?? ticket.groupId
                 }
                 if ticket.agentId == nil, let issued = ticket.issuedAt {
@@ -218,7 +215,7 @@ extension DeskEmulator {
         }
     }
 
-    /// The agent's side of a ticket's life: idle, in progress, closure inquiry, close, CSAT request.
+    /// The agent's side of a ticket's life: creation date, idle, in progress, closure inquiry.
     private static func addTicketStateRoutes(_ add: (String, String, @escaping ControlRoute) -> Void) {
         add("POST", "/tickets/{id}/created-at") { emulator, request throws(EmulatorFailure) in
             // Moves a ticket's creation into the past (for tests of late ratings on old tickets).
@@ -261,6 +258,10 @@ extension DeskEmulator {
                 }
             }
         }
+    }
+
+    /// The end of a ticket's life on the agent's side: closing it, then asking for CSAT.
+    private static func addTicketEndRoutes(_ add: (String, String, @escaping ControlRoute) -> Void) {
         add("POST", "/tickets/{id}/close") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
             let comment = try request.jsonBody()["comment"]?.stringValue
@@ -269,9 +270,9 @@ extension DeskEmulator {
                 guard [.active, .idle, .workInProgress].contains(ticket.status) else {
                     throw EmulatorFailure.state("Agents close ACTIVE, IDLE or WORK_IN_PROGRESS tickets; this one is \(ticket.status.rawValue).")
                 }
-                Self.close(&world, id: id, closeStatus: "CLOSED_BY_AGENT", comment: comment,
-                           adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_AGENT", events: &events)
-                return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: true))
+                let closed = try Self.close(&world, id: id, closeStatus: "CLOSED_BY_AGENT", comment: comment,
+                                            adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_AGENT", events: &events)
+                return EmulatorResponse.json(world.ticketJSON(closed, platform: true))
             }
         }
         add("POST", "/tickets/{id}/csat-request") { emulator, request throws(EmulatorFailure) in
@@ -364,9 +365,10 @@ extension DeskEmulator {
                                           state: .waiting, score: nil, comment: nil, text: text, adminType: nil,
                                           sender: ticket.agentId.map { "agent-\($0)" } ?? "system", createdAt: now, updatedAt: now)
             world.nextMessageId += 1
-            world.tickets[id]!.messages.append(message)
-            world.tickets[id]!.updatedAt = now
-            let updated = world.tickets[id]!
+            let updated = try world.changeTicket(id) { ticket in
+                ticket.messages.append(message)
+                ticket.updatedAt = now
+            }
             if type == .customerSatisfaction {
                 events.append(WebhookEvent(type: "TICKET.CSAT.REQUESTED", ticket: world.ticketJSON(updated, platform: true),
                                            message: world.messageJSON(message, ticket: updated)))

@@ -16,7 +16,10 @@ extension DeskEmulator {
         }
         add("PATCH", "/customers/language") { emulator, request throws(EmulatorFailure) in
             let customer = try emulator.session(request)
-            return EmulatorResponse.json(emulator.world.read { $0.customerJSON($0.customers[customer]!) })
+            return EmulatorResponse.json(try emulator.world.read { world throws(EmulatorFailure) in
+                guard let found = world.customers[customer] else { throw EmulatorFailure.notFound("No customer \(customer).") }
+                return world.customerJSON(found)
+            })
         }
         add("POST", "/tickets") { emulator, request throws(EmulatorFailure) in try emulator.createTicket(request) }
         add("GET", "/tickets") { emulator, request throws(EmulatorFailure) in try emulator.listTickets(request) }
@@ -134,9 +137,9 @@ extension DeskEmulator {
         let body = try request.jsonBody()
         let allowed = world.read { $0.customerFieldKeys }
         let fields = try Self.parseCustomFields(body["customFields"], allowed: allowed)
-        return try world.withLock { world in
-            world.customers[customer]!.customFields = Self.merge(world.customers[customer]!.customFields, fields)
-            return EmulatorResponse.json(world.customerJSON(world.customers[customer]!))
+        return try world.withLock { world throws(EmulatorFailure) in
+            let changed = try world.changeCustomer(customer) { $0.customFields = Self.merge($0.customFields, fields) }
+            return EmulatorResponse.json(world.customerJSON(changed))
         }
     }
 
@@ -260,7 +263,7 @@ extension DeskEmulator {
                 counts[ticket.status.legacy, default: 0] += 1
                 if ticket.status.rawValue != ticket.status.legacy { counts[ticket.status.rawValue, default: 0] += 1 }
             }
-            return EmulatorResponse.json(.object(counts.keys.sorted().map { ($0, .integer(counts[$0]!)) }))
+            return EmulatorResponse.json(.object(counts.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) }))
         }
     }
 
@@ -270,11 +273,13 @@ extension DeskEmulator {
         let priority = try Self.parsePriority(body["priority"])
         let related = try Self.parseRelatedChannels(body["relatedChannelUrls"])
         guard priority != nil || related != nil else { throw EmulatorFailure.invalid("Send priority or relatedChannelUrls.") }
-        return try mutate { world, events in
-            if let priority { world.tickets[id]!.priority = priority }
-            if let related { world.tickets[id]!.relatedChannels = related }
-            world.tickets[id]!.updatedAt = .nowRounded
-            return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))
+        return try mutate { world, events throws(EmulatorFailure) in
+            let ticket = try world.changeTicket(id) { ticket in
+                if let priority { ticket.priority = priority }
+                if let related { ticket.relatedChannels = related }
+                ticket.updatedAt = .nowRounded
+            }
+            return EmulatorResponse.json(world.ticketJSON(ticket, platform: false))
         }
     }
 
@@ -283,10 +288,12 @@ extension DeskEmulator {
         let body = try request.jsonBody()
         let allowed = world.read { $0.ticketFieldKeys }
         let fields = try Self.parseCustomFields(body["customFields"], allowed: allowed)
-        return try world.withLock { world in
-            world.tickets[id]!.customFields = Self.merge(world.tickets[id]!.customFields, fields)
-            world.tickets[id]!.updatedAt = .nowRounded
-            return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))
+        return try world.withLock { world throws(EmulatorFailure) in
+            let ticket = try world.changeTicket(id) { ticket in
+                ticket.customFields = Self.merge(ticket.customFields, fields)
+                ticket.updatedAt = .nowRounded
+            }
+            return EmulatorResponse.json(world.ticketJSON(ticket, platform: false))
         }
     }
 
@@ -295,51 +302,46 @@ extension DeskEmulator {
         let body = try request.jsonBody()
         let comment = body["closeComment"]?.stringValue ?? ""
         return try mutate { world, events throws(EmulatorFailure) in
-            guard world.tickets[id]!.status.customerMayClose else {
-                throw EmulatorFailure.state("Customers can close only ACTIVE or IDLE tickets; this one is \(world.tickets[id]!.status.rawValue).")
+            let status = try world.existingTicket(id).status
+            guard status.customerMayClose else {
+                throw EmulatorFailure.state("Customers can close only ACTIVE or IDLE tickets; this one is \(status.rawValue).")
             }
-            Self.close(&world, id: id, closeStatus: "CLOSED_BY_CUSTOMER", comment: comment,
-                       adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_CUSTOMER", events: &events)
-            return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))
+            let closed = try Self.close(&world, id: id, closeStatus: "CLOSED_BY_CUSTOMER", comment: comment,
+                                        adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_CUSTOMER", events: &events)
+            return EmulatorResponse.json(world.ticketJSON(closed, platform: false))
         }
     }
 
+    /// Closes the ticket with Desk's admin message and webhook; returns it closed.
+    @discardableResult
     static func close(_ world: inout EmulatorWorld, id: Int, closeStatus: String, comment: String?, adminType: String,
-                      events: inout [WebhookEvent]) {
+                      events: inout [WebhookEvent]) throws(EmulatorFailure) -> EmulatedTicket {
         let now = Date.nowRounded
-        world.tickets[id]!.status = .closed
-        world.tickets[id]!.closeStatus = closeStatus
-        world.tickets[id]!.closeComment = comment
-        world.tickets[id]!.closedAt = now
-        world.tickets[id]!.updatedAt = now
-        appendAdminMessage(&world, ticket: id, type: adminType)
-        events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(world.tickets[id]!, platform: true)))
-    }
-
-    static func appendAdminMessage(_ world: inout EmulatorWorld, ticket id: Int, type: String) {
-        let messageId = world.nextMessageId
-        world.nextMessageId += 1
-        let now = Date.nowRounded
-        world.tickets[id]!.messages.append(EmulatedMessage(
-            messageId: messageId, richType: nil, customType: RichMessageType.adminCustomType, state: nil, score: nil,
-            comment: nil, text: type, adminType: type, sender: "system", createdAt: now, updatedAt: now))
+        let message = Self.adminMessage(&world, type: adminType)
+        let closed = try world.changeTicket(id) { ticket in
+            (ticket.status, ticket.closeStatus, ticket.closeComment, ticket.closedAt, ticket.updatedAt) = (.closed, closeStatus, comment, now, now)
+            ticket.messages.append(message)
+        }
+        events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(closed, platform: true)))
+        return closed
     }
 
     func reopen(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
         let (_, id) = try ownTicket(request)
         return try mutate { world, events throws(EmulatorFailure) in
-            guard world.tickets[id]!.status == .closed else {
-                throw EmulatorFailure.state("Only CLOSED tickets can be reopened; this one is \(world.tickets[id]!.status.rawValue).")
+            let status = try world.existingTicket(id).status
+            guard status == .closed else {
+                throw EmulatorFailure.state("Only CLOSED tickets can be reopened; this one is \(status.rawValue).")
             }
-            // Back to the previous agent when there is one, otherwise into the queue.
-            world.tickets[id]!.status = world.tickets[id]!.agentId == nil ? .pending : .active
-            world.tickets[id]!.closeStatus = "NOT_CLOSED"
-            world.tickets[id]!.closedAt = nil
-            world.tickets[id]!.closeComment = nil
-            world.tickets[id]!.updatedAt = .nowRounded
-            Self.appendAdminMessage(&world, ticket: id, type: "SYSTEM_MESSAGE_TICKET_REOPENED_BY_CUSTOMER")
-            events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(world.tickets[id]!, platform: true)))
-            return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))
+            let message = Self.adminMessage(&world, type: "SYSTEM_MESSAGE_TICKET_REOPENED_BY_CUSTOMER")
+            let reopened = try world.changeTicket(id) { ticket in
+                // Back to the previous agent when there is one, otherwise into the queue.
+                ticket.status = ticket.agentId == nil ? .pending : .active
+                (ticket.closeStatus, ticket.closedAt, ticket.closeComment, ticket.updatedAt) = ("NOT_CLOSED", nil, nil, .nowRounded)
+                ticket.messages.append(message)
+            }
+            events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(reopened, platform: true)))
+            return EmulatorResponse.json(world.ticketJSON(reopened, platform: false))
         }
     }
 
@@ -348,18 +350,48 @@ extension DeskEmulator {
         let body = try request.jsonBody()
         let transfer = body["groupKeyForTransfer"]?.stringValue
         return try mutate { world, events throws(EmulatorFailure) in
-            guard [.active, .idle, .workInProgress, .pending].contains(world.tickets[id]!.status) else {
-                throw EmulatorFailure.state("This ticket cannot be cancelled in status \(world.tickets[id]!.status.rawValue).")
+            let status = try world.existingTicket(id).status
+            guard [.active, .idle, .workInProgress, .pending].contains(status) else {
+                throw EmulatorFailure.state("This ticket cannot be cancelled in status \(status.rawValue).")
             }
+            var teamId: Int?
             if let transfer, !transfer.isEmpty {
                 guard let team = world.team(key: transfer) else { throw EmulatorFailure.invalid("Unknown groupKeyForTransfer.") }
-                world.tickets[id]!.groupId = team.id
+                teamId = team.id
             }
-            world.tickets[id]!.agentId = nil
-            world.tickets[id]!.status = .pending
-            world.tickets[id]!.updatedAt = .nowRounded
-            events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(world.tickets[id]!, platform: true)))
-            return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: false))
+            let cancelled = try world.changeTicket(id) { ticket in
+                if let teamId { ticket.groupId = teamId }
+                (ticket.agentId, ticket.status, ticket.updatedAt) = (nil, .pending, .nowRounded)
+            }
+            events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(cancelled, platform: true)))
+            return EmulatorResponse.json(world.ticketJSON(cancelled, platform: false))
+        }
+    }
+
+    /// A customer's answer written into the message: CONFIRMED or DECLINED for a closure inquiry, CONFIRMED with a
+    /// score 1–5 (and an optional comment) for a CSAT request.
+    static func answer(_ message: inout EmulatedMessage, type: RichMessageType, state: RichMessageState,
+                       payload: JSONValue) throws(EmulatorFailure) {
+        switch type {
+        case .closureInquiry:
+            guard state == .confirmed || state == .declined else {
+                throw EmulatorFailure.invalid("A closure inquiry is answered CONFIRMED or DECLINED.")
+            }
+            message.state = state
+        case .customerSatisfaction:
+            guard state == .confirmed else { throw EmulatorFailure.invalid("A CSAT request is answered CONFIRMED.") }
+            guard let score = payload["customerSatisfactionScore"]?.intValue, DeskLimits.csatScores.contains(score) else {
+                throw EmulatorFailure.invalid("customerSatisfactionScore must be an integer from 1 to 5.")
+            }
+            let comment = payload["customerSatisfactionComment"]
+            if let comment, !comment.isNull, comment.stringValue == nil {
+                throw EmulatorFailure.invalid("customerSatisfactionComment must be a string.")
+            }
+            message.score = score
+            message.comment = comment?.stringValue
+            message.state = .confirmed
+        case .urlPreview:
+            throw EmulatorFailure.invalid("URL previews are edited through the Chat API.")
         }
     }
 
@@ -379,54 +411,37 @@ extension DeskEmulator {
             throw EmulatorFailure.invalid("messageData.body.state must be WAITING, CONFIRMED or DECLINED.")
         }
         return try mutate { world, events throws(EmulatorFailure) in
-            guard let index = world.tickets[id]!.messages.firstIndex(where: { $0.messageId == messageId }) else {
+            var ticket = try world.existingTicket(id)
+            guard let index = ticket.messages.firstIndex(where: { $0.messageId == messageId }) else {
                 throw EmulatorFailure.notFound("No message \(messageId) in this ticket.")
             }
-            world.tickets[id]!.messages[index].answerAttempts += 1
-            var message = world.tickets[id]!.messages[index]
+            // Every attempt counts, refused ones too.
+            ticket.messages[index].answerAttempts += 1
+            world.tickets[id] = ticket
+            var message = ticket.messages[index]
             guard message.richType == type else { throw EmulatorFailure.invalid("Message \(messageId) is not of type \(type.rawValue).") }
             guard message.state == .waiting else {
                 throw EmulatorFailure.state("Message \(messageId) was already answered (\(message.state?.rawValue ?? "none")).")
             }
-            switch type {
-            case .closureInquiry:
-                guard state == .confirmed || state == .declined else {
-                    throw EmulatorFailure.invalid("A closure inquiry is answered CONFIRMED or DECLINED.")
-                }
-                message.state = state
-            case .customerSatisfaction:
-                guard state == .confirmed else { throw EmulatorFailure.invalid("A CSAT request is answered CONFIRMED.") }
-                guard let score = payload["customerSatisfactionScore"]?.intValue, DeskLimits.csatScores.contains(score) else {
-                    throw EmulatorFailure.invalid("customerSatisfactionScore must be an integer from 1 to 5.")
-                }
-                let comment = payload["customerSatisfactionComment"]
-                guard comment == nil || comment!.isNull || comment!.stringValue != nil else {
-                    throw EmulatorFailure.invalid("customerSatisfactionComment must be a string.")
-                }
-                message.score = score
-                message.comment = comment?.stringValue
-                message.state = .confirmed
-            case .urlPreview:
-                throw EmulatorFailure.invalid("URL previews are edited through the Chat API.")
-            }
+            try Self.answer(&message, type: type, state: state, payload: payload)
             message.updatedAt = .nowRounded
             let (score, comment) = (message.score, message.comment)
             if type == .customerSatisfaction, variants.withLock({ $0.csatMessageStaysWaiting }) {
                 // This Desk keeps the message as first sent; only the ticket tells the answer.
                 (message.state, message.score, message.comment) = (.waiting, nil, nil)
             }
-            world.tickets[id]!.messages[index] = message
-            world.tickets[id]!.updatedAt = .nowRounded
+            ticket.messages[index] = message
+            ticket.updatedAt = .nowRounded
+            if type == .customerSatisfaction { (ticket.customerSatisfactionScore, ticket.customerSatisfactionComment) = (score, comment) }
+            world.tickets[id] = ticket
             if type == .customerSatisfaction {
-                world.tickets[id]!.customerSatisfactionScore = score
-                world.tickets[id]!.customerSatisfactionComment = comment
-                events.append(WebhookEvent(type: "TICKET.CSAT.UPDATED", ticket: world.ticketJSON(world.tickets[id]!, platform: true),
-                                           message: world.messageJSON(message, ticket: world.tickets[id]!)))
-            } else if state == .confirmed, world.autoCloseOnConfirm, world.tickets[id]!.status != .closed {
-                Self.close(&world, id: id, closeStatus: "CONFIRMED", comment: nil,
-                           adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_CUSTOMER", events: &events)
+                events.append(WebhookEvent(type: "TICKET.CSAT.UPDATED", ticket: world.ticketJSON(ticket, platform: true),
+                                           message: world.messageJSON(message, ticket: ticket)))
+            } else if state == .confirmed, world.autoCloseOnConfirm, ticket.status != .closed {
+                ticket = try Self.close(&world, id: id, closeStatus: "CONFIRMED", comment: nil,
+                                        adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_CUSTOMER", events: &events)
             }
-            return EmulatorResponse.json(world.messageJSON(message, ticket: world.tickets[id]!))
+            return EmulatorResponse.json(world.messageJSON(message, ticket: ticket))
         }
     }
 

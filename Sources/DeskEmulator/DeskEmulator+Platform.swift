@@ -5,9 +5,10 @@ import JSON
 
 /// The server-to-server Platform API (`/platform/v1`), authenticated by `SENDBIRDDESKAPITOKEN`.
 extension DeskEmulator {
+    typealias PlatformRoute = @Sendable (DeskEmulator, HTTPRequest) throws(EmulatorFailure) -> HTTPResponse
+
     static func addPlatformRoutes(to router: inout Router<EmulatorHandler>) {
-        func add(_ method: String, _ path: String,
-                 _ run: @escaping @Sendable (DeskEmulator, HTTPRequest) throws(EmulatorFailure) -> HTTPResponse) {
+        func add(_ method: String, _ path: String, _ run: @escaping PlatformRoute) {
             router.add(method, "/platform/v1" + path, EmulatorHandler(surface: .platform) { emulator, request throws(EmulatorFailure) in
                 guard request.header("sendbirddeskapitoken") == emulator.configuration.apiToken else {
                     throw EmulatorFailure.unauthorized("Invalid SENDBIRDDESKAPITOKEN.")
@@ -15,6 +16,12 @@ extension DeskEmulator {
                 return try run(emulator, request)
             })
         }
+        addPlatformTicketRoutes(add)
+        addPlatformDirectoryRoutes(add)
+    }
+
+    /// Tickets: lists, one ticket, its messages (with the faults a test sets), closing.
+    private static func addPlatformTicketRoutes(_ add: (String, String, @escaping PlatformRoute) -> Void) {
         add("GET", "/tickets") { emulator, request throws(EmulatorFailure) in try emulator.platformTickets(request) }
         add("GET", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
             try emulator.one(request, \.tickets) { world, ticket in world.ticketJSON(ticket, platform: true) }
@@ -41,11 +48,15 @@ extension DeskEmulator {
             return try emulator.mutate { world, events throws(EmulatorFailure) in
                 guard let ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
                 guard ticket.status != .closed else { throw EmulatorFailure.state("The ticket is already closed.") }
-                Self.close(&world, id: id, closeStatus: "CLOSED_BY_ADMIN", comment: comment,
-                           adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_PLATFORM_API", events: &events)
-                return EmulatorResponse.json(world.ticketJSON(world.tickets[id]!, platform: true))
+                let closed = try Self.close(&world, id: id, closeStatus: "CLOSED_BY_ADMIN", comment: comment,
+                                            adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_PLATFORM_API", events: &events)
+                return EmulatorResponse.json(world.ticketJSON(closed, platform: true))
             }
         }
+    }
+
+    /// Agents, teams (groups) and customers.
+    private static func addPlatformDirectoryRoutes(_ add: (String, String, @escaping PlatformRoute) -> Void) {
         add("GET", "/agents") { emulator, request throws(EmulatorFailure) in
             try emulator.platformList(request) { world in world.agents.values.sorted { $0.id < $1.id }.map { world.agentJSON($0) } }
         }

@@ -110,3 +110,30 @@ struct EmulatorWorld: Sendable {
         tickets.keys(indexedBy: "customer:\(customerId)").compactMap { tickets[$0] }
     }
 }
+
+extension EmulatorWorld {
+    /// The ticket `id` as it stands, or 404 (routes check ownership before taking the world's lock; the ticket is
+    /// looked up again under it).
+    func existingTicket(_ id: Int) throws(EmulatorFailure) -> EmulatedTicket {
+        guard let ticket = tickets[id] else { throw EmulatorFailure.notFound("No ticket \(id).") }
+        return ticket
+    }
+
+    /// Changes the ticket `id` (404 when there is none) and returns the changed ticket.
+    @discardableResult
+    mutating func changeTicket(_ id: Int, _ change: (inout EmulatedTicket) throws(EmulatorFailure) -> Void) throws(EmulatorFailure) -> EmulatedTicket {
+        var ticket = try existingTicket(id)
+        try change(&ticket)
+        tickets[id] = ticket
+        return ticket
+    }
+
+    /// Changes the customer `id` (404 when there is none) and returns the changed customer.
+    @discardableResult
+    mutating func changeCustomer(_ id: Int, _ change: (inout EmulatedCustomer) -> Void) throws(EmulatorFailure) -> EmulatedCustomer {
+        guard var customer = customers[id] else { throw EmulatorFailure.notFound("No customer \(id).") }
+        change(&customer)
+        customers[id] = customer
+        return customer
+    }
+}

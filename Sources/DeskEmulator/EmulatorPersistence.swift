@@ -1,9 +1,7 @@
 import Foundation
 import JSON
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// One saved piece of the emulated world: a team, agent, customer, ticket, session, or the `meta` record
 /// (counters, settings, the instance id). `value` nil deletes the record.
@@ -189,7 +187,7 @@ public final class EmulatorFileStore: EmulatorStateStore {
         self.path = path
     }
 
-    deinit { descriptor.withLock { if $0 >= 0 { close($0) } } }
+    deinit { descriptor.withLock { if $0 >= 0 { Files.close($0) } } }
 
     public func load() throws -> [EmulatorRecord] {
         var latest: [String: EmulatorRecord] = [:]
@@ -217,8 +215,8 @@ public final class EmulatorFileStore: EmulatorStateStore {
         for change in changes { bytes += Self.line(change) }
         try descriptor.withLock { fd throws in
             guard fd >= 0 else { throw EmulatorSeedError(description: "\(path) is not open (load it first)") }
-            try Self.writeAll(fd, bytes)
-            guard fsync(fd) == 0 else { throw EmulatorSeedError(description: "fsync \(path): errno \(errno)") }
+            try Files.writeAll(bytes, to: fd, name: path)
+            try Files.sync(fd, name: path)
         }
     }
 
@@ -226,36 +224,22 @@ public final class EmulatorFileStore: EmulatorStateStore {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw EmulatorSeedError(description: "cannot write \(temporary): errno \(errno)") }
+        let fd = try Files.create(temporary)
         var bytes: [UInt8] = []
         for record in records { bytes += Self.line(record) }
         do {
-            try Self.writeAll(fd, bytes)
-            guard fsync(fd) == 0 else { throw EmulatorSeedError(description: "fsync \(temporary): errno \(errno)") }
+            try Files.writeAll(bytes, to: fd, name: temporary)
+            try Files.sync(fd, name: temporary)
         } catch {
-            close(fd)
+            Files.close(fd)
             throw error
         }
-        close(fd)
-        guard rename(temporary, path) == 0 else { throw EmulatorSeedError(description: "cannot replace \(path): errno \(errno)") }
-        let journal = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
-        guard journal >= 0 else { throw EmulatorSeedError(description: "cannot open \(path): errno \(errno)") }
+        Files.close(fd)
+        try Files.replace(path, with: temporary)
+        let journal = try Files.openForAppend(path)
         descriptor.withLock { fd in
-            if fd >= 0 { close(fd) }
+            if fd >= 0 { Files.close(fd) }
             fd = journal
-        }
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw EmulatorSeedError(description: "write failed: errno \(errno)")
-            }
-            offset += written
         }
     }
 

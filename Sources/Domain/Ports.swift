@@ -161,7 +161,9 @@ public protocol OutboxQueue: Sendable {
     func release(id: Int, owner: String) async throws
     /// Due operations, each the oldest pending one of its ticket, claimed for `leaseSeconds`.
     func claimBatch(by owner: String, leaseSeconds: Int, limit: Int) async throws -> [OutboxOperation]
-    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, owner: String) async throws
+    /// Ends a pending operation, whoever holds it now: it was delivered (or refused for good) once, and a relay whose
+    /// lease ran out meanwhile must not deliver it again.
+    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?) async throws
     func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String) async throws
     func find(id: Int) async throws -> OutboxOperation?
     func depth() async throws -> (pending: Int, oldestSeconds: Double)
@@ -239,14 +241,4 @@ public protocol InboxWriter {
     /// Records one CSAT fact; returns whether anything changed.
     @discardableResult
     func apply(_ write: RatingWrite) throws -> Bool
-}
-
-extension DeskTicket {
-    /// Whether this state of the ticket replaces a cached one: an older state (by Desk's `updatedAt`) never does, so
-    /// late or reordered webhooks are harmless; Desk's customer and channel always win. `Store` applies the same
-    /// rule inside its upsert statement, so concurrent writers cannot race past it.
-    public func supersedes(cachedUpdatedAt: Double?, cachedChannelUrl: String, sameCustomer: Bool) -> Bool {
-        guard sameCustomer, cachedChannelUrl == channelUrl, let cachedUpdatedAt else { return true }
-        return (updatedAt ?? 0) >= cachedUpdatedAt
-    }
 }

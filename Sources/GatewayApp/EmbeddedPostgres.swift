@@ -2,9 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 public import Logging
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 public struct EmbeddedPostgresError: Error, CustomStringConvertible, Sendable {
     public let description: String
@@ -30,7 +28,7 @@ public final class EmbeddedPostgres: Sendable {
         self.port = port
         self.durable = durable
         self.logger = logger
-        self.runAsUser = geteuid() == 0 ? "postgres" : nil
+        self.runAsUser = Machine.isRoot ? "postgres" : nil
         guard let bin = binDirectory ?? Self.findBinDirectory() else {
             throw EmbeddedPostgresError(description: "no PostgreSQL server found (install the 'postgresql' package or set PG_BIN_DIR)")
         }
@@ -127,8 +125,13 @@ public final class EmbeddedPostgres: Sendable {
         if asServerUser, let user = runAsUser { argv = ["/sbin/runuser", "-u", user, "--"] + argv }
         // Output goes to a file, not a pipe: `pg_ctl start` leaves the server holding its descriptors open.
         let outputPath = NSTemporaryDirectory() + "dg-pg-\(UUID().uuidString).out"
-        defer { unlink(outputPath) }
-        let status = try ChildProcess.run(argv, outputPath: outputPath, timeout: timeout)
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let status: Int32
+        do {
+            status = try ChildProcess.run(argv, outputPath: outputPath, timeout: timeout)
+        } catch {
+            throw EmbeddedPostgresError(description: "\(argv[0]): \(error)")
+        }
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         guard status == 0 else {
             throw EmbeddedPostgresError(description: "\(URL(fileURLWithPath: executable).lastPathComponent) failed: \(text.suffix(600))")
@@ -151,40 +154,5 @@ public final class EmbeddedPostgres: Sendable {
             return "\(root)/\(version)/bin"
         }
         return nil
-    }
-}
-
-/// posix_spawn + waitpid: child processes whose exit is observed directly, independent of any run loop or signal
-/// handler, with stdout and stderr sent to a file.
-enum ChildProcess {
-    static func run(_ argv: [String], outputPath: String, timeout: Double) throws -> Int32 {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var pid: pid_t = 0
-        let cArgs = argv.map { strdup($0) } + [nil]
-        defer { for arg in cArgs { free(arg) } }
-        let spawned = posix_spawn(&pid, argv[0], &actions, nil, cArgs, environ)
-        guard spawned == 0 else {
-            throw EmbeddedPostgresError(description: "cannot start \(argv[0]) (error \(spawned))")
-        }
-        let deadline = Date().addingTimeInterval(timeout)
-        var status: Int32 = 0
-        while true {
-            let done = waitpid(pid, &status, WNOHANG)
-            if done == pid { break }
-            if done < 0 { throw EmbeddedPostgresError(description: "lost track of \(argv[0])") }
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                throw EmbeddedPostgresError(description: "\(argv[0]) did not finish within \(Int(timeout)) s")
-            }
-            usleep(10_000)
-        }
-        // WIFEXITED / WEXITSTATUS are macros Swift cannot import.
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : -1
     }
 }

@@ -35,18 +35,18 @@ public struct CommandProblem: Error, CustomStringConvertible {
 public func createApiKey(_ config: GatewayConfig, logger: Logger, name: String, scopes: [String], teams: [String] = []) async throws
     -> (key: String, id: Int) {
     do {
-        return try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).create(name: name, scopes: scopes, teams: teams) }
-    } catch let error as ApiKeyStore.UnknownTeams {
+        return try await withMigratedDatabase(config, logger: logger) { try await APIKeyStore(pool: $0).create(name: name, scopes: scopes, teams: teams) }
+    } catch let error as APIKeyStore.UnknownTeams {
         throw CommandProblem(message: error.description)
     }
 }
 
-public func listApiKeys(_ config: GatewayConfig, logger: Logger) async throws -> [ApiKeyRecord] {
-    try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).list() }
+public func listApiKeys(_ config: GatewayConfig, logger: Logger) async throws -> [APIKeyRecord] {
+    try await withMigratedDatabase(config, logger: logger) { try await APIKeyStore(pool: $0).list() }
 }
 
 public func revokeApiKey(_ config: GatewayConfig, logger: Logger, id: Int) async throws -> Bool {
-    try await withMigratedDatabase(config, logger: logger) { try await ApiKeyStore(pool: $0).revoke(id: id) }
+    try await withMigratedDatabase(config, logger: logger) { try await APIKeyStore(pool: $0).revoke(id: id) }
 }
 
 /// `desk-gateway sync`: one Platform API sync against the configured Desk; with `since` (and `until`, default

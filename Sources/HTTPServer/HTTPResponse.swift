@@ -28,11 +28,6 @@ public struct HTTPResponse: Sendable {
         return nil
     }
 
-    public mutating func setHeader(_ name: String, _ value: String) {
-        headers.removeAll { HTTPResponse.sameName($0.name, name) }
-        headers.append((name, value))
-    }
-
     /// ASCII case-insensitive comparison without allocating (header names are ASCII tokens).
     public static func sameName(_ a: String, _ b: String) -> Bool {
         var left = a.utf8.makeIterator()

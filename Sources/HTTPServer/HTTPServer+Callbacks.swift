@@ -157,64 +157,75 @@ extension HTTPServer {
                 uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
                 conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         guard let raw = conCls.pointee else {
-            // First call: headers only. Answering here would cost keep-alive, so only early rejects happen here.
-            let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET",
-                                      path: url.map { Self.originForm(String(cString: $0)) } ?? "/",
-                                      query: values(of: connection, kind: .GET_ARGUMENT_KIND),
-                                      headers: values(of: connection, kind: .HEADER_KIND),
-                                      remoteAddress: clientAddress(of: connection))
-            let context = RequestContext(request: request)
-            context.connection = connection
-            conCls.pointee = Unmanaged.passRetained(context).toOpaque()
-            liveContexts.add(1, ordering: .relaxed)
-            if openConnections > configuration.connectionLimit {
-                context.tooLarge = true
-                return queue(responder.overloaded(request), on: connection, close: true)
-            }
-            // Compared as a C string: no String made per request for the common versions.
-            let spoken = Self.version(version)
-            if spoken == .unsupported {
-                context.tooLarge = true
-                var refused = responder.badRequest(request, reason: "Only HTTP/1.x is spoken here: send HTTP/1.1.")
-                refused.status = 505
-                return queue(refused, on: connection, close: true)
-            }
-            let raw = Self.rawProblem(dg_mhd_has_nul(connection, version))
-            if let problem = Self.framingProblem(request, http11: spoken == .http11OrLater, rawProblem: raw) {
-                context.tooLarge = true
-                return queue(responder.badRequest(request, reason: problem), on: connection, close: true)
-            }
-            // More than 18 digits is refused as too large too (libmicrohttpd is never shown such a length).
-            if let length = request.header("content-length"), length.utf8.count > 18 || Int(length)! > configuration.bodyLimitBytes {
-                context.tooLarge = true
-                return queue(responder.bodyTooLarge(request, limit: configuration.bodyLimitBytes), on: connection, close: true)
-            }
-            return .YES
+            return accept(connection: connection, url: url, method: method, version: version, conCls: conCls)
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
-
         if uploadDataSize.pointee > 0 {
-            let size = uploadDataSize.pointee
-            if !context.tooLarge {
-                if context.request.body.count + size > configuration.bodyLimitBytes {
-                    // Chunked bodies have no Content-Length: keep reading, drop the bytes, answer 413 at the end.
-                    context.tooLarge = true
-                    context.request.body = []
-                } else if let uploadData {
-                    uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
-                        context.request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
-                    }
-                }
-            }
+            receive(uploadData, size: uploadDataSize.pointee, into: context)
             uploadDataSize.pointee = 0
             return .YES
         }
-
         if let response = context.response {
             context.response = nil
             return queue(response, on: connection)
         }
         if context.dispatched { return .YES }
+        return dispatch(context, on: connection)
+    }
+
+    /// The first call: headers only. Answering here would cost keep-alive, so only early rejects happen here.
+    private func accept(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
+                        conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+        let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET",
+                                  path: url.map { Self.originForm(String(cString: $0)) } ?? "/",
+                                  query: values(of: connection, kind: .GET_ARGUMENT_KIND),
+                                  headers: values(of: connection, kind: .HEADER_KIND),
+                                  remoteAddress: clientAddress(of: connection))
+        let context = RequestContext(request: request)
+        context.connection = connection
+        conCls.pointee = Unmanaged.passRetained(context).toOpaque()
+        liveContexts.add(1, ordering: .relaxed)
+        if openConnections > configuration.connectionLimit {
+            context.tooLarge = true
+            return queue(responder.overloaded(request), on: connection, close: true)
+        }
+        // Compared as a C string: no String made per request for the common versions.
+        let spoken = Self.version(version)
+        if spoken == .unsupported {
+            context.tooLarge = true
+            var refused = responder.badRequest(request, reason: "Only HTTP/1.x is spoken here: send HTTP/1.1.")
+            refused.status = 505
+            return queue(refused, on: connection, close: true)
+        }
+        let raw = Self.rawProblem(dg_mhd_has_nul(connection, version))
+        if let problem = Self.framingProblem(request, http11: spoken == .http11OrLater, rawProblem: raw) {
+            context.tooLarge = true
+            return queue(responder.badRequest(request, reason: problem), on: connection, close: true)
+        }
+        // More than 18 digits is refused as too large too (libmicrohttpd is never shown such a length).
+        if let length = request.header("content-length"), length.utf8.count > 18 || (Int(length) ?? .max) > configuration.bodyLimitBytes {
+            context.tooLarge = true
+            return queue(responder.bodyTooLarge(request, limit: configuration.bodyLimitBytes), on: connection, close: true)
+        }
+        return .YES
+    }
+
+    /// A piece of the body, kept up to the limit; past it the rest is read and dropped.
+    private func receive(_ uploadData: UnsafePointer<CChar>?, size: Int, into context: RequestContext) {
+        guard !context.tooLarge else { return }
+        if context.request.body.count + size > configuration.bodyLimitBytes {
+            // Chunked bodies have no Content-Length: keep reading, drop the bytes, answer 413 at the end.
+            context.tooLarge = true
+            context.request.body = []
+        } else if let uploadData {
+            uploadData.withMemoryRebound(to: UInt8.self, capacity: size) {
+                context.request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size))
+            }
+        }
+    }
+
+    /// The whole request is in: answer now, or suspend the connection while the responder's async work runs.
+    private func dispatch(_ context: RequestContext, on connection: OpaquePointer) -> MHD_Result {
         // The request is complete (headers and body): from here the idle timeout applies, not the request deadline.
         if configuration.requestTimeoutSeconds > 0 {
             dg_mhd_headers_done(connection, UInt32(max(0, configuration.connectionTimeoutSeconds)))

@@ -1,5 +1,5 @@
 public struct HTTPServerError: Error, CustomStringConvertible, Sendable {
-    public enum Code: Sendable { case invalidHost, startFailed, alreadyStarted }
+    public enum Code: Sendable { case startFailed, alreadyStarted }
     public let code: Code
     public let description: String
 }

@@ -1,17 +1,15 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// RFC 3339 timestamps as Desk writes them (`2026-11-21T08:39:17.123Z`), from and to seconds since 1970.
+/// RFC 3339 timestamps as Desk writes them (`2026-11-21T08:39:17.123Z`), from and to seconds since 1970, in UTC by
+/// the proleptic Gregorian calendar (no C library: the civil-day arithmetic is a few lines).
 public enum ISOTimestamp {
     public static func format(_ secondsSince1970: Double) -> String {
-        var seconds = time_t(secondsSince1970.rounded(.down))
+        let seconds = Int(secondsSince1970.rounded(.down))
         var millis = Int((secondsSince1970 - Double(seconds)) * 1000)
         if millis >= 1000 { millis = 999 }
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        return pad(Int(parts.tm_year) + 1900, 4) + "-" + pad(Int(parts.tm_mon) + 1, 2) + "-" + pad(Int(parts.tm_mday), 2)
-            + "T" + pad(Int(parts.tm_hour), 2) + ":" + pad(Int(parts.tm_min), 2) + ":" + pad(Int(parts.tm_sec), 2)
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let time = seconds - days * 86_400
+        let (year, month, day) = CivilCalendar.date(fromDays: days)
+        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
+            + "T" + pad(time / 3600, 2) + ":" + pad(time / 60 % 60, 2) + ":" + pad(time % 60, 2)
             + "." + pad(millis, 3) + "Z"
     }
 
@@ -58,19 +56,36 @@ public enum ISOTimestamp {
         default: return nil
         }
         guard index == bytes.count else { return nil }
-        var parts = tm()
-        parts.tm_year = Int32(year - 1900)
-        parts.tm_mon = Int32(month - 1)
-        parts.tm_mday = Int32(day)
-        parts.tm_hour = Int32(hour)
-        parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
-        let epoch = timegm(&parts)
+        let epoch = CivilCalendar.days(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
         return Double(epoch - offset) + fraction
     }
 
     private static func pad(_ value: Int, _ width: Int) -> String {
         let text = String(value)
         return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+}
+
+/// The proleptic Gregorian calendar as day numbers since 1970-01-01 (Howard Hinnant's algorithms), shared by the
+/// timestamps here and the report dates.
+public enum CivilCalendar {
+    /// Days since 1970-01-01 of a civil date; days past a month's end run into the next.
+    public static func days(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        return era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
+    }
+
+    public static func date(fromDays count: Int) -> (year: Int, month: Int, day: Int) {
+        let z = count + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, doy - (153 * mp + 2) / 5 + 1)
     }
 }

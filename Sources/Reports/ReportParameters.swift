@@ -1,3 +1,5 @@
+import JSON
+
 /// A calendar date without a time zone (`YYYY-MM-DD`), as reports take and return them.
 public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// Days since 1970-01-01.
@@ -21,18 +23,7 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
 
     public func adding(days: Int) -> LocalDate { LocalDate(dayNumber: dayNumber + days) }
 
-    public var components: (year: Int, month: Int, day: Int) {
-        // Civil-from-days (Howard Hinnant's algorithm).
-        let z = dayNumber + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
+    public var components: (year: Int, month: Int, day: Int) { CivilCalendar.date(fromDays: dayNumber) }
 
     /// ISO weekday, Monday = 1.
     public var weekday: Int { ((dayNumber % 7 + 7 + 3) % 7) + 1 }
@@ -48,15 +39,7 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    static func days(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = month > 2 ? month - 3 : month + 9
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
+    static func days(year: Int, month: Int, day: Int) -> Int { CivilCalendar.days(year: year, month: month, day: day) }
 
     public static func daysIn(month: Int, year: Int) -> Int {
         switch month {
@@ -112,21 +95,56 @@ extension ReportParameters {
     /// `isKnownZone` checks time-zone names; `maxDays` bounds the range.
     public static func parse(_ query: [(name: String, value: String)], accept: String?, today: (String) -> LocalDate?,
                              isKnownZone: (String) -> Bool, maxDays: Int, listing: Bool) throws(ReportParameterError) -> ReportParameters {
-        var problems: [(String, String)] = []
+        var reader = QueryReader(query: query)
         for name in Self.filters where query.count(where: { $0.name == name }) > Self.maxFilterValues {
-            problems.append((name, "may be given at most \(Self.maxFilterValues) times"))
+            reader.problems.append((name, "may be given at most \(Self.maxFilterValues) times"))
         }
-        guard problems.isEmpty else { throw ReportParameterError(problems: problems) }
-        func values(_ name: String) -> [String] { query.filter { $0.name == name }.map(\.value) }
-        func single(_ name: String) -> String? {
-            let all = values(name)
-            if all.count > 1 { problems.append((name, "must be given once")) }
-            return all.first
-        }
+        guard reader.problems.isEmpty else { throw ReportParameterError(problems: reader.problems) }
         let known: Set<String> = ["groupBy", "from", "to", "tz", "bucket", "agentId", "teamId", "channelType", "priority", "score",
                                   "format", "limit", "cursor", "hasComment"]
-        for item in query where !known.contains(item.name) { problems.append((item.name, "is not a known query parameter")) }
+        for item in query where !known.contains(item.name) { reader.problems.append((item.name, "is not a known query parameter")) }
+        var groupBy = ReportGroup.agent
+        if let text = reader.single("groupBy") {
+            if let parsed = ReportGroup(rawValue: text) { groupBy = parsed } else { reader.problems.append(("groupBy", "must be agent or team")) }
+        }
+        var bucket = ReportBucket.none
+        if let text = reader.single("bucket") {
+            if let parsed = ReportBucket(rawValue: text) { bucket = parsed } else { reader.problems.append(("bucket", "must be none, day, week or month")) }
+        }
+        let (zone, from, to) = reader.period(today: today, isKnownZone: isKnownZone, maxDays: maxDays)
+        var p = ReportParameters(groupBy: groupBy, from: from ?? LocalDate(dayNumber: 0), to: to ?? LocalDate(dayNumber: 0), timeZone: zone,
+                                 bucket: bucket)
+        reader.filters(into: &p)
+        reader.listingOptions(into: &p, accept: accept, listing: listing)
+        guard reader.problems.isEmpty, from != nil, to != nil else { throw ReportParameterError(problems: reader.problems) }
+        return p
+    }
+}
 
+/// The query as `ReportParameters.parse` reads it, collecting every problem (one message per field) rather than
+/// stopping at the first.
+struct QueryReader {
+    let query: [(name: String, value: String)]
+    var problems: [(String, String)] = []
+
+    func values(_ name: String) -> [String] { query.filter { $0.name == name }.map(\.value) }
+
+    mutating func single(_ name: String) -> String? {
+        let all = values(name)
+        if all.count > 1 { problems.append((name, "must be given once")) }
+        return all.first
+    }
+
+    mutating func ids(_ name: String) -> [Int] {
+        values(name).compactMap { text in
+            guard let id = Int(text), id >= 0 else { problems.append((name, "must be a whole number")); return nil }
+            return id
+        }
+    }
+
+    /// The zone and the range: `to` defaults to today in the zone, `from` to 29 days before `to`.
+    mutating func period(today: (String) -> LocalDate?, isKnownZone: (String) -> Bool,
+                         maxDays: Int) -> (zone: String, from: LocalDate?, to: LocalDate?) {
         let zone = single("tz") ?? "UTC"
         var zoneOK = true
         if zone.isEmpty || zone.count > 64 || !isKnownZone(zone) {
@@ -134,75 +152,57 @@ extension ReportParameters {
                              + "(not posixrules, localtime, Factory or a posix/ or right/ file)"))
             zoneOK = false
         }
-        var groupBy = ReportGroup.agent
-        if let text = single("groupBy") {
-            if let parsed = ReportGroup(rawValue: text) { groupBy = parsed } else { problems.append(("groupBy", "must be agent or team")) }
-        }
-        var bucket = ReportBucket.none
-        if let text = single("bucket") {
-            if let parsed = ReportBucket(rawValue: text) { bucket = parsed } else { problems.append(("bucket", "must be none, day, week or month")) }
-        }
-        let todayHere = zoneOK ? today(zone) : nil
-        var from: LocalDate?
-        var to: LocalDate?
+        var to = zoneOK ? today(zone) : nil
         if let text = single("to") {
             to = LocalDate(text)
             if to == nil { problems.append(("to", "must be a date YYYY-MM-DD")) }
-        } else {
-            to = todayHere
         }
+        var from = to?.adding(days: -29)
         if let text = single("from") {
             from = LocalDate(text)
             if from == nil { problems.append(("from", "must be a date YYYY-MM-DD")) }
-        } else {
-            from = to?.adding(days: -29)
         }
         if let from, let to {
             if from > to { problems.append(("from", "must not be after to")) }
             else if to.dayNumber - from.dayNumber + 1 > maxDays { problems.append(("to", "the range may span at most \(maxDays) days")) }
         }
-        func ids(_ name: String) -> [Int] {
-            values(name).compactMap { text in
-                guard let id = Int(text), id >= 0 else { problems.append((name, "must be a whole number")); return nil }
-                return id
-            }
+        return (zone, from, to)
+    }
+
+    /// Agents, teams, channel types, priorities and scores.
+    mutating func filters(into p: inout ReportParameters) {
+        p.agentIds = ids("agentId")
+        p.teamIds = ids("teamId")
+        p.channelTypes = values("channelType")
+        for channel in p.channelTypes where channel.isEmpty || channel.count > 64 { problems.append(("channelType", "must be 1 to 64 characters")) }
+        p.priorities = values("priority")
+        for priority in p.priorities where !ReportParameters.priorities.contains(priority) {
+            problems.append(("priority", "must be one of \(ReportParameters.priorities.joined(separator: ", "))"))
         }
-        let agentIds = ids("agentId")
-        let teamIds = ids("teamId")
-        let channels = values("channelType")
-        for channel in channels where channel.isEmpty || channel.count > 64 { problems.append(("channelType", "must be 1 to 64 characters")) }
-        let priorities = values("priority")
-        for priority in priorities where !Self.priorities.contains(priority) {
-            problems.append(("priority", "must be one of \(Self.priorities.joined(separator: ", "))"))
-        }
-        var scores: [Int] = []
         for text in values("score") {
-            if let score = Int(text), (1...5).contains(score) { scores.append(score) } else { problems.append(("score", "must be 1 to 5")) }
+            if let score = Int(text), (1...5).contains(score) { p.scores.append(score) } else { problems.append(("score", "must be 1 to 5")) }
         }
-        var format = ReportFormat.json
+    }
+
+    /// The answer's format, and the listing's page size, cursor and comment filter.
+    mutating func listingOptions(into p: inout ReportParameters, accept: String?, listing: Bool) {
         if let text = single("format") {
-            if let parsed = ReportFormat(rawValue: text) { format = parsed } else { problems.append(("format", "must be json or csv")) }
+            if let parsed = ReportFormat(rawValue: text) { p.format = parsed } else { problems.append(("format", "must be json or csv")) }
         } else if let accept, accept.lowercased().contains("text/csv") {
-            format = .csv
+            p.format = .csv
         }
-        var limit = 50
         if let text = single("limit") {
-            if listing, let value = Int(text), (1...500).contains(value) { limit = value } else { problems.append(("limit", "must be from 1 to 500")) }
+            if listing, let value = Int(text), (1...500).contains(value) { p.limit = value } else { problems.append(("limit", "must be from 1 to 500")) }
         }
-        var hasComment: Bool?
         if let text = single("hasComment") {
             if !listing { problems.append(("hasComment", "is only for the responses listing")) }
-            else if text == "true" || text == "false" { hasComment = text == "true" }
+            else if text == "true" || text == "false" { p.hasComment = text == "true" }
             else { problems.append(("hasComment", "must be true or false")) }
         }
-        let cursor = single("cursor")
-        if cursor != nil && !listing { problems.append(("cursor", "is only for the responses listing")) }
-        if listing && (values("groupBy").count > 0 || values("bucket").count > 0) {
+        p.cursor = single("cursor")
+        if p.cursor != nil && !listing { problems.append(("cursor", "is only for the responses listing")) }
+        if listing && (!values("groupBy").isEmpty || !values("bucket").isEmpty) {
             problems.append(("groupBy", "groupBy and bucket apply to reports, not to the responses listing"))
         }
-        guard problems.isEmpty, let from, let to else { throw ReportParameterError(problems: problems) }
-        return ReportParameters(groupBy: groupBy, from: from, to: to, timeZone: zone, bucket: bucket, agentIds: agentIds,
-                                teamIds: teamIds, channelTypes: channels, priorities: priorities, scores: scores, hasComment: hasComment, format: format,
-                                limit: limit, cursor: cursor)
     }
 }

@@ -71,88 +71,122 @@ public enum TrendChart {
     /// A `target` CSAT % is drawn as a dotted line on the right axis; `label` is the chart's accessible name.
     public static func render(_ points: [TrendPoint], width: Int = 760, height: Int = 240, target: Double? = nil,
                               label: String = "Average score and CSAT per bucket") -> String {
-        let left = 44.0, right = 48.0, top = 14.0, bottom = 34.0
-        let plotWidth = Double(width) - left - right, plotHeight = Double(height) - top - bottom
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart trend\" viewBox=\"0 0 \(width) \(height)\" role=\"img\" "
             + "aria-label=\"\(SVG.escape(label))\">"
         guard !points.isEmpty else {
             return svg + "<text x=\"\(width / 2)\" y=\"\(height / 2)\" text-anchor=\"middle\" class=\"empty\">No buckets in this period</text></svg>"
         }
-        func x(_ index: Int) -> Double {
-            points.count == 1 ? left + plotWidth / 2 : left + plotWidth * Double(index) / Double(points.count - 1)
-        }
-        func yAverage(_ value: Double) -> Double { top + plotHeight * (5 - min(5, max(1, value))) / 4 }
-        func yPercent(_ value: Double) -> Double { top + plotHeight * (100 - min(100, max(0, value))) / 100 }
-        let f = { (value: Double) in SVG.fixed(value, 1) }
-        // Grid and axes.
-        for score in 1...5 {
-            let y = f(yAverage(Double(score)))
-            svg += "<line class=\"grid\" x1=\"\(f(left))\" x2=\"\(f(left + plotWidth))\" y1=\"\(y)\" y2=\"\(y)\"/>"
-            svg += "<text class=\"axis\" x=\"\(f(left - 6))\" y=\"\(y)\" text-anchor=\"end\" dominant-baseline=\"middle\">\(score)</text>"
-        }
-        for percent in [0, 50, 100] {
-            svg += "<text class=\"axis pct\" x=\"\(f(left + plotWidth + 6))\" y=\"\(f(yPercent(Double(percent))))\" dominant-baseline=\"middle\">\(percent)%</text>"
-        }
+        let plot = Plot(count: points.count, width: Double(width), height: Double(height))
+        svg += plot.axes()
         if let target {
-            let y = f(yPercent(target))
-            svg += "<line class=\"target\" x1=\"\(f(left))\" x2=\"\(f(left + plotWidth))\" y1=\"\(y)\" y2=\"\(y)\"><title>CSAT target \(SVG.fixed(target, 1))%</title></line>"
+            let y = f(plot.yPercent(target))
+            svg += "<line class=\"target\" x1=\"\(f(plot.left))\" x2=\"\(f(plot.left + plot.width))\" y1=\"\(y)\" y2=\"\(y)\">"
+                + "<title>CSAT target \(SVG.fixed(target, 1))%</title></line>"
         }
-        // Responses per bucket, scaled to the busiest one.
-        let most = max(1, points.map(\.responses).max() ?? 1)
-        let slot = points.count == 1 ? plotWidth / 3 : plotWidth / Double(points.count - 1)
-        let barWidth = max(1, min(24, slot * 0.6))
-        for (index, point) in points.enumerated() where point.responses > 0 {
-            let barHeight = max(1, (plotHeight * 0.25) * Double(point.responses) / Double(most))
-            svg += "<rect class=\"volume\" x=\"\(f(x(index) - barWidth / 2))\" y=\"\(f(top + plotHeight - barHeight))\" "
-                + "width=\"\(f(barWidth))\" height=\"\(f(barHeight))\"/>"
+        svg += plot.volume(points)
+        svg += plot.line("average", points.map { $0.average.map(plot.yAverage) })
+        svg += plot.line("csat", points.map { $0.csatPercent.map(plot.yPercent) })
+        svg += plot.markers(points)
+        svg += plot.xLabels(points)
+        return svg + "</svg>"
+    }
+
+    static func f(_ value: Double) -> String { SVG.fixed(value, 1) }
+
+    /// Where things go on the chart: the plot area inside the axes, and the x of each bucket.
+    struct Plot {
+        let count: Int
+        let left = 44.0, right = 48.0, top = 14.0, bottom = 34.0
+        let width: Double, height: Double
+
+        init(count: Int, width: Double, height: Double) {
+            self.count = count
+            self.width = width - left - right
+            self.height = height - top - bottom
         }
-        // The two series, broken at gaps.
-        for (series, value, scale) in [("average", { (p: TrendPoint) in p.average }, yAverage),
-                                       ("csat", { (p: TrendPoint) in p.csatPercent }, yPercent)] as [(String, (TrendPoint) -> Double?, (Double) -> Double)] {
+
+        func x(_ index: Int) -> Double { count == 1 ? left + width / 2 : left + width * Double(index) / Double(count - 1) }
+        func yAverage(_ value: Double) -> Double { top + height * (5 - min(5, max(1, value))) / 4 }
+        func yPercent(_ value: Double) -> Double { top + height * (100 - min(100, max(0, value))) / 100 }
+
+        /// Grid lines at each score, the score axis on the left and the percent axis on the right.
+        func axes() -> String {
+            var svg = ""
+            for score in 1...5 {
+                let y = f(yAverage(Double(score)))
+                svg += "<line class=\"grid\" x1=\"\(f(left))\" x2=\"\(f(left + width))\" y1=\"\(y)\" y2=\"\(y)\"/>"
+                svg += "<text class=\"axis\" x=\"\(f(left - 6))\" y=\"\(y)\" text-anchor=\"end\" dominant-baseline=\"middle\">\(score)</text>"
+            }
+            for percent in [0, 50, 100] {
+                svg += "<text class=\"axis pct\" x=\"\(f(left + width + 6))\" y=\"\(f(yPercent(Double(percent))))\" dominant-baseline=\"middle\">\(percent)%</text>"
+            }
+            return svg
+        }
+
+        /// Responses per bucket as bars along the bottom quarter, scaled to the busiest one.
+        func volume(_ points: [TrendPoint]) -> String {
+            let most = max(1, points.map(\.responses).max() ?? 1)
+            let slot = count == 1 ? width / 3 : width / Double(count - 1)
+            let barWidth = max(1, min(24, slot * 0.6))
+            var svg = ""
+            for (index, point) in points.enumerated() where point.responses > 0 {
+                let barHeight = max(1, (height * 0.25) * Double(point.responses) / Double(most))
+                svg += "<rect class=\"volume\" x=\"\(f(x(index) - barWidth / 2))\" y=\"\(f(top + height - barHeight))\" "
+                    + "width=\"\(f(barWidth))\" height=\"\(f(barHeight))\"/>"
+            }
+            return svg
+        }
+
+        /// One series as polylines, broken where a bucket has no value.
+        func line(_ series: String, _ ys: [Double?]) -> String {
+            var svg = ""
             var segment: [String] = []
             func flush() {
                 if segment.count > 1 { svg += "<polyline class=\"line \(series)\" points=\"\(segment.joined(separator: " "))\"/>" }
                 segment = []
             }
-            for (index, point) in points.enumerated() {
-                if let v = value(point) { segment.append("\(f(x(index))),\(f(scale(v)))") } else { flush() }
+            for (index, y) in ys.enumerated() {
+                if let y { segment.append("\(f(x(index))),\(f(y))") } else { flush() }
             }
             flush()
+            return svg
         }
-        // Markers: one link per bucket with data, titled with its figures.
-        for (index, point) in points.enumerated() {
-            guard point.average != nil || point.csatPercent != nil else { continue }
-            let title = SVG.escape(point.label + ": average " + (point.average.map { SVG.fixed($0, 2) } ?? "–")
-                                   + ", CSAT " + (point.csatPercent.map { SVG.fixed($0, 1) + "%" } ?? "–")
-                                   + ", \(point.responses) responses")
-            var marker = ""
-            if let average = point.average {
-                marker += "<circle class=\"dot average\" cx=\"\(f(x(index)))\" cy=\"\(f(yAverage(average)))\" r=\"4\"/>"
+
+        /// One marker per bucket with data, titled with its figures and linked when the point has a target.
+        func markers(_ points: [TrendPoint]) -> String {
+            var svg = ""
+            for (index, point) in points.enumerated() {
+                guard point.average != nil || point.csatPercent != nil else { continue }
+                let title = SVG.escape(point.label + ": average " + (point.average.map { SVG.fixed($0, 2) } ?? "–")
+                                       + ", CSAT " + (point.csatPercent.map { SVG.fixed($0, 1) + "%" } ?? "–")
+                                       + ", \(point.responses) responses")
+                var marker = "<title>\(title)</title>"
+                if let average = point.average {
+                    marker += "<circle class=\"dot average\" cx=\"\(f(x(index)))\" cy=\"\(f(yAverage(average)))\" r=\"4\"/>"
+                }
+                if let csat = point.csatPercent {
+                    marker += "<circle class=\"dot csat\" cx=\"\(f(x(index)))\" cy=\"\(f(yPercent(csat)))\" r=\"3\"/>"
+                }
+                svg += point.href.map { "<a href=\"\(SVG.escape($0))\" class=\"point\">\(marker)</a>" } ?? "<g class=\"point\">\(marker)</g>"
             }
-            if let csat = point.csatPercent {
-                marker += "<circle class=\"dot csat\" cx=\"\(f(x(index)))\" cy=\"\(f(yPercent(csat)))\" r=\"3\"/>"
+            return svg
+        }
+
+        /// At most about seven labels along the bottom, the first and the last always, never closer than a label's
+        /// width (about 72 units for a date at this size): the stride label nearest the end gives way to the last.
+        func xLabels(_ points: [TrendPoint]) -> String {
+            let slotWidth = count > 1 ? width / Double(count - 1) : width
+            let every = max(1, Int((Double(count) / 7).rounded(.up)), Int((72 / slotWidth).rounded(.up)))
+            var labelled = Array(stride(from: 0, to: count, by: every))
+            if let last = labelled.last, last != count - 1 {
+                if count - 1 - last < every, labelled.count > 1 { labelled.removeLast() }
+                labelled.append(count - 1)
             }
-            marker = "<title>\(title)</title>" + marker
-            if let href = point.href {
-                svg += "<a href=\"\(SVG.escape(href))\" class=\"point\">\(marker)</a>"
-            } else {
-                svg += "<g class=\"point\">\(marker)</g>"
-            }
+            return labelled.map { index in
+                "<text class=\"axis\" x=\"\(f(x(index)))\" y=\"\(f(top + height + 18))\" text-anchor=\"middle\">"
+                    + SVG.escape(SVG.truncate(points[index].label, to: 12)) + "</text>"
+            }.joined()
         }
-        // At most about seven labels along the bottom, the first and the last always, never closer than a label's
-        // width (about 72 units for a date at this size): the stride label nearest the end gives way to the last.
-        let slotWidth = points.count > 1 ? plotWidth / Double(points.count - 1) : plotWidth
-        let every = max(1, Int((Double(points.count) / 7).rounded(.up)), Int((72 / slotWidth).rounded(.up)))
-        var labelled = Array(stride(from: 0, to: points.count, by: every))
-        if let last = labelled.last, last != points.count - 1 {
-            if points.count - 1 - last < every, labelled.count > 1 { labelled.removeLast() }
-            labelled.append(points.count - 1)
-        }
-        for index in labelled {
-            svg += "<text class=\"axis\" x=\"\(f(x(index)))\" y=\"\(f(top + plotHeight + 18))\" text-anchor=\"middle\">"
-                + SVG.escape(SVG.truncate(points[index].label, to: 12)) + "</text>"
-        }
-        return svg + "</svg>"
     }
 }
 

@@ -71,9 +71,11 @@ public final class OperationDelivery: Sendable {
             return .queued(try await outbox.find(id: operation.id) ?? operation)
         }
         let outcome = await deliver(operation, inline: true)
-        try await complete(operation, outcome)
+        let saved = try await complete(operation, outcome)
         switch outcome {
         case .delivered(let ticket):
+            // Saved once by `complete`; only a save that failed there is tried again, so its error reaches the caller.
+            if let saved { return .delivered(saved) }
             return .delivered(try await tickets.save(ticket, customerId: customerId))
         case .failed(let error):
             guard error.code == .conflict else { throw error }
@@ -169,28 +171,31 @@ public final class OperationDelivery: Sendable {
     }
 
     /// Books the outcome: delivered and failed operations end (a refusal resets the cache to Desk's state),
-    /// transient failures come back after a jittered exponential backoff.
-    public func complete(_ operation: OutboxOperation, _ outcome: Outcome) async throws {
+    /// transient failures come back after a jittered exponential backoff. Returns the delivered ticket as cached.
+    @discardableResult
+    public func complete(_ operation: OutboxOperation, _ outcome: Outcome) async throws -> CachedTicket? {
         switch outcome {
         case .delivered(let ticket):
             observe("delivered")
-            try await outbox.finish(operation, delivered: true, error: nil, owner: owner)
-            _ = try? await tickets.save(ticket, customerId: operation.customerId)
+            try await outbox.finish(operation, delivered: true, error: nil)
+            return try? await tickets.save(ticket, customerId: operation.customerId)
         case .failed(let error):
             observe("failed")
             logger.notice("operation refused by Desk", metadata: ["operation": "\(operation.id)", "kind": "\(operation.kind)",
                                                                   "detail": "\(error.internalDetail ?? error.message)"])
-            try await outbox.finish(operation, delivered: false, error: Self.reason(error), owner: owner)
+            try await outbox.finish(operation, delivered: false, error: Self.reason(error))
             if let token = try? await sessions.deskToken(sessionId: operation.sessionId),
                let truth = try? await desk.ticket(.id(operation.ticketId), deskToken: token) {
                 _ = try? await tickets.save(truth, customerId: operation.customerId)
             } else {
                 tickets.forget(.id(operation.ticketId))
             }
+            return nil
         case .retry(let error):
             observe("retry")
             try await outbox.reschedule(operation, afterSeconds: Self.backoff(attempts: operation.attempts, ceiling: policy.maxBackoffSeconds),
                                         error: Self.reason(error))
+            return nil
         }
     }
 

@@ -69,7 +69,7 @@ public struct OutboxStore: OutboxQueue {
     }
 
     /// Ends an operation (delivered or failed) and drops it from the ticket's pending list.
-    public func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, owner: String) async throws {
+    public func finish(_ operation: OutboxOperation, delivered: Bool, error: String?) async throws {
         try await pool.transaction { tx in
             try tx.query("""
                 UPDATE outbox SET status = $2, finished_at = now(), last_error = $3, attempts = attempts + 1, claimed_until = NULL

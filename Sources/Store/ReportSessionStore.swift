@@ -28,7 +28,7 @@ public struct ReportSessionStore: Sendable {
              WHERE s.token_hash = $1 AND s.expires_at > now() AND k.revoked_at IS NULL AND 'reports' = ANY (k.scopes)
             """, [PostgresBytes(TokenVault.hash(token))])
         guard let row = rows.first else { return nil }
-        return (try row.decode(0, as: Int.self), ApiKeyStore.ids(row[1]))
+        return (try row.decode(0, as: Int.self), APIKeyStore.ids(row[1]))
     }
 
     public func close(token: String) async throws {

@@ -176,7 +176,9 @@ public struct ReportStore: Sendable {
     }
 
     /// The period's comments, lowest score first (newest first within a score): one index range per score.
-    public func lowestComments(_ p: ReportParameters, limit: Int) async throws -> [ResponseItem] {
+    public func lowestComments(_ asked: ReportParameters, limit: Int) async throws -> [ResponseItem] {
+        var p = asked
+        p.hasComment = nil   // these are the commented ones by definition
         var f = Self.listingFilters(p)
         f.binds.append(limit)
         let scores = p.scores.isEmpty ? Array(1...5) : Array(Set(p.scores)).sorted()

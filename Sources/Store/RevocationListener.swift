@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import Synchronization
 
-/// Revocations reach every instance at once: `ApiKeyStore.revoke` notifies `desk_gateway_revoked` in its
+/// Revocations reach every instance at once: `APIKeyStore.revoke` notifies `desk_gateway_revoked` in its
 /// transaction, and each instance LISTENs on a connection of its own (on a thread of its own: it waits in `poll`)
 /// and calls `onRevoked`, which drops the credentials its caches hold. After the connection broke, notifications may
 /// have been missed, so `onRevoked` is called once the listener is back. Behind a transaction pooler (pgbouncer),

@@ -67,11 +67,6 @@ public struct SessionStore: SessionDirectory {
         try await pool.query("UPDATE sessions SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", [sessionId])
     }
 
-    /// Drops sessions that expired or were revoked more than a day ago.
-    public func purge() async throws {
-        try await pool.query("DELETE FROM sessions WHERE expires_at < now() - interval '1 day' OR revoked_at < now() - interval '1 day'")
-    }
-
     /// The session key: from configuration, or generated once and kept in the database (development only).
     public static func sessionKey(configured: [UInt8]?, pool: Database) async throws -> (key: [UInt8], generated: Bool) {
         if let configured { return (configured, false) }

@@ -87,9 +87,9 @@ public struct TicketStore: Sendable {
         }
     }
 
-    /// Writes one ticket on an open connection (used inside larger transactions too), by the rule
-    /// `DeskTicket.supersedes`, applied here inside the statement: an older state (by Desk's `updatedAt`) never
-    /// overwrites a newer one, so late or reordered webhooks are harmless. Desk owns the ticket's
+    /// Writes one ticket on an open connection (used inside larger transactions too). The rule of which state wins
+    /// lives here, inside the statement (so concurrent writers cannot race past it): an older state (by Desk's
+    /// `updatedAt`) never overwrites a newer one, so late or reordered webhooks are harmless. Desk owns the ticket's
     /// customer and channel: when they differ from the cached row (the database once cached another Desk, or the
     /// ticket moved), Desk's values win whatever the timestamps say, a cached row of another id holding the same channel
     /// is dropped, and the change is returned so the caller can report it.

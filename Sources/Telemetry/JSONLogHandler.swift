@@ -2,9 +2,7 @@ public import Logging
 import Foundation
 import JSON
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// swift-log handler writing one JSON object per line to standard output, through a shared buffer that a
 /// background thread flushes (a write(2) per line would cost more than a whole request on the hot path).
@@ -113,13 +111,6 @@ public final class LogSink: Sendable {
             return out
         }
         guard !bytes.isEmpty else { return }
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let written = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if written <= 0 { break }
-                offset += written
-            }
-        }
+        Files.writeBestEffort(bytes, to: fd)
     }
 }

@@ -1,9 +1,7 @@
 import CBuildInfo
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// The standard `process_*` families (as Prometheus's client libraries name them), read from `/proc/self` when
 /// /metrics is scraped, and `desk_gateway_build_info`.
@@ -12,8 +10,8 @@ public enum ProcessMetrics {
     public static let revision = String(cString: dg_build_revision())
 
     public static func register(in metrics: MetricsRegistry, version: String) {
-        let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
-        let pageSize = Double(sysconf(Int32(_SC_PAGESIZE)))
+        let ticks = Machine.clockTicksPerSecond
+        let pageSize = Machine.pageSize
         let started = startTime(ticks: ticks)
         metrics.gauge("process_cpu_seconds_total", help: "User and system CPU time spent, in seconds.", kind: .counter) {
             guard let fields = stat() else { return [] }

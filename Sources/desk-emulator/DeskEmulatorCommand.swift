@@ -1,9 +1,7 @@
 import ArgumentParser
 import DeskEmulator
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 @main
 struct DeskEmulatorCommand: AsyncParsableCommand {
@@ -26,7 +24,7 @@ struct DeskEmulatorCommand: AsyncParsableCommand {
     var state: String?
 
     func run() async throws {
-        signal(SIGPIPE, SIG_IGN)
+        Signals.ignoreBrokenPipes()
         var configuration = DeskEmulatorConfiguration()
         configuration.host = host
         configuration.port = port
@@ -52,8 +50,7 @@ struct DeskEmulatorCommand: AsyncParsableCommand {
         // Runs until SIGINT or SIGTERM. Handled, not left to the default action: as a container's PID 1 the process
         // would otherwise ignore SIGTERM and wait out the stop timeout. Every change is saved before it is answered,
         // so there is nothing to flush.
-        signal(SIGINT) { _ in _exit(0) }
-        signal(SIGTERM) { _ in _exit(0) }
+        Signals.exitOnStop()
         while true { try await Task.sleep(for: .seconds(3600)) }
     }
 }

@@ -7,9 +7,7 @@ import Services
 import Logging
 import Telemetry
 import Domain
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 @main
 struct DeskGateway: AsyncParsableCommand {
@@ -39,7 +37,7 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the gateway (the default).")
 
     func run() async throws {
-        signal(SIGPIPE, SIG_IGN)
+        Signals.ignoreBrokenPipes()
         let (config, logger) = loadConfiguration()
         logger.info("starting", metadata: ["config": "\(config)"])
         let app: GatewayApplication
@@ -56,7 +54,7 @@ struct Serve: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let received = await waitForStopSignal(forceAfter: .seconds(config.shutdownDrainSeconds + 10))
-        logger.notice("signal received", metadata: ["signal": "\(received == SIGINT ? "SIGINT" : "SIGTERM")"])
+        logger.notice("signal received", metadata: ["signal": "\(received == .interrupt ? "SIGINT" : "SIGTERM")"])
         await app.stop()
         LogSink.standardOutput.flush()
     }
@@ -64,34 +62,27 @@ struct Serve: AsyncParsableCommand {
     /// SIGINT or SIGTERM, whichever comes first. The default actions are turned off so no thread dies of them.
     /// If the graceful stop has not ended the process `forceAfter` the signal (Swift's task pool stuck), it exits
     /// from the signal queue, which needs no task to run.
-    private func waitForStopSignal(forceAfter: Duration) async -> Int32 {
+    private func waitForStopSignal(forceAfter: Duration) async -> Signals.Stop {
         let waiter = SignalWaiter()
-        let queue = DispatchQueue(label: "signals")
-        let sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                waiter.deliver(number)
-                queue.asyncAfter(deadline: .now() + .seconds(Int(forceAfter.components.seconds))) {
-                    FileHandle.standardError.write(Data("desk-gateway: graceful stop did not finish in time; exiting\n".utf8))
-                    _exit(1)
-                }
+        let sources = Signals.onStop { stop in
+            waiter.deliver(stop)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(forceAfter.components.seconds))) {
+                FileHandle.standardError.write(Data("desk-gateway: graceful stop did not finish in time; exiting\n".utf8))
+                Signals.exitNow(1)
             }
-            source.resume()
-            return source
         }
-        let number = await waiter.wait()
+        let stop = await waiter.wait()
         withExtendedLifetime(sources) {}
-        return number
+        return stop
     }
 }
 
 /// Hands the first stop signal to the one waiter, whichever comes first.
 final class SignalWaiter: Sendable {
-    private let state = Mutex<(received: Int32?, waiting: CheckedContinuation<Int32, Never>?)>((nil, nil))
+    private let state = Mutex<(received: Signals.Stop?, waiting: CheckedContinuation<Signals.Stop, Never>?)>((nil, nil))
 
-    func deliver(_ number: Int32) {
-        let continuation = state.withLock { state -> CheckedContinuation<Int32, Never>? in
+    func deliver(_ number: Signals.Stop) {
+        let continuation = state.withLock { state -> CheckedContinuation<Signals.Stop, Never>? in
             guard state.received == nil else { return nil }
             state.received = number
             defer { state.waiting = nil }
@@ -100,9 +91,9 @@ final class SignalWaiter: Sendable {
         continuation?.resume(returning: number)
     }
 
-    func wait() async -> Int32 {
+    func wait() async -> Signals.Stop {
         await withCheckedContinuation { continuation in
-            let already = state.withLock { state -> Int32? in
+            let already = state.withLock { state -> Signals.Stop? in
                 if let received = state.received { return received }
                 state.waiting = continuation
                 return nil
@@ -175,7 +166,7 @@ struct Sync: AsyncParsableCommand {
     /// Exit codes: 0 complete; 1 something was left unread (tickets to retry, or a list that kept changing: the
     /// summary counts them); 75 skipped, another live run holds the lease (EX_TEMPFAIL: try again later).
     func run() async throws {
-        let terminal = isatty(1) == 1
+        let terminal = Signals.isTerminal(1)
         let outcome = Mutex<SyncSummary?>(nil)
         try await oneShot { config, logger in
             // A lease left by a run that died is free within its expiry: wait that long before calling it held.

@@ -83,7 +83,7 @@ struct Reporter {
 }
 
 func reporter(_ app: GatewayApplication) async throws -> Reporter {
-    let created = try await ApiKeyStore(pool: app.pool).create(name: "test", scopes: ["reports"])
+    let created = try await APIKeyStore(pool: app.pool).create(name: "test", scopes: ["reports"])
     return Reporter(port: app.port, key: created.key)
 }
 
@@ -365,10 +365,10 @@ func parseCSVLine(_ line: String) -> [String] {
                                                     agentId: 600 + ticket % 2, teamId: ticket % 3 == 0 ? 32 : 31, channelType: "SENDBIRD",
                                                     priority: .medium, customerSendbirdId: "c", ratedAt: now - Double(ticket) * 60, source: .webhook))
             }
-            let keys = ApiKeyStore(pool: app.pool)
+            let keys = APIKeyStore(pool: app.pool)
             let everyone = Reporter(port: app.port, key: try await keys.create(name: "all", scopes: ["reports"]).key)
             let lead = Reporter(port: app.port, key: try await keys.create(name: "front lead", scopes: ["reports"], teams: ["front"]).key)
-            await #expect(throws: ApiKeyStore.UnknownTeams.self) { _ = try await keys.create(name: "x", scopes: ["reports"], teams: ["nowhere"]) }
+            await #expect(throws: APIKeyStore.UnknownTeams.self) { _ = try await keys.create(name: "x", scopes: ["reports"], teams: ["nowhere"]) }
             // The wide key first, so its answer is in the cache when the lead asks the very same query.
             let all = try #require(try await everyone.get("").json)
             let front = try #require(try await everyone.get("?teamId=31").json)

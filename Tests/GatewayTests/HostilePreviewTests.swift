@@ -1,4 +1,5 @@
 import API
+import CurlHTTP
 import Foundation
 import GatewayApp
 import Testing
@@ -121,15 +122,15 @@ import TestSupport
         for refused in ["::127.0.0.1", "::10.0.0.1", "::ffff:127.0.0.1", "::ffff:192.168.1.1", "64:ff9b::10.0.0.1", "64:ff9b::7f00:1",
                         "64:ff9b:1::1", "2002:7f00:1::", "2002:a00:1::1", "2001:db8::1", "2001::1", "fec0::1", "fe80::1", "fc00::1",
                         "::", "::1", "100::1", "2001:2::1"] {
-            #expect(!LinkPreviewFetcher.isPublic(v6(refused)), "\(refused)")
+            #expect(!PublicAddress.isPublic(v6(refused)), "\(refused)")
         }
         for refused in [[192, 0, 2, 1], [198, 51, 100, 7], [203, 0, 113, 9], [198, 18, 0, 1], [192, 88, 99, 1], [100, 64, 0, 1], [240, 0, 0, 1]] as [[UInt8]] {
-            #expect(!LinkPreviewFetcher.isPublic(refused), "\(refused)")
+            #expect(!PublicAddress.isPublic(refused), "\(refused)")
         }
         for allowed in ["2606:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"] {
-            #expect(LinkPreviewFetcher.isPublic(v6(allowed)), "\(allowed)")
+            #expect(PublicAddress.isPublic(v6(allowed)), "\(allowed)")
         }
-        #expect(LinkPreviewFetcher.isPublic([93, 184, 216, 34]))
+        #expect(PublicAddress.isPublic([93, 184, 216, 34]))
     }
 
     @Test func theWatchdogStallsWhenItsTaskStopsTicking() async throws {

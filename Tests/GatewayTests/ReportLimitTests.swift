@@ -311,7 +311,7 @@ final class RatingsLock: Sendable {
             config.reportCacheSeconds = 15
             let second = try await TestGateway.start(config)
             do {
-                let created = try await ApiKeyStore(pool: app.pool).create(name: "soon revoked", scopes: ["reports"])
+                let created = try await APIKeyStore(pool: app.pool).create(name: "soon revoked", scopes: ["reports"])
                 let onFirst = Reporter(port: app.port, key: created.key)
                 let onSecond = Reporter(port: second.port, key: created.key)
                 // Both instances know the key now (and hold the same report in their caches).
@@ -319,7 +319,7 @@ final class RatingsLock: Sendable {
                     #expect(try await reporter.get("").status == 200)
                     #expect(try await reporter.get("").status == 200)
                 }
-                #expect(try await ApiKeyStore(pool: app.pool).revoke(id: created.id))
+                #expect(try await APIKeyStore(pool: app.pool).revoke(id: created.id))
                 try await Task.sleep(for: .milliseconds(500))
                 for reporter in [onFirst, onSecond] {
                     let refused = try await reporter.get("")

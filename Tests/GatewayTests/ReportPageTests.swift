@@ -45,7 +45,7 @@ import TestSupport
     @Test func onlyAReportsKeyOpensThePageAndRevokingItEndsTheSession() async throws {
         // More sign-ins than one address may make by default (10 at once): the limit is not what is tested here.
         try await withGateway(configure: { $0.signInBurst = 100; $0.authFailuresPerMinute = 100; $0.authFailureBurst = 100 }) { app in
-            let keys = ApiKeyStore(pool: app.pool)
+            let keys = APIKeyStore(pool: app.pool)
             let key = try await keys.create(name: "lead", scopes: ["reports"])
             let other = try await keys.create(name: "ops", scopes: ["ops"])
             // Anonymous: the sign-in form (200: a visit is not a failed authentication), with the page's headers.
@@ -280,7 +280,7 @@ private func idOrZero(_ value: Any?) -> Int { (value as? Int) ?? 0 }
         for trusted in [false, true] {
             try await withGateway(configure: { if trusted { $0.trustedProxies = ["127.0.0.1/32"] } }) { app in
                 let page = ReportPageTests()
-                let key = try await ApiKeyStore(pool: app.pool).create(name: "lead", scopes: ["reports"]).key
+                let key = try await APIKeyStore(pool: app.pool).create(name: "lead", scopes: ["reports"]).key
                 func signIn(_ headers: [(String, String)]) async throws -> TestResponse { try await page.signIn(app, key: key, headers: headers) }
                 // Another port, another scheme, another host: refused. No Origin from a cross-site fetch: refused.
                 for origin in ["http://127.0.0.1:8081", "https://127.0.0.1", "http://evil.example", "null"] {

@@ -65,7 +65,7 @@ import TestSupport
         Issue.record("webhook events still pending after \(seconds) s")
     }
 
-    /// The database keeps `DeskTicket.supersedes` too: a late webhook with an older state leaves the newer one cached.
+    /// The database keeps which state wins: a late webhook with an older state leaves the newer one cached.
     @Test func aLateOlderEventLeavesTheNewerStateCached() async throws {
         try await withGateway(configure: { $0.deskWebhookSecret = "order-secret" }) { app in
             func event(_ status: String, _ updatedAt: String) -> [UInt8] {

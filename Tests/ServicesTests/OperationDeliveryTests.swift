@@ -51,7 +51,7 @@ final class FakeOutbox: OutboxQueue {
         }
     }
 
-    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, owner: String) async throws {
+    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?) async throws {
         update(operation.id) { $0.operation = Self.with($0.operation, status: delivered ? .delivered : .failed, attempts: $0.operation.attempts + 1, error: error) }
     }
 

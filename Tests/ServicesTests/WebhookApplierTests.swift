@@ -3,15 +3,13 @@ import JSON
 import Services
 import Testing
 
-/// The inbox transaction in memory, keeping the cache by the rule `DeskTicket.supersedes`.
+/// The inbox transaction in memory: it stores what it is given. Which state wins is the store's rule (in its upsert
+/// statement), tested against PostgreSQL in StoreTests.
 final class FakeInboxWriter: InboxWriter {
     var cached: [Int: (ticket: DeskTicket, customer: String)] = [:]
     var writes: [RatingWrite] = []
 
     func cacheTicket(_ ticket: DeskTicket, customerSendbirdId: String) throws -> OwnershipChange? {
-        let old = cached[ticket.id]
-        guard ticket.supersedes(cachedUpdatedAt: old?.ticket.updatedAt, cachedChannelUrl: old?.ticket.channelUrl ?? ticket.channelUrl,
-                                sameCustomer: old.map { $0.customer == customerSendbirdId } ?? true) else { return nil }
         cached[ticket.id] = (ticket, customerSendbirdId)
         return nil
     }
@@ -32,19 +30,12 @@ final class FakeInboxWriter: InboxWriter {
         return .object([("eventType", .string("TICKET.UPDATED")), ("data", .object(data))])
     }
 
-    @Test func anOlderStateNeverOverwritesANewerOneWhateverTheOrder() throws {
-        let newer = Self.event(1, status: "CLOSED", updatedAt: "2026-11-20T10:00:00Z")
-        let older = Self.event(1, status: "ACTIVE", updatedAt: "2026-11-20T09:00:00Z")
-        for order in [[newer, older], [older, newer]] {
-            let writer = FakeInboxWriter()
-            for event in order { #expect(try WebhookApplier.apply(event, appId: "emulated-app", to: writer) == .applied(ticketId: 1, moved: nil)) }
-            #expect(writer.cached[1]?.ticket.status == .closed)
-        }
-        // Desk moving the ticket to another customer wins whatever the timestamps say.
+    @Test func eachEventsTicketIsHandedToTheCacheWithItsCustomer() throws {
         let writer = FakeInboxWriter()
-        _ = try WebhookApplier.apply(newer, appId: "emulated-app", to: writer)
-        _ = try WebhookApplier.apply(Self.event(1, status: "ACTIVE", updatedAt: "2026-11-19T00:00:00Z", customer: "c-2"), appId: "emulated-app", to: writer)
-        #expect(writer.cached[1]?.customer == "c-2")
+        #expect(try WebhookApplier.apply(Self.event(1, status: "CLOSED", updatedAt: "2026-11-20T10:00:00Z"), appId: "emulated-app", to: writer)
+                == .applied(ticketId: 1, moved: nil))
+        #expect(writer.cached[1]?.ticket.status == .closed && writer.cached[1]?.customer == "c-1")
+        #expect(writer.cached[1]?.ticket.updatedAt == ISOTimestamp.parse("2026-11-20T10:00:00Z"))
     }
 
     @Test func csatFromTheEventsMessageIsRecordedThroughTheRecorder() throws {

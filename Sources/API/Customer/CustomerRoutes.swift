@@ -12,12 +12,12 @@ public import Logging
 public struct CustomerRoutes: Sendable {
     let sessions: any SessionDirectory
     let authenticator: Authenticator
-    let tickets: TicketService
+    let tickets: CustomerTickets
     let ratings: CSATStore
     let desk: DeskClient
     let previews: LinkPreviewFetcher
     let settings: CustomerAPISettings
-    let operations: Operations
+    let operations: CustomerWrites
     let outbox: OutboxStore
     let signInFailures: RateLimiter
     let clients: ClientAddressResolver
@@ -34,8 +34,8 @@ public struct CustomerRoutes: Sendable {
         authenticator = Authenticator(store: sessions, cacheSeconds: settings.sessionCacheSeconds, verified: verified)
         signInFailures = RateLimiter(perMinute: settings.signInPerUserPerMinute, burst: settings.signInPerUserBurst)
         clients = ClientAddressResolver(trustedProxies: settings.trustedProxies)
-        tickets = TicketService(desk: desk, store: ticketStore, settings: settings, logger: logger)
-        operations = Operations(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, metrics: metrics,
+        tickets = CustomerTickets(desk: desk, store: ticketStore, settings: settings, logger: logger)
+        operations = CustomerWrites(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, metrics: metrics,
                                 logger: logger, settings: outboxSettings)
         let (authenticator, memory, failures) = (authenticator, tickets.memory, signInFailures)
         metrics.gauge("customer_memory_entries", help: "Entries of the customer API's in-memory structures (each bounded by size and age).") {
@@ -139,7 +139,7 @@ public struct CustomerRoutes: Sendable {
                   operation.customerId == session.customerId else {
                 throw APIError.notFound("No operation has this id.")
             }
-            return .json(Operations.json(operation), headers: [("Cache-Control", "no-store")])
+            return .json(CustomerWrites.json(operation), headers: [("Cache-Control", "no-store")])
         })
     }
 
@@ -234,7 +234,7 @@ public struct CustomerRoutes: Sendable {
         let ticket = try await desk.createTicket(DeskSession(token: session.deskToken), .init(
             title: new.title, userName: new.userName, userId: session.sendbirdId, groupKey: new.groupKey, customFields: new.customFields,
             priority: new.priority, relatedChannelUrls: new.related))
-        let served = TicketService.served(try await tickets.save(ticket, customerId: session.customerId))
+        let served = CustomerTickets.served(try await tickets.save(ticket, customerId: session.customerId))
         return Self.respond(served, status: 201, extraHeaders: [("Location", "/v1/tickets/\(ticket.id)")])
     }
 

@@ -384,18 +384,7 @@ struct PageFilters {
         let shownFrom = single("shownFrom"), shownTo = single("shownTo")
         filters.fromForm = shownFrom != nil || shownTo != nil || unknown
         let untouched = (shownFrom != nil || shownTo != nil) && range != nil && range != "custom" && fromText == shownFrom && toText == shownTo
-        let preset = dates(of: range ?? "30d", today: today)
-        if let preset, untouched || (fromText == nil || fromText == preset.0.description) && (toText == nil || toText == preset.1.description) {
-            filters.range = range ?? "30d"
-            (filters.from, filters.to) = preset
-        } else {
-            // Dates of their own make the range custom (the API checks them; a missing end defaults to today).
-            filters.range = "custom"
-            filters.to = toText.flatMap(LocalDate.init) ?? today
-            filters.from = fromText.flatMap(LocalDate.init) ?? filters.to.adding(days: -29)
-            if let fromText, LocalDate(fromText) == nil { problems.append(("from", "must be a date YYYY-MM-DD")) }
-            if let toText, LocalDate(toText) == nil { problems.append(("to", "must be a date YYYY-MM-DD")) }
-        }
+        problems += filters.setPeriod(range: range, from: fromText, to: toText, untouched: untouched, today: today)
         if let bucket = single("bucket") {
             if ["auto", "day", "week", "month"].contains(bucket) { filters.bucketChoice = bucket } else {
                 problems.append(("bucket", "must be auto, day, week or month"))
@@ -423,6 +412,26 @@ struct PageFilters {
                            extensions: ["errors": .array(problems.map { .object([("field", .string($0.0)), ("message", .string($0.1))]) })])
         }
         return filters
+    }
+
+    /// The period: a preset's dates when the dates given are its own (or were left as the form showed them), else a
+    /// custom range (a missing end is today, a missing start 29 days before the end). Returns what is wrong.
+    mutating func setPeriod(range: String?, from fromText: String?, to toText: String?, untouched: Bool,
+                            today: LocalDate) -> [(String, String)] {
+        var problems: [(String, String)] = []
+        let preset = Self.dates(of: range ?? "30d", today: today)
+        if let preset, untouched || (fromText == nil || fromText == preset.0.description) && (toText == nil || toText == preset.1.description) {
+            self.range = range ?? "30d"
+            (from, to) = preset
+            return problems
+        }
+        // Dates of their own make the range custom (the API checks them).
+        self.range = "custom"
+        to = toText.flatMap(LocalDate.init) ?? today
+        from = fromText.flatMap(LocalDate.init) ?? to.adding(days: -29)
+        if let fromText, LocalDate(fromText) == nil { problems.append(("from", "must be a date YYYY-MM-DD")) }
+        if let toText, LocalDate(toText) == nil { problems.append(("to", "must be a date YYYY-MM-DD")) }
+        return problems
     }
 
     /// The trend's bucket: as chosen, or by the period's length (days up to 31, weeks up to 180, then months).

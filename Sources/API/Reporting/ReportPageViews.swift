@@ -27,19 +27,28 @@ struct PageContext {
             + (names.count == 1 ? "the team " : "the teams ") + esc(names.joined(separator: ", ")) + " only.</p>"
     }
 
-    /// "yyyy-MM-dd HH:mm" in the report's zone.
-    func timeFormatter(_ zone: String) -> DateFormatter {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: zone) ?? TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd HH:mm"
-        return formatter
+    /// "yyyy-MM-dd HH:mm" in the report's zone (a `DateFormatter` costs more to make than a page's whole table).
+    func timeFormatter(_ zone: String) -> LocalTimeFormatter {
+        LocalTimeFormatter(zone: TimeZone(identifier: zone) ?? TimeZone(secondsFromGMT: 0) ?? .current)
     }
 
     /// A ticket id, linked to Desk's dashboard when `DESK_DASHBOARD_URL` is set.
     func ticket(_ id: Int) -> String {
         guard let href = settings.ticketLink(id) else { return String(id) }
         return "<a class=\"ticket\" href=\"\(esc(href))\" rel=\"noopener noreferrer\" target=\"_blank\">\(id)</a>"
+    }
+}
+
+/// Instants as local "yyyy-MM-dd HH:mm" in one zone: its offset at that instant, then civil-day arithmetic.
+struct LocalTimeFormatter {
+    let zone: TimeZone
+
+    func string(from date: Date) -> String {
+        let local = Int(date.timeIntervalSince1970.rounded(.down)) + zone.secondsFromGMT(for: date)
+        let days = local >= 0 ? local / 86_400 : (local - 86_399) / 86_400
+        let minutes = (local - days * 86_400) / 60
+        func two(_ value: Int) -> String { value < 10 ? "0" + String(value) : String(value) }
+        return LocalDate(dayNumber: days).description + " " + two(minutes / 60) + ":" + two(minutes % 60)
     }
 }
 

@@ -35,7 +35,7 @@ public struct ReportSettings: Sendable {
 /// `/v1/reports/csat` and `/v1/reports/csat/responses` for dashboards, authenticated by API keys with the
 /// `reports` scope.
 public struct ReportRoutes: Sendable {
-    let keys: ApiKeyStore
+    let keys: APIKeyStore
     let reports: ReportStore
     let settings: ReportSettings
     let knownZones: Set<String>
@@ -46,7 +46,7 @@ public struct ReportRoutes: Sendable {
     private let results: ResultCache
     private let admission: ReportAdmission
 
-    public init(keys: ApiKeyStore, reports: ReportStore, sessions: any SessionDirectory, settings: ReportSettings, knownZones: Set<String>,
+    public init(keys: APIKeyStore, reports: ReportStore, sessions: any SessionDirectory, settings: ReportSettings, knownZones: Set<String>,
                 zones: CSATStore, verified: VerifiedCallers = VerifiedCallers()) {
         self.verified = verified
         self.keys = keys

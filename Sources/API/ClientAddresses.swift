@@ -2,9 +2,7 @@ import Domain
 import Foundation
 public import HTTPServer
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// Credentials (session tokens, API keys) this instance has verified recently. The rate limiter counts a request
 /// against its token only when the token is in here; any other request counts against its client address, so
@@ -46,13 +44,7 @@ public struct CIDR: Sendable, Equatable {
         self.address = address
     }
 
-    static func parse(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
-        return nil
-    }
+    static func parse(_ text: String) -> [UInt8]? { IPAddress.bytes(text) }
 
     func contains(_ other: [UInt8]) -> Bool {
         guard other.count == address.count else { return false }

@@ -1,7 +1,7 @@
 import Postgres
 import Foundation
 
-public struct ApiKeyRecord: Sendable {
+public struct APIKeyRecord: Sendable {
     public let id: Int
     public let name: String
     public let scopes: [String]
@@ -13,7 +13,7 @@ public struct ApiKeyRecord: Sendable {
 }
 
 /// API keys for reporting clients: `dgk_` + 256 random bits; only the SHA-256 is stored.
-public struct ApiKeyStore: Sendable {
+public struct APIKeyStore: Sendable {
     let pool: Database
 
     public init(pool: Database) {
@@ -73,13 +73,13 @@ public struct ApiKeyStore: Sendable {
         text.map { $0.split(separator: ",").compactMap { Int($0) } }
     }
 
-    public func list() async throws -> [ApiKeyRecord] {
+    public func list() async throws -> [APIKeyRecord] {
         try await pool.query("""
             SELECT id, name, array_to_string(scopes, ','), extract(epoch FROM created_at)::float8,
                    extract(epoch FROM last_used_at)::float8, extract(epoch FROM revoked_at)::float8, array_to_string(team_ids, ',')
               FROM api_keys ORDER BY id
             """).map { row in
-            ApiKeyRecord(id: try row.decode(0), name: try row.decode(1), scopes: try row.decode(2, as: String.self).split(separator: ",").map(String.init),
+            APIKeyRecord(id: try row.decode(0), name: try row.decode(1), scopes: try row.decode(2, as: String.self).split(separator: ",").map(String.init),
                          teamIds: Self.ids(row[6]), createdAt: try row.decode(3), lastUsedAt: try row.decodeIfPresent(4), revokedAt: try row.decodeIfPresent(5))
         }
     }

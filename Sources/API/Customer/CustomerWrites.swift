@@ -24,14 +24,14 @@ public struct OutboxSettings: Sendable {
 
 /// Customer writes over HTTP: the delivery rules live in `Services.OperationDelivery`; this turns their outcome into
 /// answers (200 with the fresh ticket, 202 with the queued operation) and keeps the relay running with its metrics.
-final class Operations: Sendable {
+final class CustomerWrites: Sendable {
     let delivery: OperationDelivery
     let outbox: any OutboxQueue
     let metrics: MetricsRegistry
     let logger: Logger
     let settings: OutboxSettings
 
-    init(desk: any DeskTicketWriter, outbox: any OutboxQueue, sessions: any SessionDirectory, tickets: TicketService, ratings: any RatingStore,
+    init(desk: any DeskTicketWriter, outbox: any OutboxQueue, sessions: any SessionDirectory, tickets: CustomerTickets, ratings: any RatingStore,
          metrics: MetricsRegistry, logger: Logger, settings: OutboxSettings) {
         delivery = OperationDelivery(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, policy: settings.policy,
                                      logger: logger) { outcome in metrics.increment("outbox_deliveries_total", [("outcome", outcome)]) }
@@ -50,7 +50,7 @@ final class Operations: Sendable {
         switch try await delivery.submit(customerId: session.customerId, sessionId: session.sessionId, ticketId: ticketId, kind: kind,
                                          payload: payload) {
         case .delivered(let ticket):
-            return CustomerRoutes.respond(TicketService.served(ticket))
+            return CustomerRoutes.respond(CustomerTickets.served(ticket))
         case .queued(let operation):
             return .json(Self.json(operation), status: 202, headers: [("Location", "/v1/operations/\(operation.id)"), ("Retry-After", "5")])
         }

@@ -63,15 +63,11 @@ final class TeamDirectory: Sendable {
         state.put(0, fresh)
         return fresh
     }
-
-    func invalidate() {
-        if let teams = state.lookup(0)?.value { state.put(0, teams, at: 0) }
-    }
 }
 
 /// Ticket reads and writes for one customer: the cache first while fresh, Desk otherwise, every change written
 /// through to PostgreSQL and the memory cache.
-final class TicketService: TicketCache {
+final class CustomerTickets: TicketCache {
     let desk: DeskClient
     let store: TicketStore
     let memory: TicketMemoryCache

@@ -1,18 +1,14 @@
 internal import CCurl
-import CurlHTTP
 import Foundation
-import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
+import System
 
 /// One page fetch for a link preview, with libcurl's easy API on a thread of its own (never on Swift's task pool).
 /// The body is read as a stream and the transfer stops at `maxBytes` whatever the server sends (`Range` or not);
 /// curl enforces the deadline itself, so ending a fetch never waits on anything else; redirects are not followed
 /// (the caller checks each hop); only http and https are spoken; and with `addresses` given, curl connects to exactly
 /// those (the ones the caller checked), not to whatever DNS answers a moment later.
-enum PageFetch {
-    struct Request: Sendable {
+public enum PageFetch {
+    public struct Request: Sendable {
         let url: String
         let host: String
         let port: Int
@@ -21,9 +17,14 @@ enum PageFetch {
         let maxBytes: Int
         let timeout: Duration
         let headers: [String]
+
+        public init(url: String, host: String, port: Int, addresses: [[UInt8]], maxBytes: Int, timeout: Duration, headers: [String]) {
+            (self.url, self.host, self.port, self.addresses) = (url, host, port, addresses)
+            (self.maxBytes, self.timeout, self.headers) = (maxBytes, timeout, headers)
+        }
     }
 
-    enum Outcome: Sendable {
+    public enum Outcome: Sendable {
         case page(status: Int, location: String?, body: [UInt8])
         case timedOut
         case failed(String)
@@ -43,7 +44,7 @@ enum PageFetch {
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
-    static func run(_ request: Request) async -> Outcome {
+    public static func run(_ request: Request) async -> Outcome {
         _ = globalInit
         return await withCheckedContinuation { continuation in
             let thread = Thread { continuation.resume(returning: perform(request)) }
@@ -102,11 +103,7 @@ enum PageFetch {
 
     /// An address as CURLOPT_RESOLVE takes it (IPv6 in brackets).
     private static func format(_ address: [UInt8]) -> String? {
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let family = address.count == 4 ? AF_INET : AF_INET6
-        let converted = address.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &text, socklen_t(text.count)) }
-        guard converted != nil else { return nil }
-        let string = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let string = IPAddress.text(address) else { return nil }
         return address.count == 4 ? string : "[\(string)]"
     }
 

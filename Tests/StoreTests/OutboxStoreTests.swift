@@ -1,0 +1,95 @@
+import Domain
+import Store
+import Testing
+import TestSupport
+
+/// The outbox's order and leases as its SQL keeps them: per ticket, only the oldest pending operation is ever
+/// claimed; a claim keeps other relays out until its lease runs out; the ticket's pending list follows.
+@Suite struct OutboxStoreTests {
+    @Test func eachTicketsOperationsAreClaimedOneAtATimeInOrder() async throws {
+        try await withStore { db in
+            let (customer, session) = try await customerWithSession(db)
+            let outbox = OutboxStore(pool: db)
+            var ids: [Int: [Int]] = [:]
+            for (ticket, kind) in [(1, OperationKind.feedback), (1, .close), (2, .reopen), (1, .reopen)] {
+                let queued = try await outbox.enqueue(ticketId: ticket, customerId: customer, sessionId: session, kind: kind, payload: "{}",
+                                                      owner: "api", leaseSeconds: 30)
+                #expect(queued.earlierPending == (ids[ticket] != nil))
+                ids[ticket, default: []].append(queued.operation.id)
+                try await outbox.release(id: queued.operation.id, owner: "api")
+            }
+            let first = try await outbox.claimBatch(by: "relay-a", leaseSeconds: 30, limit: 10)
+            #expect(first.map(\.id) == [ids[1]![0], ids[2]![0]])
+            // Nothing more for either ticket while their first operations are claimed and pending.
+            #expect(try await outbox.claimBatch(by: "relay-b", leaseSeconds: 30, limit: 10).isEmpty)
+            try await outbox.finish(first[0], delivered: true, error: nil)
+            let next = try await outbox.claimBatch(by: "relay-b", leaseSeconds: 30, limit: 10)
+            #expect(next.map(\.id) == [ids[1]![1]])
+            // A failed operation ends too, and the next of its ticket follows.
+            try await outbox.finish(next[0], delivered: false, error: "refused")
+            #expect(try await outbox.claimBatch(by: "relay-b", leaseSeconds: 30, limit: 10).map(\.id) == [ids[1]![2]])
+            #expect(try await outbox.find(id: ids[1]![1])?.status == .failed)
+        }
+    }
+
+    @Test func aLeaseKeepsOthersOutUntilItRunsOutAndARescheduleWaits() async throws {
+        try await withStore { db in
+            let (customer, session) = try await customerWithSession(db)
+            let outbox = OutboxStore(pool: db)
+            let queued = try await outbox.enqueue(ticketId: 5, customerId: customer, sessionId: session, kind: .feedback, payload: "{}",
+                                                  owner: "api", leaseSeconds: 30)
+            // Claimed at enqueue: no relay takes it while the lease holds.
+            #expect(try await outbox.claimBatch(by: "relay", leaseSeconds: 30, limit: 10).isEmpty)
+            try await db.query("UPDATE outbox SET claimed_until = now() - interval '1 second' WHERE id = $1", [queued.operation.id])
+            let taken = try await outbox.claimBatch(by: "relay", leaseSeconds: 30, limit: 10)
+            #expect(taken.map(\.id) == [queued.operation.id])
+            try await outbox.reschedule(taken[0], afterSeconds: 60, error: "timeout")
+            #expect(try await outbox.claimBatch(by: "other", leaseSeconds: 30, limit: 10).isEmpty)
+            #expect(try await outbox.find(id: queued.operation.id)?.attempts == 1)
+            #expect(try await outbox.depth().pending == 1)
+        }
+    }
+
+    @Test func theTicketsPendingListFollowsItsOperations() async throws {
+        try await withStore { db in
+            let (customer, session) = try await customerWithSession(db)
+            try await TicketStore(pool: db).upsert([TicketStoreTests.row(9, customer: customer, status: "ACTIVE", updatedAt: 1_000)])
+            let outbox = OutboxStore(pool: db)
+            let queued = try await outbox.enqueue(ticketId: 9, customerId: customer, sessionId: session, kind: .close, payload: "{}",
+                                                  owner: "api", leaseSeconds: 30)
+            #expect(try await TicketStore(pool: db).pendingOperations(ticketId: 9).contains("\"id\": \(queued.operation.id)"))
+            try await outbox.finish(queued.operation, delivered: true, error: nil)
+            #expect(try await TicketStore(pool: db).pendingOperations(ticketId: 9) == "[]")
+        }
+    }
+}
+
+/// Idempotency keys as their SQL keeps them: first claim wins, the answer replays, another body is a mismatch, a
+/// released attempt may be retried, and a key past the window is taken over.
+@Suite struct IdempotencyStoreTests {
+    @Test func claimReplayMismatchReleaseAndTakeOver() async throws {
+        try await withStore { db in
+            let keys = IdempotencyStore(pool: db, windowHours: 24)
+            let hash: [UInt8] = [1, 2, 3], other: [UInt8] = [9]
+            guard case .claimed = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not claimed"); return }
+            guard case .inProgress = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not in progress"); return }
+            // Another principal's key of the same name is its own.
+            guard case .claimed = try await keys.claim(principal: "q", key: "k", requestHash: other) else { Issue.record("not separate"); return }
+            try await keys.complete(principal: "p", key: "k", status: 201, headers: [("Location", "/v1/x")], body: Array("done".utf8))
+            guard case .replay(let status, let headers, let body) = try await keys.claim(principal: "p", key: "k", requestHash: hash) else {
+                Issue.record("no replay"); return
+            }
+            #expect(status == 201 && headers.first?.0 == "Location" && body == Array("done".utf8))
+            guard case .mismatch = try await keys.claim(principal: "p", key: "k", requestHash: other) else { Issue.record("no mismatch"); return }
+            // Releasing a completed key changes nothing; releasing an attempt in progress lets the next one claim.
+            try await keys.release(principal: "p", key: "k")
+            guard case .replay = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("release dropped it"); return }
+            try await keys.release(principal: "q", key: "k")
+            guard case .claimed = try await keys.claim(principal: "q", key: "k", requestHash: hash) else { Issue.record("not released"); return }
+            // Past the window the key is taken over, with the new request's body.
+            try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE principal = 'p'")
+            guard case .claimed = try await keys.claim(principal: "p", key: "k", requestHash: other) else { Issue.record("not taken over"); return }
+            guard case .inProgress = try await keys.claim(principal: "p", key: "k", requestHash: other) else { Issue.record("take-over lost"); return }
+        }
+    }
+}

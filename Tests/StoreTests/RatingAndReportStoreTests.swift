@@ -1,0 +1,133 @@
+import Domain
+import Foundation
+import Reports
+import Store
+import Testing
+import TestSupport
+
+/// Rating rules kept in SQL (one answer per CSAT request, its replacement moving every rollup) and the report reads
+/// (rollup blocks equal to the raw ratings, keyset paging, comments, team leads' agents).
+@Suite struct RatingAndReportStoreTests {
+    /// Noon UTC of 2026-11-20 and the days around it.
+    static let noon = 1_795_176_000.0
+
+    static func rating(_ ticket: Int, score: Int?, comment: String? = nil, agent: Int = 501, team: Int = 11, channel: String = "SENDBIRD",
+                       at time: Double = noon, source: RatingSource = .webhook) -> RatingRecord {
+        RatingRecord(ticketId: ticket, messageId: 1, score: score, comment: comment, agentId: agent, teamId: team, channelType: channel,
+                     priority: .medium, customerSendbirdId: "c", ratedAt: time, source: source)
+    }
+
+    /// The UTC rollup of one day, agent and team: responses and the count of each score.
+    static func dayBlock(_ db: Database, agent: Int = 501, team: Int = 11) async throws -> [Int] {
+        let rows = try await db.query("""
+            SELECT responses, s1, s2, s3, s4, s5 FROM csat_blocks
+             WHERE level = 0 AND first_day = date '2026-11-20' AND agent_id = $1 AND team_id = $2
+               AND zone_id = (SELECT id FROM report_zones WHERE zone = 'UTC')
+            """, [agent, team])
+        guard let row = rows.first else { return [] }
+        return try (0..<6).map { try row.decode($0, as: Int.self) }
+    }
+
+    @Test func aLaterAnswerReplacesTheRatingInItsRowAndEveryRollup() async throws {
+        try await withStore { db in
+            let store = CSATStore(pool: db)
+            _ = try await store.ensureZones(["UTC"])
+            #expect(try await store.record(Self.rating(1, score: 2)))
+            #expect(try await Self.dayBlock(db) == [1, 0, 1, 0, 0, 0])
+            // The same answer again, and an older one arriving late: nothing changes.
+            #expect(try await !store.record(Self.rating(1, score: 2)))
+            #expect(try await !store.record(Self.rating(1, score: 4, at: Self.noon - 600)))
+            // A later, different answer replaces it: still one response, now a 5.
+            #expect(try await store.record(Self.rating(1, score: 5, comment: "better", at: Self.noon + 600)))
+            #expect(try await Self.dayBlock(db) == [1, 0, 0, 0, 0, 1])
+            // A decline never replaces a score.
+            #expect(try await !store.record(Self.rating(1, score: nil, at: Self.noon + 1200)))
+            #expect(try await store.storedAnswer(ticketId: 1, messageId: 1) == .some(5))
+            let count: Int = try await db.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
+            #expect(count == 1)
+        }
+    }
+
+    @Test func rollupBlocksEqualTheRawRatingsForAnyRangeAndBucket() async throws {
+        try await withStore { db in
+            let store = CSATStore(pool: db)
+            _ = try await store.ensureZones(["UTC"])
+            var generator = SystemRandomNumberGenerator()
+            for ticket in 1...300 {
+                let day = Double(Int.random(in: 0..<120, using: &generator)) * 86_400
+                _ = try await store.record(Self.rating(ticket, score: Int.random(in: 0...5, using: &generator).nonZero,
+                                                       agent: 500 + ticket % 4, team: 10 + ticket % 3,
+                                                       channel: ticket % 2 == 0 ? "SENDBIRD_IOS" : "SENDBIRD", at: Self.noon - day))
+            }
+            let reports = ReportStore(pool: db)
+            for query in [[("from", "2026-08-01"), ("to", "2026-11-20")], [("from", "2026-09-03"), ("to", "2026-10-17"), ("bucket", "week")],
+                          [("from", "2026-10-01"), ("to", "2026-11-20"), ("groupBy", "team"), ("bucket", "month")],
+                          [("from", "2026-10-10"), ("to", "2026-11-20"), ("channelType", "SENDBIRD_IOS"), ("teamId", "11")]] {
+                let p = try reportParameters(query)
+                let blocks = try await reports.fromBlocks(p, plan: BlockPlan(p))
+                let raw = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket)
+                let rawBefore = try await reports.fromRaw(p, from: p.previous.from, to: p.previous.to, bucket: .none)
+                #expect(Self.sums(blocks.current.map { ($0.group, $0.bucketStart, $0.figures) }, bucket: p)
+                        == Self.sums(raw.map { ($0.group, $0.bucketStart, $0.figures) }, bucket: p), "\(query)")
+                #expect(Self.sums(blocks.previous.map { ($0.group, nil, $0.figures) }, bucket: p)
+                        == Self.sums(rawBefore.map { ($0.group, nil, $0.figures) }, bucket: p), "\(query)")
+            }
+        }
+    }
+
+    /// Responses and score counts per group and (clipped) bucket (requests aside: these ratings have none), empty ones dropped.
+    static func sums(_ entries: [(Int, LocalDate?, CSATFigures)], bucket p: ReportParameters) -> [String: [Int]] {
+        var result: [String: [Int]] = [:]
+        for (group, start, figures) in entries {
+            // Raw sums name the calendar bucket (a week from its Monday); the report clips it to the range, as here.
+            let clipped = start.flatMap { CSATReportShaper.bucket(of: $0, p.bucket, from: p.from, to: p.to)?.0 }
+            let key = "\(group)|\(clipped?.description ?? "-")"
+            let counts = [figures.responses] + figures.distribution
+            result[key] = zip(result[key] ?? [0, 0, 0, 0, 0, 0], counts).map { $0 + $1 }
+        }
+        return result.filter { $0.value.contains { $0 != 0 } }
+    }
+
+    @Test func listingsPageEveryRatingOnceAndCommentsComeLowestFirst() async throws {
+        try await withStore { db in
+            let store = CSATStore(pool: db)
+            for ticket in 1...120 {
+                _ = try await store.record(Self.rating(ticket, score: 1 + ticket % 5, comment: ticket % 4 == 0 ? "comment \(ticket)" : (ticket % 9 == 0 ? "" : nil),
+                                                       agent: 500 + ticket % 3, team: ticket % 2 == 0 ? 11 : 12, at: Self.noon - Double(ticket % 7) * 3_600))
+            }
+            let reports = ReportStore(pool: db)
+            var p = try reportParameters([("from", "2026-11-19"), ("to", "2026-11-21")], listing: true)
+            var seen: [Int] = []
+            var cursor: (ratedAt: Double, id: Int)?
+            repeat {
+                let page = try await reports.responses(p, after: cursor, limit: 25)
+                seen += page.map(\.ticketId)
+                #expect(zip(page, page.dropFirst()).allSatisfy { ($0.ratedAt, $0.id) > ($1.ratedAt, $1.id) })
+                cursor = page.count == 25 ? page.last.map { ($0.ratedAt, $0.id) } : nil
+            } while cursor != nil
+            #expect(seen.count == 120 && Set(seen).count == 120)
+            // With a comment: only non-empty ones (an empty comment is none).
+            p.hasComment = true
+            let commented = try await reports.responses(p, after: nil, limit: 500)
+            #expect(commented.count == 30 && commented.allSatisfy { !($0.comment ?? "").isEmpty })
+            p.hasComment = false
+            #expect(try await reports.responses(p, after: nil, limit: 500).count == 90)
+            // The comments panel: lowest score first, newest first within a score, the filters applied.
+            let lowest = try await reports.lowestComments(p, limit: 10)
+            #expect(lowest.count == 10 && lowest.allSatisfy { $0.comment != nil })
+            #expect(zip(lowest, lowest.dropFirst()).allSatisfy { a, b in (a.score ?? 0, -a.ratedAt) <= (b.score ?? 0, -b.ratedAt) })
+            #expect(lowest.first?.score == 1)
+            var team12 = try reportParameters([("from", "2026-11-19"), ("to", "2026-11-21"), ("teamId", "12"), ("score", "4")], listing: true)
+            team12.limit = 50
+            #expect(try await reports.lowestComments(team12, limit: 10).allSatisfy { $0.teamId == 12 && $0.score == 4 })
+            // A team lead's agents: those rated in its teams.
+            #expect(try await reports.agents(inTeams: [11]) == [500, 501, 502])
+            #expect(try await reports.agents(inTeams: [99]).isEmpty)
+        }
+    }
+}
+
+extension Int {
+    /// 0 as a decline (no score).
+    var nonZero: Int? { self == 0 ? nil : self }
+}
