@@ -37,6 +37,7 @@ rm -rf "$EMBEDDED_PG_DIR"
 : >"$out/gateway.log"
 start_gateway
 cleanup() {
+  if [ -n "${engine:-}" ]; then kill -TERM "$engine" 2>/dev/null || true; fi
   kill -TERM "$gw" 2>/dev/null || true
   wait "$gw" 2>/dev/null || true
   pg=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
@@ -47,6 +48,7 @@ trap cleanup EXIT
 
 
 rows=()
+declare -A rps_of
 # scenario NAME URL [wrk args...]
 scenario() {
   local name=$1 url=$2; shift 2
@@ -74,9 +76,30 @@ scenario() {
   p99=$(awk '$1=="99%" {print $2}' "$file")
   errors=$(awk '/Non-2xx/ {print $5}' "$file"); errors=${errors:-0}
   rows+=("$(printf '| %-36s | %12s | %9s | %9s | %8s | %10s |' "$name" "$rps" "$p50" "$p99" "$errors" "$cpu")")
+  rps_of[$name]=$rps
 }
 
+# The engine's limit: a bare libmicrohttpd server (bench/engine-limit/server.c, the gateway's flags, a fixed JSON
+# answer) built with the system's C compiler and measured in this sitting, between the gateway's own runs.
+engine_port=${BENCH_ENGINE_PORT:-18090}
+"${CC:-$(command -v cc || command -v clang)}" -O2 -o .build/engine-limit bench/engine-limit/server.c -lmicrohttpd
+./.build/engine-limit "$engine_port" "${HTTP_THREADS:-2}" &
+engine=$!
+engine_runs=()
+engine_scenario() {  # one measured run of the bare server, counted as its own row
+  local saved=$gw
+  gw=$engine
+  scenario "engine limit (bare libmicrohttpd) $1" "http://127.0.0.1:$engine_port/livez"
+  gw=$saved
+  engine_runs+=("${rps_of["engine limit (bare libmicrohttpd) $1"]}")
+}
+ratio() {  # NAME REFERENCE: the scenario's requests/s over the reference's
+  awk -v a="${rps_of[$1]:-0}" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'
+}
+
+engine_scenario 1
 scenario "GET /livez" "http://127.0.0.1:$port/livez"
+engine_scenario 2
 scenario "GET /readyz (db round trip)" "http://127.0.0.1:$port/readyz"
 
 # Customers and tickets: created through the gateway (so they are cached), agents' side through the emulator.
@@ -94,7 +117,9 @@ for _ in $(seq 1 600); do
 done
 echo "webhook backlog applied $(( $(date +%s) - drained )) s after seeding"
 scenario "GET /v1/tickets/{id} (cached)" "http://127.0.0.1:$port" -s "$out/tickets.lua"
+engine_scenario 3
 BENCH_MODE=list scenario "GET /v1/tickets?status=open" "http://127.0.0.1:$port" -s "$out/tickets.lua"
+kill -TERM "$engine" 2>/dev/null || true
 
 if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   # 1,000,000 ratings: seeded with SQL, then the gateway restarts and builds the rollups of its zones (UTC, Asia/Kolkata).
@@ -159,3 +184,10 @@ echo "wrk -t2 -c$connections (computed reports: -c1 / -c4 as marked, raw: -c1) -
 printf '| %-36s | %12s | %9s | %9s | %8s | %10s |\n' "scenario" "requests/s" "p50" "p99" "non-2xx" "gw µs/req"
 printf '|%s|%s|%s|%s|%s|%s|\n' "--------------------------------------" "--------------" "-----------" "-----------" "----------" "------------"
 printf '%s\n' "${rows[@]}"
+# Each core scenario against the engine runs around it (their mean).
+around() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (a + b) / 2 }'; }
+echo
+echo "Ratios to the bare libmicrohttpd server in this sitting (engine runs: ${engine_runs[*]} requests/s):"
+echo "  GET /livez                      $(ratio "GET /livez" "$(around "${engine_runs[0]}" "${engine_runs[1]}")")"
+echo "  GET /v1/tickets/{id} (cached)   $(ratio "GET /v1/tickets/{id} (cached)" "$(around "${engine_runs[1]}" "${engine_runs[2]}")")"
+echo "  GET /v1/tickets?status=open     $(ratio "GET /v1/tickets?status=open" "${engine_runs[2]}")"
