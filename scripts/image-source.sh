@@ -27,6 +27,6 @@ echo "== image: podman build -f deploy/Dockerfile (default target: built from so
 size=$("${podman[@]}" image inspect --format '{{.Size}}' "$image")
 echo "built $image: $((size / 1000000)) MB"
 
-url=$(scripts/test-postgres.sh start .build/image-source-pg 25439)
+url=$(scripts/test-postgres.sh start .build/image-source-pg 25441)
 trap 'scripts/test-postgres.sh stop .build/image-source-pg' EXIT
 IMAGE=$image IMAGE_TEST_PORT=18385 python3 scripts/image_test.py "$url"
