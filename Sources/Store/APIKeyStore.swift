@@ -64,11 +64,6 @@ public struct APIKeyStore: Sendable {
         return (try row.decode(0), try row.decode(1, as: String.self).split(separator: ",").map(String.init), Self.ids(row[2]))
     }
 
-    /// The teams of a live key by its id (the report page's sessions know the id only); nil: every team.
-    public func teams(ofKey id: Int) async throws -> [Int]? {
-        Self.ids(try await pool.query("SELECT array_to_string(team_ids, ',') FROM api_keys WHERE id = $1", [id]).first?[0])
-    }
-
     static func ids(_ text: String?) -> [Int]? {
         text.map { $0.split(separator: ",").compactMap { Int($0) } }
     }

@@ -242,7 +242,7 @@ public struct ReportPageRoutes: Sendable {
         commentParameters.cursor = nil
         async let agentNames = api.names(.agent, for: caller)
         async let teamNames = api.names(.team, for: caller)
-        async let channels = api.channelTypes()
+        async let channels = channelChoices()
         let agents: CSATReport, teams: CSATReport, trend: CSATReport, comments: [ReportStore.ResponseItem]
         if try await api.hasRollups(p.timeZone) {
             async let byAgent = api.shaped(p, caller: caller)
@@ -270,12 +270,18 @@ public struct ReportPageRoutes: Sendable {
         async let page = api.responsePage(p, caller: caller)
         async let agentNames = api.names(.agent, for: caller)
         async let teamNames = api.names(.team, for: caller)
-        async let channels = api.channelTypes()
+        async let channels = channelChoices()
         let (items, next) = try await page
         let context = PageContext(filters: filters, caller: caller, agentNames: try await agentNames, teamNames: try await teamNames,
                                   channelTypes: try await channels, settings: settings)
         let view = ResponsesView(context: context, parameters: p, items: items, next: next)
         return html(200, ReportPageHTML.layout(title: "Responses \(p.from) – \(p.to)", signedIn: true, body: view.render()))
+    }
+
+    /// The channel types the filter offers: those with ratings, or every type Desk knows while no zone has rollups.
+    func channelChoices() async throws -> [String] {
+        let rated = try await api.channelTypes()
+        return rated.isEmpty ? PageFilters.channelTypes : rated
     }
 
     func canonical(_ filters: PageFilters, _ path: String) -> HTTPResponse {

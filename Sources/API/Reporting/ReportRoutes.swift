@@ -317,13 +317,9 @@ public struct ReportRoutes: Sendable {
         return lines.isEmpty ? "" : lines.joined(separator: "\r\n") + "\r\n"
     }
 
-    /// Channel types that have ratings (the page offers only those), briefly cached; without rollups, every type
-    /// Desk knows.
+    /// Channel types that have ratings in the rollups (empty when no zone has rollups yet), briefly cached.
     func channelTypes() async throws -> [String] {
-        try await cache.channelTypes {
-            let rated = try await reports.channelTypes()
-            return rated.isEmpty ? PageFilters.channelTypes : rated
-        }
+        try await cache.channelTypes { try await reports.channelTypes() }
     }
 
     /// The period's comments, lowest score first, admitted like a listing.
