@@ -32,6 +32,8 @@ import TestSupport
             $0.reportRawConcurrencyPerKey = 1
             $0.reportMaxCells = 500
             $0.dbAcquireTimeoutMilliseconds = 1500
+            // The 60,000-row seed is one statement; on a loaded CI machine it once passed the 5 s default.
+            $0.dbStatementTimeoutMilliseconds = 60_000
         }) { app in
             try await Self.seed(app, ratings: 60_000, agents: 40)
             let keys = try await (0..<3).asyncMap { _ in try await reporter(app).key }
