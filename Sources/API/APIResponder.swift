@@ -56,7 +56,7 @@ public final class APIResponder: HTTPResponder {
         admission = Admission(policy: policy, verified: verified)
         self.idempotency = idempotency
         problems = ProblemMapper(logger: logger)
-        accessLog = AccessLog(metrics: metrics, logger: logger)
+        accessLog = AccessLog(metrics: metrics, logger: logger, routes: routes.router.templates + Self.pseudoRoutes)
         metrics.gauge("http_requests_in_flight", help: "Requests currently waiting on async work.") { [weak self] in
             [([], Double(self?.inFlight.load(ordering: .relaxed) ?? 0))]
         }
@@ -67,6 +67,9 @@ public final class APIResponder: HTTPResponder {
                     ([("structure", "verified_callers")], Double(verified.count))]
         }
     }
+
+    /// The route labels of answers given before or without routing.
+    static let pseudoRoutes = ["(preflight)", "(rate limited)", "(unmatched)", "(body too large)", "(malformed request)", "(connection limit)"]
 
     public func respond(to request: HTTPRequest) -> HTTPReply {
         let started = ContinuousClock.now

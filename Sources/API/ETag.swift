@@ -1,4 +1,5 @@
 public import HTTPServer
+import Domain
 
 /// Strong validators from the body bytes (FNV-style, 64 bit, eight bytes per step so large report bodies stay
 /// cheap): identical bodies give identical tags on every instance.
@@ -18,8 +19,7 @@ public enum ETag {
                 offset += 1
             }
         }
-        let hex = String(hash, radix: 16)
-        return "\"" + String(repeating: "0", count: 16 - hex.count) + hex + "\""
+        return Codec.hex(hash, width: 16, prefix: "\"", suffix: "\"")
     }
 
     /// Whether `If-None-Match` names this tag (weak comparison, as RFC 9110 asks for this header).
@@ -40,8 +40,13 @@ public enum ETag {
         // A streamed body is not known yet: it has no tag (and is never a 304).
         guard request.method == "GET" || request.method == "HEAD", response.status == 200, response.stream == nil else { return response }
         var response = response
-        let etag = response.header("etag") ?? of(response.body)
-        if response.header("etag") == nil { response.headers.append(("ETag", etag)) }
+        let etag: String
+        if let given = response.header("etag") {
+            etag = given
+        } else {
+            etag = of(response.body)
+            response.headers.append(("ETag", etag))
+        }
         if matches(request.header("if-none-match"), etag) {
             return HTTPResponse(status: 304, headers: response.headers.filter {
                 let name = $0.name.lowercased()

@@ -15,22 +15,35 @@ public final class RateLimiter: Sendable {
 
     let burst: Double
     let perSecond: Double
-    private let buckets = Mutex<[String: (tokens: Double, at: Double)]>([:])
+    /// Buckets in shards chosen by the key's last byte and length, each under its own lock: the request threads
+    /// rarely wait on each other.
+    private let shards: [Shard]
+
+    final class Shard: Sendable {
+        let buckets = Mutex<[String: (tokens: Double, at: Double)]>([:])
+    }
     /// Whole seconds of the last sweep (an atomic, so the hot path takes no second lock).
     private let lastSweep = Atomic<Int>(Int(Date().timeIntervalSince1970))
     /// Buckets kept at most; a full bucket is the same as none, so sweeps drop those.
     public static let capacity = 100_000
+    static let shardCount = 8
 
-    public var count: Int { buckets.withLock { $0.count } }
+    public var count: Int { shards.reduce(0) { total, shard in total + shard.buckets.withLock { $0.count } } }
 
     public init(perMinute: Int, burst: Int) {
         self.burst = Double(max(1, burst))
         self.perSecond = Double(max(1, perMinute)) / 60
+        shards = (0..<Self.shardCount).map { _ in Shard() }
+    }
+
+    private func shard(_ key: String) -> Shard {
+        let utf8 = key.utf8
+        return shards[(Int(utf8.last ?? 0) &+ utf8.count) % Self.shardCount]
     }
 
     /// Whether `key`'s bucket is empty now, without taking from it.
     func isExhausted(_ key: String, now: Double = Date().timeIntervalSince1970) -> Bool {
-        buckets.withLock { buckets in
+        shard(key).buckets.withLock { buckets in
             guard let bucket = buckets[key] else { return false }
             return min(burst, bucket.tokens + max(0, now - bucket.at) * perSecond) < 1
         }
@@ -39,13 +52,13 @@ public final class RateLimiter: Sendable {
     public func take(_ key: String, now: Double = Date().timeIntervalSince1970) -> Decision {
         // Once a minute (or at capacity) buckets that have refilled are dropped: callers seen once leave no trace.
         let last = lastSweep.load(ordering: .relaxed)
-        let sweep = Int(now) - last >= 60
-            && lastSweep.compareExchange(expected: last, desired: Int(now), ordering: .relaxed).exchanged
-        return buckets.withLock { buckets in
-            if sweep || buckets.count > Self.capacity {
-                buckets = buckets.filter { min(burst, $0.value.tokens + (now - $0.value.at) * perSecond) < burst }
-            }
-            if buckets.count > Self.capacity { for key in buckets.keys.prefix(Self.capacity / 2) { buckets.removeValue(forKey: key) } }
+        if Int(now) - last >= 60, lastSweep.compareExchange(expected: last, desired: Int(now), ordering: .relaxed).exchanged {
+            for shard in shards { shard.buckets.withLock { sweep(&$0, now: now) } }
+        }
+        let shardCapacity = Self.capacity / Self.shardCount
+        return shard(key).buckets.withLock { buckets in
+            if buckets.count > shardCapacity { sweep(&buckets, now: now) }
+            if buckets.count > shardCapacity { for key in buckets.keys.prefix(shardCapacity / 2) { buckets.removeValue(forKey: key) } }
             var bucket = buckets[key] ?? (burst, now)
             bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * perSecond)
             bucket.at = now
@@ -56,5 +69,9 @@ public final class RateLimiter: Sendable {
             let retry = allowed ? 0 : max(1, Int(((1 - bucket.tokens) / perSecond).rounded(.up)))
             return Decision(allowed: allowed, remaining: Int(bucket.tokens), reset: reset, retryAfter: retry)
         }
+    }
+
+    private func sweep(_ buckets: inout [String: (tokens: Double, at: Double)], now: Double) {
+        buckets = buckets.filter { min(burst, $0.value.tokens + (now - $0.value.at) * perSecond) < burst }
     }
 }

@@ -13,6 +13,26 @@ public enum Codec {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// `value` in lowercase hex, zero-padded to at least `width` digits, between `prefix` and `suffix`: one string
+    /// made (ETags and request ids are written on every answer).
+    public static func hex(_ value: UInt64, width: Int = 1, prefix: String = "", suffix: String = "") -> String {
+        let significant = max(1, (64 - value.leadingZeroBitCount + 3) / 4)
+        let digits = max(width, significant)
+        let head = prefix.utf8.count
+        return String(unsafeUninitializedCapacity: head + digits + suffix.utf8.count) { buffer in
+            var at = 0
+            for byte in prefix.utf8 { buffer[at] = byte; at += 1 }
+            var rest = value
+            for index in stride(from: head + digits - 1, through: head, by: -1) {
+                buffer[index] = hexDigits[Int(rest & 0x0F)]
+                rest >>= 4
+            }
+            at = head + digits
+            for byte in suffix.utf8 { buffer[at] = byte; at += 1 }
+            return at
+        }
+    }
+
     /// Hex in either case; nil for an odd length or any other character.
     public static func decodeHex(_ text: some StringProtocol) -> [UInt8]? {
         let digits = Array(text.utf8)

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+public import Synchronization
 
 /// A small in-memory map whose entries count as fresh for `ttl` seconds after they were stored (or after the time
 /// given with them). Bounded by size and age: storing a new key at `capacity` first drops expired entries, then, if
@@ -8,10 +8,12 @@ import Synchronization
 /// back instead of sitting at its capacity.
 public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     public let ttl: Double
-    private let capacity: Int
-    private let entries = Mutex<[Key: (value: Value, at: Double)]>([:])
+    @usableFromInline let capacity: Int
+    // Inlinable reads: callers in other modules get code specialized to their key and value (a generic one looked
+    // up type metadata on every read).
+    @usableFromInline let entries = Mutex<[Key: (value: Value, at: Double)]>([:])
     /// Whole seconds of the last sweep (an atomic: no second lock on the way in).
-    private let lastSweep = Atomic<Int>(Int(TTLCache.now))
+    @usableFromInline let lastSweep = Atomic<Int>(Int(TTLCache.now))
 
     public init(ttl: Double, capacity: Int = 10_000) {
         self.ttl = ttl
@@ -21,16 +23,19 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
     public static var now: Double { Date().timeIntervalSince1970 }
 
     /// The value if it is younger than `maxAge` (the cache's `ttl` unless given).
+    @inlinable
     public func get(_ key: Key, maxAge: Double? = nil) -> Value? {
         guard let entry = lookup(key), Self.now - entry.at < (maxAge ?? ttl) else { return nil }
         return entry.value
     }
 
     /// The value whatever its age, with the time it was stored.
+    @inlinable
     public func lookup(_ key: Key) -> (value: Value, at: Double)? {
         entries.withLock { $0[key] }
     }
 
+    @inlinable
     public func put(_ key: Key, _ value: Value, at: Double = TTLCache.now) {
         let last = lastSweep.load(ordering: .relaxed)
         let sweep = Double(Int(at) - last) >= max(ttl, 1)
@@ -45,6 +50,7 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
         }
     }
 
+    @inlinable
     public func remove(_ key: Key) {
         _ = entries.withLock { $0.removeValue(forKey: key) }
     }
@@ -53,6 +59,7 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
         entries.withLock { $0.removeAll() }
     }
 
+    @inlinable
     public var count: Int { entries.withLock { $0.count } }
 
     /// The fresh value, or `load`'s, which is then stored. Concurrent misses may each load once.

@@ -19,7 +19,11 @@ public struct HTTPRequest: Sendable {
         self.method = method
         self.path = path
         self.query = query
-        self.headers = headers.map { ($0.name.lowercased(), $0.value) }
+        // Most clients send capitalized names (Host, Accept); a name already lowercase is kept, not copied.
+        self.headers = headers.map { header in
+            header.name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
+                ? (header.name.lowercased(), header.value) : header
+        }
         self.body = body
         self.pathParameters = pathParameters
         self.remoteAddress = remoteAddress

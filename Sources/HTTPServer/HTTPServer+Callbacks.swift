@@ -24,12 +24,31 @@ let httpRequestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
 /// Collects header or query pairs through `MHD_get_connection_values`.
 private final class PairCollector {
     var pairs: [(name: String, value: String)] = []
+    let lowercaseNames: Bool
+
+    init(lowercaseNames: Bool) {
+        self.lowercaseNames = lowercaseNames
+    }
+}
+
+/// A header name lowercased as it is copied out of libmicrohttpd (`HTTPRequest` stores names lowercase).
+private func lowercased(_ name: UnsafePointer<CChar>) -> String {
+    let length = strlen(name)
+    return name.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+        String(unsafeUninitializedCapacity: length) { buffer in
+            for index in 0..<length {
+                let byte = bytes[index]
+                buffer[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
+            }
+            return length
+        }
+    }
 }
 
 private let collectPair: MHD_KeyValueIterator = { cls, _, key, value in
     guard let cls, let key else { return .YES }
     let collector = Unmanaged<PairCollector>.fromOpaque(cls).takeUnretainedValue()
-    collector.pairs.append((String(cString: key), value.map { String(cString: $0) } ?? ""))
+    collector.pairs.append((collector.lowercaseNames ? lowercased(key) : String(cString: key), value.map { String(cString: $0) } ?? ""))
     return .YES
 }
 
@@ -250,7 +269,7 @@ extension HTTPServer {
     }
 
     private func values(of connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
-        let collector = PairCollector()
+        let collector = PairCollector(lowercaseNames: kind == .HEADER_KIND)
         withExtendedLifetime(collector) {
             _ = MHD_get_connection_values(connection, kind, collectPair, Unmanaged.passUnretained(collector).toOpaque())
         }
@@ -279,7 +298,8 @@ extension HTTPServer {
         guard let handle else { return .NO }
         defer { MHD_destroy_response(handle) }
         for header in response.headers {
-            _ = MHD_add_response_header(handle, header.name, header.value)
+            // withCString lends a native string's own bytes; passing the String makes a C copy of each.
+            _ = header.name.withCString { name in header.value.withCString { MHD_add_response_header(handle, name, $0) } }
         }
         if close || draining.load(ordering: .relaxed) {
             _ = MHD_add_response_header(handle, "Connection", "close")

@@ -7,53 +7,105 @@ public struct Router<Handler: Sendable>: Sendable {
         case notFound
     }
 
-    struct Endpoint: Sendable {
-        let handler: Handler
-        let template: String
-    }
-
-    struct Node: Sendable {
-        var literals: [String: Node] = [:]
-        var parameterName: String?
-        var parameterChild: [Node] = []
-        var endpoints: [String: Endpoint] = [:]
-    }
-
-    private var root = Node()
+    // The tree is not generic (it holds indexes into `handlers`), so matching runs specialized code in any module.
+    private var tree = RouteTree()
+    private var handlers: [Handler] = []
 
     public init() {}
 
     public mutating func add(_ method: String, _ template: String, _ handler: Handler) {
-        let segments = Self.segments(of: template)
-        Self.insert(into: &root, segments: segments[...], method: method.uppercased(),
-                    endpoint: Endpoint(handler: handler, template: template))
+        if !isKnownUniquelyReferenced(&tree) { tree = tree.copy() }
+        tree.add(method.uppercased(), template, endpoint: handlers.count)
+        handlers.append(handler)
     }
 
-    private static func insert(into node: inout Node, segments: ArraySlice<Substring>, method: String, endpoint: Endpoint) {
-        guard let first = segments.first else {
-            precondition(node.endpoints[method] == nil, "duplicate route \(method) \(endpoint.template)")
-            node.endpoints[method] = endpoint
-            return
-        }
-        let rest = segments.dropFirst()
-        if first.hasPrefix("{"), first.hasSuffix("}") {
-            let name = String(first.dropFirst().dropLast())
-            precondition(node.parameterName == nil || node.parameterName == name,
-                         "conflicting parameter names at \(endpoint.template)")
-            node.parameterName = name
-            if node.parameterChild.isEmpty { node.parameterChild.append(Node()) }
-            insert(into: &node.parameterChild[0], segments: rest, method: method, endpoint: endpoint)
-        } else {
-            insert(into: &node.literals[String(first), default: Node()], segments: rest, method: method, endpoint: endpoint)
-        }
-    }
+    /// Every template routed, once each.
+    public var templates: [String] { tree.templates }
 
     public func match(method: String, path: String) -> Match {
+        switch tree.match(method: method, path: path) {
+        case .found(let index, let template, let parameters): return .found(handlers[index], template: template, parameters: parameters)
+        case .methodNotAllowed(let allowed, let template): return .methodNotAllowed(allowed: allowed, template: template)
+        case .notFound: return .notFound
+        }
+    }
+}
+
+/// The routes' tree; nodes are classes so a lookup walks references instead of copying dictionaries.
+/// Thread safety: built before it is shared and read-only after (`Router.add` copies a shared tree first).
+final class RouteTree: @unchecked Sendable {
+    enum Match {
+        case found(Int, template: String, parameters: [String: String])
+        case methodNotAllowed(allowed: [String], template: String)
+        case notFound
+    }
+
+    final class Node {
+        var literals: [String: Node] = [:]
+        var parameterName: String?
+        var parameterChild: Node?
+        var endpoints: [String: (index: Int, template: String)] = [:]
+
+        func copy() -> Node {
+            let node = Node()
+            node.literals = literals.mapValues { $0.copy() }
+            node.parameterName = parameterName
+            node.parameterChild = parameterChild?.copy()
+            node.endpoints = endpoints
+            return node
+        }
+    }
+
+    private var root = Node()
+    private(set) var templates: [String] = []
+    /// Templates without parameters by their canonical path: such a request is one lookup, no walk.
+    private var exact: [String: Node] = [:]
+
+    func copy() -> RouteTree {
+        let tree = RouteTree()
+        tree.root = root.copy()
+        tree.templates = templates
+        tree.exact = [:]
+        tree.indexExact(tree.root, path: "")
+        return tree
+    }
+
+    private func indexExact(_ node: Node, path: String) {
+        if !node.endpoints.isEmpty { exact[path.isEmpty ? "/" : path] = node }
+        for (segment, child) in node.literals { indexExact(child, path: path + "/" + segment) }
+    }
+
+    func add(_ method: String, _ template: String, endpoint: Int) {
+        var node = root
+        for segment in Self.segments(of: template) {
+            if segment.hasPrefix("{"), segment.hasSuffix("}") {
+                let name = String(segment.dropFirst().dropLast())
+                precondition(node.parameterName == nil || node.parameterName == name, "conflicting parameter names at \(template)")
+                node.parameterName = name
+                if node.parameterChild == nil { node.parameterChild = Node() }
+                node = node.parameterChild!
+            } else {
+                if node.literals[String(segment)] == nil { node.literals[String(segment)] = Node() }
+                node = node.literals[String(segment)]!
+            }
+        }
+        precondition(node.endpoints[method] == nil, "duplicate route \(method) \(template)")
+        node.endpoints[method] = (endpoint, template)
+        if !template.contains("{") {
+            let segments = Self.segments(of: template)
+            exact[segments.isEmpty ? "/" : "/" + segments.joined(separator: "/")] = node
+        }
+        if !templates.contains(template) { templates.append(template) }
+    }
+
+    func match(method: String, path: String) -> Match {
         var parameters: [String: String] = [:]
-        guard let node = Self.find(root, Self.segments(of: path)[...], &parameters) else { return .notFound }
-        let method = method.uppercased()
+        // A literal path wins over any parameter, so its exact entry is the walk's answer.
+        guard let node = exact[path] ?? Self.find(root, path[...], &parameters) else { return .notFound }
+        // Methods arrive uppercase almost always: no new string for them.
+        let method = method.utf8.contains(where: { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z") }) ? method.uppercased() : method
         if let endpoint = node.endpoints[method] ?? (method == "HEAD" ? node.endpoints["GET"] : nil) {
-            return .found(endpoint.handler, template: endpoint.template, parameters: parameters)
+            return .found(endpoint.index, template: endpoint.template, parameters: parameters)
         }
         guard let any = node.endpoints.values.first else { return .notFound }
         var allowed = Set(node.endpoints.keys)
@@ -61,14 +113,18 @@ public struct Router<Handler: Sendable>: Sendable {
         return .methodNotAllowed(allowed: allowed.sorted(), template: any.template)
     }
 
-    /// Literal segments win over parameters; backtracks when a literal branch dead-ends.
-    private static func find(_ node: Node, _ segments: ArraySlice<Substring>, _ parameters: inout [String: String]) -> Node? {
-        guard let first = segments.first else { return node.endpoints.isEmpty ? nil : node }
-        let rest = segments.dropFirst()
+    /// Literal segments win over parameters; backtracks when a literal branch dead-ends. Walks the path's bytes
+    /// (no array of segments is made).
+    private static func find(_ node: Node, _ path: Substring, _ parameters: inout [String: String]) -> Node? {
+        let utf8 = path.utf8
+        guard let start = utf8.firstIndex(where: { $0 != UInt8(ascii: "/") }) else { return node.endpoints.isEmpty ? nil : node }
+        let end = utf8[start...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex
+        let first = path[start..<end]
+        let rest = path[end...]
         if let literal = node.literals[String(first)], let found = find(literal, rest, &parameters) {
             return found
         }
-        if let name = node.parameterName, let child = node.parameterChild.first {
+        if let name = node.parameterName, let child = node.parameterChild {
             let saved = parameters
             parameters[name] = String(first)
             if let found = find(child, rest, &parameters) { return found }

@@ -11,7 +11,35 @@ public final class MetricsRegistry: Sendable {
         let kind: Kind
         let buckets: [Double]
         var samples: [String: Sample] = [:]
+        /// Series resolved once by hot paths, counted without the lock.
+        var counters: [String: CounterHandle] = [:]
+        var histograms: [String: HistogramHandle] = [:]
+        /// Series kept elsewhere (a `KeyedCounters` table), read when rendered.
+        var sources: [SeriesSource] = []
+
+        /// Every series: those counted here, the handles' and the sources', added up where they share labels.
+        var merged: [String: Sample] {
+            var all = samples
+            // A handle resolved ahead and never used is no series yet, as a sample never counted is none.
+            for (key, counter) in counters where counter.value != 0 { all[key, default: Sample()].value += Double(counter.value) }
+            for (key, histogram) in histograms {
+                let sample = histogram.sample
+                if sample.count > 0 { all[key] = Self.add(all[key], sample) }
+            }
+            for source in sources {
+                for (labels, value) in source() { all[MetricsRegistry.render(labels), default: Sample()].value += value }
+            }
+            return all
+        }
+
+        private static func add(_ base: Sample?, _ more: Sample) -> Sample {
+            guard let base else { return more }
+            return Sample(value: base.value + more.value, bucketCounts: zip(base.bucketCounts, more.bucketCounts).map(+),
+                          count: base.count + more.count)
+        }
     }
+
+    public typealias SeriesSource = @Sendable () -> [(labels: [(String, String)], value: Double)]
 
     struct Sample: Sendable {
         var value: Double = 0
@@ -63,6 +91,33 @@ public final class MetricsRegistry: Sendable {
         }
     }
 
+    /// The series of a described counter, to be counted without naming it again.
+    public func counter(_ name: String, _ labels: [(String, String)] = []) -> CounterHandle {
+        let key = Self.render(labels)
+        return families.withLock { families in
+            if let existing = families[name]?.counters[key] { return existing }
+            let handle = CounterHandle()
+            families[name]?.counters[key] = handle
+            return handle
+        }
+    }
+
+    /// The series of a described histogram, to be observed without naming it again.
+    public func histogram(_ name: String, _ labels: [(String, String)] = []) -> HistogramHandle {
+        let key = Self.render(labels)
+        return families.withLock { families in
+            if let existing = families[name]?.histograms[key] { return existing }
+            let handle = HistogramHandle(bounds: families[name]?.buckets ?? Self.defaultLatencyBuckets)
+            families[name]?.histograms[key] = handle
+            return handle
+        }
+    }
+
+    /// Counter series of a described family kept by the caller (e.g. in `KeyedCounters`), read at render time.
+    public func addSource(_ name: String, _ source: @escaping SeriesSource) {
+        families.withLock { $0[name]?.sources.append(source) }
+    }
+
     /// A gauge whose values are read when /metrics is scraped (pool sizes, queue depths); `kind: .counter` for a
     /// total kept elsewhere (the process's CPU seconds).
     public func gauge(_ name: String, help: String, kind: Kind = .gauge, read: @escaping GaugeReader) {
@@ -72,7 +127,7 @@ public final class MetricsRegistry: Sendable {
     /// The current value of a counter or gauge sample (for tests and health checks).
     public func value(_ name: String, _ labels: [(String, String)] = []) -> Double {
         let key = Self.render(labels)
-        return families.withLock { $0[name]?.samples[key]?.value ?? 0 }
+        return families.withLock { $0[name] }?.merged[key]?.value ?? 0
     }
 
     public func render() -> String {
@@ -81,8 +136,9 @@ public final class MetricsRegistry: Sendable {
         for name in order.withLock({ $0 }) {
             guard let family = snapshot[name] else { continue }
             out += "# HELP \(name) \(family.help)\n# TYPE \(name) \(family.kind.rawValue)\n"
-            for key in family.samples.keys.sorted() {
-                let sample = family.samples[key]!
+            let samples = family.merged
+            for key in samples.keys.sorted() {
+                let sample = samples[key]!
                 switch family.kind {
                 case .counter, .gauge:
                     out += "\(name)\(key.isEmpty ? "" : "{\(key)}") \(Self.format(sample.value))\n"

@@ -139,6 +139,34 @@ import Testing
         #expect(!text.contains("/v1/tickets/1001"))
     }
 
+    /// Routes resolved ahead are counted without the registry's lock; what /metrics shows is what the unresolved way
+    /// shows, and two threads counting at once lose nothing.
+    @Test func resolvedRouteSeriesRenderAsTheSlowPathDoesAndLoseNoCount() async {
+        let resolved = MetricsRegistry()
+        let plain = MetricsRegistry()
+        let fast = AccessLog(metrics: resolved, logger: Logger(label: "test"), routes: ["/v1/tickets/{id}", "(unmatched)"])
+        let slow = AccessLog(metrics: plain, logger: Logger(label: "test"))
+        let answers: [(String, String, Int)] = [("GET", "/v1/tickets/{id}", 200), ("HEAD", "/v1/tickets/{id}", 304),
+                                                ("BREW", "/v1/tickets/{id}", 405), ("GET", "(unmatched)", 404), ("GET", "/elsewhere", 404)]
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    for index in 0..<2_000 {
+                        let (method, route, status) = answers[(index + worker) % answers.count]
+                        for log in [fast, slow] {
+                            log.record(HTTPResponse(status: status), request: Self.request(method, "/x"), route: route, requestID: "r", started: .now)
+                        }
+                    }
+                }
+            }
+        }
+        let counts = { (text: String) in text.split(separator: "\n").filter { $0.hasPrefix("http_requests_total{") || $0.contains("_count{") } }
+        #expect(counts(resolved.render()) == counts(plain.render()))
+        #expect(resolved.value("http_requests_total", [("route", "/v1/tickets/{id}"), ("method", "OTHER"), ("status", "405")]) == 1_600)
+        #expect(resolved.render().contains(#"http_request_duration_seconds_count{route="/v1/tickets/{id}"} 4800"#))
+        #expect(!resolved.render().contains("(preflight)"), "a route never answered has no series")
+    }
+
     /// Callers seen once leave nothing behind: refilled buckets and expired cache entries are swept out.
     @Test func limiterBucketsAndCacheEntriesOfOneTimeCallersAreSweptOut() {
         let limiter = RateLimiter(perMinute: 60, burst: 5)

@@ -26,4 +26,17 @@ import Testing
         #expect(Codec.decodeBase64("AB") == nil)
         #expect(Codec.decodeBase64("AA") == [0])
     }
+
+    @Test func integersInHexArePaddedAndFramed() {
+        var generator = SystemRandomNumberGenerator()
+        let values: [UInt64] = [0, 1, 15, 16, 255, 0xFFFF_FFFF, .max] + (0..<200).map { _ in generator.next() >> (generator.next() % 64) }
+        for value in values {
+            for width in [1, 8, 16, 20] {
+                let plain = String(value, radix: 16)
+                let padded = String(repeating: "0", count: max(0, width - plain.count)) + plain
+                #expect(Codec.hex(value, width: width) == padded)
+                #expect(Codec.hex(value, width: width, prefix: "\"", suffix: "\"") == "\"" + padded + "\"")
+            }
+        }
+    }
 }

@@ -25,13 +25,17 @@ final class Authenticator: Sendable {
         guard let header = request.header("authorization") else { return nil }
         let utf8 = header.utf8
         guard utf8.count > 7, utf8.count <= 210 else { return nil }
-        let scheme = utf8.prefix(7)
-        let expected: [UInt8] = Array("bearer ".utf8)
-        for (byte, want) in zip(scheme, expected) where (byte >= 65 && byte <= 90 ? byte + 32 : byte) != want { return nil }
-        var token = Substring(header.dropFirst(7))
-        while token.first == " " { token = token.dropFirst() }
-        while token.last == " " { token = token.dropLast() }
-        return token.isEmpty ? nil : String(token)
+        // Bytes, not characters: this runs twice for every authenticated request.
+        var start = utf8.startIndex
+        for want in "bearer ".utf8 {
+            let byte = utf8[start]
+            if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != want { return nil }
+            start = utf8.index(after: start)
+        }
+        var end = utf8.endIndex
+        while start < end, utf8[start] == UInt8(ascii: " ") { start = utf8.index(after: start) }
+        while start < end, utf8[utf8.index(before: end)] == UInt8(ascii: " ") { end = utf8.index(before: end) }
+        return start == end ? nil : String(Substring(utf8[start..<end]))
     }
 
     static func unauthorized(_ detail: String) -> APIError {

@@ -11,7 +11,9 @@ public final class Admission: Sendable {
     }
 
     private let policy: APIPolicy
+    /// Requests by client address, and by verified credential (kept apart so no key string is built per request).
     private let limiter: RateLimiter
+    private let credentials: RateLimiter
     private let signIns: RateLimiter
     private let failures: RateLimiter
     private let verified: VerifiedCallers
@@ -20,6 +22,7 @@ public final class Admission: Sendable {
     public init(policy: APIPolicy, verified: VerifiedCallers) {
         self.policy = policy
         limiter = RateLimiter(perMinute: policy.rateLimitPerMinute, burst: policy.rateLimitBurst)
+        credentials = RateLimiter(perMinute: policy.rateLimitPerMinute, burst: policy.rateLimitBurst)
         signIns = RateLimiter(perMinute: policy.signInPerMinute, burst: policy.signInBurst)
         failures = RateLimiter(perMinute: policy.authFailuresPerMinute, burst: policy.authFailureBurst)
         self.verified = verified
@@ -27,7 +30,7 @@ public final class Admission: Sendable {
     }
 
     /// Token buckets held now (requests, sign-ins, failures), for the metrics.
-    public var bucketCount: Int { limiter.count + signIns.count + failures.count }
+    public var bucketCount: Int { limiter.count + credentials.count + signIns.count + failures.count }
 
     public func admit(_ request: HTTPRequest) -> Decision {
         let client = clients.client(request)
@@ -42,7 +45,7 @@ public final class Admission: Sendable {
         }
         if isWebhook { return .admitted([]) }
         let (bucket, key, perMinute) = isSignIn ? (signIns, "s:" + client, policy.signInPerMinute)
-            : (limiter, isVerified ? "t:" + credential! : "a:" + client, policy.rateLimitPerMinute)
+            : isVerified ? (credentials, credential!, policy.rateLimitPerMinute) : (limiter, "a:" + client, policy.rateLimitPerMinute)
         let decision = bucket.take(key)
         let headers: [(name: String, value: String)] = [
             ("RateLimit-Limit", String(Int(bucket.burst))), ("RateLimit-Remaining", String(decision.remaining)),

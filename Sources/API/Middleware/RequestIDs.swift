@@ -1,4 +1,5 @@
 public import HTTPServer
+import Domain
 import Synchronization
 
 /// Request ids: the client's `X-Request-ID` when it is short visible ASCII (it is echoed and logged), otherwise this
@@ -9,13 +10,12 @@ public final class RequestIDs: Sendable {
 
     public init() {
         var generator = SystemRandomNumberGenerator()
-        let random = String(generator.next() as UInt32, radix: 16)
-        prefix = String(repeating: "0", count: 8 - random.count) + random
+        prefix = Codec.hex(UInt64(generator.next() as UInt32), width: 8, suffix: "-")
     }
 
     public func id(for request: HTTPRequest) -> String {
         if let given = request.header("x-request-id"), Self.isAcceptable(given) { return given }
-        return prefix + "-" + String(counter.add(1, ordering: .relaxed).newValue, radix: 16)
+        return Codec.hex(counter.add(1, ordering: .relaxed).newValue, prefix: prefix)
     }
 
     static func isAcceptable(_ id: String) -> Bool {

@@ -1,0 +1,92 @@
+import Synchronization
+
+/// A counter series resolved once and then counted without a lock: per-request paths keep one instead of naming
+/// the series (labels rendered, a dictionary searched under the registry's lock) on every request.
+public final class CounterHandle: Sendable {
+    let count = Atomic<Int>(0)
+
+    public func increment(by amount: Int = 1) {
+        count.add(amount, ordering: .relaxed)
+    }
+
+    public var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// A histogram series resolved once: one atomic add per observation (the bucket the value falls in; cumulative
+/// counts are summed when rendered) and the sum kept in a compare-and-swap loop.
+public final class HistogramHandle: Sendable {
+    let bounds: [Double]
+    /// Observations per bucket, not cumulative; the last is above every bound.
+    let counts: [CounterHandle]
+    let sumBits = Atomic<UInt64>(0)
+
+    init(bounds: [Double]) {
+        self.bounds = bounds
+        counts = (0...bounds.count).map { _ in CounterHandle() }
+    }
+
+    public func observe(_ value: Double) {
+        var index = 0
+        while index < bounds.count, value > bounds[index] { index += 1 }
+        counts[index].increment()
+        var current = sumBits.load(ordering: .relaxed)
+        while true {
+            let (exchanged, original) = sumBits.compareExchange(
+                expected: current, desired: (Double(bitPattern: current) + value).bitPattern, ordering: .relaxed)
+            if exchanged { return }
+            current = original
+        }
+    }
+
+    var sample: MetricsRegistry.Sample {
+        var sample = MetricsRegistry.Sample(value: Double(bitPattern: sumBits.load(ordering: .relaxed)))
+        var running = 0
+        for (index, cell) in counts.enumerated() {
+            running += cell.value
+            if index < bounds.count { sample.bucketCounts.append(running) }
+        }
+        sample.count = running
+        return sample
+    }
+}
+
+/// Counters of one label set told apart by a small integer key (e.g. a method and a status), found and created
+/// without a lock: an open-addressed table whose slots are claimed by compare-and-swap. A key it has no room for
+/// reports nil, and the caller counts it the slow way.
+public final class KeyedCounters: Sendable {
+    final class Slot: Sendable {
+        let key = Atomic<Int>(0)
+        let counter = CounterHandle()
+    }
+
+    private let slots: [Slot]
+
+    public init(capacity: Int = 32) {
+        slots = (0..<max(1, capacity)).map { _ in Slot() }
+    }
+
+    /// `key` must be positive.
+    public func counter(for key: Int) -> CounterHandle? {
+        let count = slots.count
+        var index = key % count
+        for _ in 0..<count {
+            let slot = slots[index]
+            let seen = slot.key.load(ordering: .acquiring)
+            if seen == key { return slot.counter }
+            if seen == 0 {
+                let (claimed, holder) = slot.key.compareExchange(expected: 0, desired: key, ordering: .acquiringAndReleasing)
+                if claimed || holder == key { return slot.counter }
+            }
+            index = (index + 1) % count
+        }
+        return nil
+    }
+
+    /// Every key in use with its count.
+    public var entries: [(key: Int, value: Int)] {
+        slots.compactMap { slot in
+            let key = slot.key.load(ordering: .acquiring)
+            return key == 0 ? nil : (key, slot.counter.value)
+        }
+    }
+}
