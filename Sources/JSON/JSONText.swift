@@ -81,6 +81,22 @@ public enum JSONText {
         }
     }
 
+    /// A JSON number: integral values without a fraction, up to four decimals exactly, others as Swift prints
+    /// them; not finite is null.
+    public static func appendNumber(_ d: Double, to out: inout [UInt8]) {
+        if !d.isFinite {
+            out.append(contentsOf: "null".utf8)
+        } else if d == d.rounded() && abs(d) < 1e15 {
+            appendInteger(Int64(d), to: &out)
+        } else if abs(d) < 1e9, case let scaled = (d * 10_000).rounded(), scaled / 10_000 == d {
+            // Up to four decimals (averages, percentages, rates): the decimal reads back as the same Double,
+            // so it is the shortest form, written without going through String.
+            appendFixed(Int64(scaled), decimals: 4, to: &out)
+        } else {
+            out.append(contentsOf: String(d).utf8)
+        }
+    }
+
     /// Decimal digits without going through String.
     public static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
         if value == 0 {

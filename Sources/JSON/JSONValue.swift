@@ -61,18 +61,7 @@ public enum JSONValue: Sendable, Equatable {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .integer(let i): JSONText.appendInteger(Int64(i), to: &out)
-        case .number(let d):
-            if !d.isFinite {
-                out.append(contentsOf: "null".utf8)
-            } else if d == d.rounded() && abs(d) < 1e15 {
-                JSONText.appendInteger(Int64(d), to: &out)
-            } else if abs(d) < 1e9, case let scaled = (d * 10_000).rounded(), scaled / 10_000 == d {
-                // Up to four decimals (averages, percentages, rates): the decimal reads back as the same Double,
-                // so it is the shortest form, written without going through String.
-                JSONText.appendFixed(Int64(scaled), decimals: 4, to: &out)
-            } else {
-                out.append(contentsOf: String(d).utf8)
-            }
+        case .number(let d): JSONText.appendNumber(d, to: &out)
         case .string(let s): JSONText.append(s, to: &out)
         case .array(let items):
             out.append(UInt8(ascii: "["))

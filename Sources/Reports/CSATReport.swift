@@ -145,7 +145,13 @@ public enum CSATReportShaper {
         if parameters.bucket == .none {
             for position in rows.indices { rows[position].previous = previousByGroup[rows[position].groupId] ?? CSATFigures() }
         }
-        rows.sort { ($0.name, $0.groupId, $0.bucketStart?.dayNumber ?? 0) < ($1.name, $1.groupId, $1.bucketStart?.dayNumber ?? 0) }
+        // By name, id and bucket: the groups are ranked once, so thousands of bucketed rows compare integers.
+        var rank: [Int: Int] = [:]
+        for row in rows where rank[row.groupId] == nil { rank[row.groupId] = rank.count }
+        let order = rank.keys.sorted { (name($0, names), $0) < (name($1, names), $1) }
+        for (position, group) in order.enumerated() { rank[group] = position }
+        let keys = rows.map { (rank[$0.groupId] ?? 0, $0.bucketStart?.dayNumber ?? 0) }
+        rows = rows.indices.sorted { keys[$0] < keys[$1] }.map { rows[$0] }
         var totals = CSATFigures()
         for row in rows { totals.add(row.figures) }
         return CSATReport(parameters: parameters, source: source, rows: rows, totals: totals, previousTotals: previousTotals)

@@ -100,6 +100,17 @@ import TestSupport
         }
     }
 
+    /// The header block a request may carry (docs/limits.md): 15,000 bytes are served, far more is 431, never routed.
+    @Test func headerBlocksOf15000BytesAreServedAndFarLargerOnesAre431() async throws {
+        try await withGateway { app in
+            let cookie = "GET /livez HTTP/1.1\r\nHost: a\r\nConnection: close\r\nCookie: "
+            let served = try await raw(app.port, cookie + String(repeating: "c", count: 15_000) + "\r\n\r\n")
+            #expect(served?.status == 200, "\(served?.text ?? "no answer")")
+            let refused = try await raw(app.port, cookie + String(repeating: "c", count: 20_000) + "\r\n\r\n")
+            #expect(refused?.status == 431, "\(refused?.text ?? "no answer")")
+        }
+    }
+
     /// RFC 9112 §2.2 and §2.3: a bare CR, DEL or another control character in a header value is refused; the Host
     /// rule holds for every 1.x above 1.0; another major version is 505; each refusal names its real reason; an
     /// absolute-form target is routed by its path.

@@ -151,3 +151,31 @@ import Testing
         #expect(JSONValue.string("a\u{1}b\u{2028}").serialized() == #""a\u0001b\u2028""#)
     }
 }
+
+@Suite struct ReportJSONTests {
+    /// The report's JSON is written without building a tree; it must be the tree's bytes exactly, for any rows.
+    @Test func writtenBytesEqualTheTreesForRandomReports() throws {
+        var generator = SystemRandomNumberGenerator()
+        let names: [Int: String] = [1: "Ann \"the\" Agent", 2: "Zoë\n\\tab", 3: "Bob", 4: "\u{1}ctl"]
+        for bucket in ["", "day", "week", "month"] {
+            for _ in 0..<20 {
+                var query: [(name: String, value: String)] = [("from", "2026-03-01"), ("to", "2026-04-20")]
+                if !bucket.isEmpty { query.append(("bucket", bucket)) }
+                if Bool.random(using: &generator) { query.append(("score", "4")); query.append(("score", "5")) }
+                let p = try ReportParameters.parse(query, accept: nil, today: { _ in LocalDate("2026-06-30") }, isKnownZone: { $0 == "UTC" },
+                                                   maxDays: 100, listing: false)
+                let entries = (0..<Int.random(in: 0...40, using: &generator)).map { _ in
+                    (group: Int.random(in: 0...5, using: &generator),
+                     bucketStart: bucket.isEmpty ? nil : LocalDate("2026-03-01")!.adding(days: Int.random(in: 0...50, using: &generator)),
+                     figures: CSATFigures(requests: Int.random(in: 0...30, using: &generator), responses: Int.random(in: 0...9, using: &generator),
+                                          distribution: (0..<5).map { _ in Int.random(in: 0...3, using: &generator) }))
+                }
+                let previous = (0..<Int.random(in: 0...4, using: &generator)).map { _ in
+                    (group: Int.random(in: 0...5, using: &generator), figures: CSATFigures(requests: 3, responses: 1, distribution: [0, 0, 1, 0, 0]))
+                }
+                let report = CSATReportShaper.shape(parameters: p, source: "rollup", current: entries, previous: previous, names: names)
+                #expect(report.jsonBytes() == report.json.bytes(), "\(bucket) \(entries.count) rows")
+            }
+        }
+    }
+}

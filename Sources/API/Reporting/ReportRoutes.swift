@@ -183,7 +183,7 @@ public struct ReportRoutes: Sendable {
                                                        ("Content-Disposition", #"inline; filename="csat-report.csv""#)] + headers,
                                 body: Array(report.csv.utf8))
         }
-        return .json(report.json, headers: headers)
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")] + headers, body: report.jsonBytes())
     }
 
     /// The one computation behind every report, JSON, CSV or the report page: from the rollups of a configured zone,
