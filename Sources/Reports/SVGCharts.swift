@@ -30,17 +30,25 @@ public enum SVG {
 
     /// A number with a fixed count of decimals (no Foundation formatter: the Reports module has none).
     public static func fixed(_ value: Double, _ places: Int) -> String {
+        var text = ""
+        appendFixed(value, places, to: &text)
+        return text
+    }
+
+    /// `fixed`, appended (charts write hundreds of coordinates a page).
+    public static func appendFixed(_ value: Double, _ places: Int, to text: inout String) {
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }
         let scaled = (abs(value) * scale).rounded()
         let whole = Int(scaled / scale)
-        var text = (value < 0 && scaled > 0 ? "-" : "") + String(whole)
+        if value < 0 && scaled > 0 { text += "-" }
+        text += String(whole)
         if places > 0 {
-            let fraction = Int(scaled) - whole * Int(scale)
-            let digits = String(fraction)
-            text += "." + String(repeating: "0", count: places - digits.count) + digits
+            let digits = String(Int(scaled) - whole * Int(scale))
+            text += "."
+            for _ in digits.utf8.count..<max(digits.utf8.count, places) { text += "0" }
+            text += digits
         }
-        return text
     }
 
     /// The colour of a score's segment: a colour-blind-safe diverging scale, red (1) through grey to blue (5), dark
@@ -196,9 +204,19 @@ public enum DistributionBar {
     /// `label` is the chart's accessible name (distinct per chart, with its numbers).
     public static func render(_ counts: [Int], hrefs: [String?] = [], width: Int = 760, height: Int = 28,
                               cssClass: String = "chart distribution", label: String = "Scores 1 to 5") -> String {
+        // Appended into one string made once: the page draws one of these per agent.
+        var svg = ""
+        svg.reserveCapacity(700 + label.utf8.count)
+        svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\""
+        svg += cssClass
+        svg += "\" viewBox=\"0 0 "
+        svg += String(width)
+        svg += " "
+        svg += String(height)
+        svg += "\" role=\"img\" aria-label=\""
+        svg += SVG.escape(label)
+        svg += "\" preserveAspectRatio=\"none\">"
         let total = counts.reduce(0, +)
-        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"\(cssClass)\" viewBox=\"0 0 \(width) \(height)\" "
-            + "role=\"img\" aria-label=\"\(SVG.escape(label))\" preserveAspectRatio=\"none\">"
         guard total > 0 else {
             return svg + "<rect class=\"outline\" x=\"0.5\" y=\"0.5\" width=\"\(width - 1)\" height=\"\(height - 1)\"/></svg>"
         }
@@ -206,14 +224,30 @@ public enum DistributionBar {
         for (index, count) in counts.prefix(5).enumerated() where count > 0 {
             let share = Double(count) / Double(total)
             let segment = Double(width) * share
-            let title = "Score \(index + 1): \(count) (\(SVG.fixed(share * 100, 1))%)"
-            let rect = "<rect class=\"score\(index + 1)\" fill=\"\(SVG.scoreColors[index])\" x=\"\(SVG.fixed(at, 2))\" y=\"0\" "
-                + "width=\"\(SVG.fixed(segment, 2))\" height=\"\(height)\"><title>\(SVG.escape(title))</title></rect>"
-            if index < hrefs.count, let href = hrefs[index] {
-                svg += "<a href=\"\(SVG.escape(href))\">\(rect)</a>"
-            } else {
-                svg += rect
+            let href = index < hrefs.count ? hrefs[index] : nil
+            if let href {
+                svg += "<a href=\""
+                svg += SVG.escape(href)
+                svg += "\">"
             }
+            svg += "<rect class=\"score"
+            svg += String(index + 1)
+            svg += "\" fill=\""
+            svg += SVG.scoreColors[index]
+            svg += "\" x=\""
+            SVG.appendFixed(at, 2, to: &svg)
+            svg += "\" y=\"0\" width=\""
+            SVG.appendFixed(segment, 2, to: &svg)
+            svg += "\" height=\""
+            svg += String(height)
+            svg += "\"><title>Score "
+            svg += String(index + 1)
+            svg += ": "
+            svg += String(count)
+            svg += " ("
+            SVG.appendFixed(share * 100, 1, to: &svg)
+            svg += "%)</title></rect>"
+            if href != nil { svg += "</a>" }
             at += segment
         }
         return svg + "</svg>"
