@@ -165,6 +165,8 @@ public final class APIResponder: HTTPResponder {
                         started: ContinuousClock.Instant, extra: [(name: String, value: String)] = [], trace: TraceContext? = nil) -> HTTPResponse {
         admission.observe(response, to: request)
         var response = ETag.apply(to: response, request: request)
+        // One allocation for the headers added below (request id, rate limits, CORS).
+        response.headers.reserveCapacity(response.headers.count + extra.count + 4)
         response.headers.append(("X-Request-ID", requestID))
         response.headers.append(contentsOf: extra)
         cors.decorate(&response, for: request)

@@ -341,22 +341,79 @@ struct SummaryView {
             let href = chosen.contains(String(row.groupId)) ? base : base + separator + field + "=" + String(row.groupId)
             let few = settings.smallSample > 0 && figures.responses < settings.smallSample
             let target = field == "teamId" ? settings.target(team: row.groupId) : viewTarget
-            html += "<tr data-id=\"\(row.groupId)\" data-responses=\"\(figures.responses)\" data-average=\"\(ReportPageHTML.number(figures.averageScore))\" "
-                + "data-csat=\"\(ReportPageHTML.number(figures.csatPercent))\" data-distribution=\"\(figures.distribution.map(String.init).joined(separator: ","))\""
-                + "\(few ? " data-few=\"true\"" : "")\(target.map { " data-target=\"\(ReportPageHTML.number($0))\"" } ?? "")>"
-            html += "<td><a href=\"\(href)\" title=\"\(esc(row.name))\">\(esc(SVG.truncate(row.name, to: 48)))</a>"
-                + (few ? "<span class=\"few\" title=\"Fewer than \(settings.smallSample) responses\">few</span>" : "") + "</td>"
-            html += "<td>\(figures.responses)</td><td>\(ReportPageHTML.average(figures.averageScore))</td>"
-            html += "<td>\(ReportPageHTML.change(figures.averageScore, overall, places: 2, suffix: "", noData: "–"))</td>"
-            html += "<td>\(ReportPageHTML.percent(figures.csatPercent))</td>"
-            if showTargets { html += "<td>" + (target.map { ReportPageHTML.change(figures.csatPercent, $0, places: 1, suffix: " pts", noData: "–") } ?? "–") + "</td>" }
-            let counts = figures.distribution.map(String.init).joined(separator: " · ")
-            html += "<td class=\"dist\">" + DistributionBar.render(figures.distribution, width: 100, height: 12, cssClass: "mini",
-                                                                   label: "Scores of \(row.name): " + (1...5).map { "\($0): \(figures.distribution[$0 - 1])" }.joined(separator: ", "))
-                + "<small class=\"counts\">\(counts)</small></td>"
-            html += "<td>\(ReportPageHTML.average(previous.averageScore))\(fewMark(previous))</td><td>\(ReportPageHTML.percent(previous.csatPercent))</td>"
-            html += "<td>\(ReportPageHTML.change(figures.averageScore, previous.averageScore, places: 2, suffix: ""))</td>"
-            html += "<td>\(ReportPageHTML.change(figures.csatPercent, previous.csatPercent, places: 1, suffix: " pts"))</td></tr>"
+            // Appended piece by piece into the reserved string: no temporary string per cell (hundreds of rows).
+            html += "<tr data-id=\""
+            html += String(row.groupId)
+            html += "\" data-responses=\""
+            html += String(figures.responses)
+            html += "\" data-average=\""
+            html += ReportPageHTML.number(figures.averageScore)
+            html += "\" data-csat=\""
+            html += ReportPageHTML.number(figures.csatPercent)
+            html += "\" data-distribution=\""
+            for (index, count) in figures.distribution.enumerated() {
+                if index > 0 { html += "," }
+                html += String(count)
+            }
+            html += "\""
+            if few { html += " data-few=\"true\"" }
+            if let target {
+                html += " data-target=\""
+                html += ReportPageHTML.number(target)
+                html += "\""
+            }
+            html += "><td><a href=\""
+            html += href
+            html += "\" title=\""
+            html += esc(row.name)
+            html += "\">"
+            html += esc(SVG.truncate(row.name, to: 48))
+            html += "</a>"
+            if few {
+                html += "<span class=\"few\" title=\"Fewer than "
+                html += String(settings.smallSample)
+                html += " responses\">few</span>"
+            }
+            html += "</td><td>"
+            html += String(figures.responses)
+            html += "</td><td>"
+            html += ReportPageHTML.average(figures.averageScore)
+            html += "</td><td>"
+            html += ReportPageHTML.change(figures.averageScore, overall, places: 2, suffix: "", noData: "–")
+            html += "</td><td>"
+            html += ReportPageHTML.percent(figures.csatPercent)
+            html += "</td>"
+            if showTargets {
+                html += "<td>"
+                html += target.map { ReportPageHTML.change(figures.csatPercent, $0, places: 1, suffix: " pts", noData: "–") } ?? "–"
+                html += "</td>"
+            }
+            var label = "Scores of "
+            label += row.name
+            label += ": "
+            for score in 1...5 {
+                if score > 1 { label += ", " }
+                label += String(score)
+                label += ": "
+                label += String(figures.distribution[score - 1])
+            }
+            html += "<td class=\"dist\">"
+            html += DistributionBar.render(figures.distribution, width: 100, height: 12, cssClass: "mini", label: label)
+            html += "<small class=\"counts\">"
+            for (index, count) in figures.distribution.enumerated() {
+                if index > 0 { html += " · " }
+                html += String(count)
+            }
+            html += "</small></td><td>"
+            html += ReportPageHTML.average(previous.averageScore)
+            html += fewMark(previous)
+            html += "</td><td>"
+            html += ReportPageHTML.percent(previous.csatPercent)
+            html += "</td><td>"
+            html += ReportPageHTML.change(figures.averageScore, previous.averageScore, places: 2, suffix: "")
+            html += "</td><td>"
+            html += ReportPageHTML.change(figures.csatPercent, previous.csatPercent, places: 1, suffix: " pts")
+            html += "</td></tr>"
         }
         return html + "</tbody></table></div></section>"
     }

@@ -166,8 +166,14 @@ public struct ReportRoutes: Sendable {
     }
 
     func report(_ request: HTTPRequest, caller: ReportCaller) async throws -> HTTPResponse {
-        let response = try await computeReport(request, caller: caller)
-        if settings.cacheSeconds > 0 { results.put(Self.cacheKey(request, teams: caller.teamIds), response) }
+        var response = try await computeReport(request, caller: caller)
+        if settings.cacheSeconds > 0 {
+            // Tagged once here, so a cached answer is not hashed again on every read (an agents' report is ~70 kB).
+            if response.status == 200, response.stream == nil, response.header("etag") == nil {
+                response.headers.append(("ETag", ETag.of(response.body)))
+            }
+            results.put(Self.cacheKey(request, teams: caller.teamIds), response)
+        }
         return response
     }
 
