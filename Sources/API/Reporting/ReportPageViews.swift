@@ -336,86 +336,103 @@ struct SummaryView {
         let separator = base.contains("?") ? "&amp;" : "?"
         let overall = report.totals.averageScore
         for row in rows {
-            let figures = row.figures
-            let previous = row.previous ?? CSATFigures()
             let href = chosen.contains(String(row.groupId)) ? base : base + separator + field + "=" + String(row.groupId)
-            let few = settings.smallSample > 0 && figures.responses < settings.smallSample
             let target = field == "teamId" ? settings.target(team: row.groupId) : viewTarget
-            // Appended piece by piece into the reserved string: no temporary string per cell (hundreds of rows).
-            html += "<tr data-id=\""
-            html += String(row.groupId)
-            html += "\" data-responses=\""
-            html += String(figures.responses)
-            html += "\" data-average=\""
-            html += ReportPageHTML.number(figures.averageScore)
-            html += "\" data-csat=\""
-            html += ReportPageHTML.number(figures.csatPercent)
-            html += "\" data-distribution=\""
-            for (index, count) in figures.distribution.enumerated() {
-                if index > 0 { html += "," }
-                html += String(count)
-            }
-            html += "\""
-            if few { html += " data-few=\"true\"" }
-            if let target {
-                html += " data-target=\""
-                html += ReportPageHTML.number(target)
-                html += "\""
-            }
-            html += "><td><a href=\""
-            html += href
-            html += "\" title=\""
-            html += esc(row.name)
-            html += "\">"
-            html += esc(SVG.truncate(row.name, to: 48))
-            html += "</a>"
-            if few {
-                html += "<span class=\"few\" title=\"Fewer than "
-                html += String(settings.smallSample)
-                html += " responses\">few</span>"
-            }
-            html += "</td><td>"
-            html += String(figures.responses)
-            html += "</td><td>"
-            html += ReportPageHTML.average(figures.averageScore)
-            html += "</td><td>"
-            html += ReportPageHTML.change(figures.averageScore, overall, places: 2, suffix: "", noData: "–")
-            html += "</td><td>"
-            html += ReportPageHTML.percent(figures.csatPercent)
-            html += "</td>"
-            if showTargets {
-                html += "<td>"
-                html += target.map { ReportPageHTML.change(figures.csatPercent, $0, places: 1, suffix: " pts", noData: "–") } ?? "–"
-                html += "</td>"
-            }
-            var label = "Scores of "
-            label += row.name
-            label += ": "
-            for score in 1...5 {
-                if score > 1 { label += ", " }
-                label += String(score)
-                label += ": "
-                label += String(figures.distribution[score - 1])
-            }
-            html += "<td class=\"dist\">"
-            html += DistributionBar.render(figures.distribution, width: 100, height: 12, cssClass: "mini", label: label)
-            html += "<small class=\"counts\">"
-            for (index, count) in figures.distribution.enumerated() {
-                if index > 0 { html += " · " }
-                html += String(count)
-            }
-            html += "</small></td><td>"
-            html += ReportPageHTML.average(previous.averageScore)
-            html += fewMark(previous)
-            html += "</td><td>"
-            html += ReportPageHTML.percent(previous.csatPercent)
-            html += "</td><td>"
-            html += ReportPageHTML.change(figures.averageScore, previous.averageScore, places: 2, suffix: "")
-            html += "</td><td>"
-            html += ReportPageHTML.change(figures.csatPercent, previous.csatPercent, places: 1, suffix: " pts")
-            html += "</td></tr>"
+            appendRow(row, href: href, target: target, overall: overall, showTargets: showTargets, to: &html)
         }
         return html + "</tbody></table></div></section>"
+    }
+
+    /// One agent's or team's row: its figures, the change against the view and its target, its score bar.
+    func appendRow(_ row: CSATRow, href: String, target: Double?, overall: Double?, showTargets: Bool, to html: inout String) {
+        let figures = row.figures
+        let previous = row.previous ?? CSATFigures()
+        let few = settings.smallSample > 0 && figures.responses < settings.smallSample
+        appendRowHead(row, href: href, target: target, few: few, to: &html)
+        html += "</td><td>"
+        html += String(figures.responses)
+        html += "</td><td>"
+        html += ReportPageHTML.average(figures.averageScore)
+        html += "</td><td>"
+        html += ReportPageHTML.change(figures.averageScore, overall, places: 2, suffix: "", noData: "–")
+        html += "</td><td>"
+        html += ReportPageHTML.percent(figures.csatPercent)
+        html += "</td>"
+        if showTargets {
+            html += "<td>"
+            html += target.map { ReportPageHTML.change(figures.csatPercent, $0, places: 1, suffix: " pts", noData: "–") } ?? "–"
+            html += "</td>"
+        }
+        appendScores(of: row.name, figures, to: &html)
+        html += "<td>"
+        html += ReportPageHTML.average(previous.averageScore)
+        html += fewMark(previous)
+        html += "</td><td>"
+        html += ReportPageHTML.percent(previous.csatPercent)
+        html += "</td><td>"
+        html += ReportPageHTML.change(figures.averageScore, previous.averageScore, places: 2, suffix: "")
+        html += "</td><td>"
+        html += ReportPageHTML.change(figures.csatPercent, previous.csatPercent, places: 1, suffix: " pts")
+        html += "</td></tr>"
+    }
+
+    /// The row's opening tag with the data the page's sorting reads, and the name cell.
+    func appendRowHead(_ row: CSATRow, href: String, target: Double?, few: Bool, to html: inout String) {
+        let figures = row.figures
+        // Appended piece by piece into the reserved string: no temporary string per cell (hundreds of rows).
+        html += "<tr data-id=\""
+        html += String(row.groupId)
+        html += "\" data-responses=\""
+        html += String(figures.responses)
+        html += "\" data-average=\""
+        html += ReportPageHTML.number(figures.averageScore)
+        html += "\" data-csat=\""
+        html += ReportPageHTML.number(figures.csatPercent)
+        html += "\" data-distribution=\""
+        for (index, count) in figures.distribution.enumerated() {
+            if index > 0 { html += "," }
+            html += String(count)
+        }
+        html += "\""
+        if few { html += " data-few=\"true\"" }
+        if let target {
+            html += " data-target=\""
+            html += ReportPageHTML.number(target)
+            html += "\""
+        }
+        html += "><td><a href=\""
+        html += href
+        html += "\" title=\""
+        html += esc(row.name)
+        html += "\">"
+        html += esc(SVG.truncate(row.name, to: 48))
+        html += "</a>"
+        if few {
+            html += "<span class=\"few\" title=\"Fewer than "
+            html += String(settings.smallSample)
+            html += " responses\">few</span>"
+        }
+    }
+
+    /// The score bar, named with its counts, and the counts written beside it.
+    func appendScores(of name: String, _ figures: CSATFigures, to html: inout String) {
+        var label = "Scores of "
+        label += name
+        label += ": "
+        for score in 1...5 {
+            if score > 1 { label += ", " }
+            label += String(score)
+            label += ": "
+            label += String(figures.distribution[score - 1])
+        }
+        html += "<td class=\"dist\">"
+        html += DistributionBar.render(figures.distribution, width: 100, height: 12, cssClass: "mini", label: label)
+        html += "<small class=\"counts\">"
+        for (index, count) in figures.distribution.enumerated() {
+            if index > 0 { html += " · " }
+            html += String(count)
+        }
+        html += "</small></td>"
     }
 }
 
