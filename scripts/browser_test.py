@@ -276,17 +276,23 @@ def api(browser, console, ticket_id):
             }
         };
         const g = new DeskGateway({ baseUrl: base, token, maxRetries: 8 });
-        await exhaust();
-        let started = performance.now();
-        let timedOut = null;
-        try { await g.openCount({ timeoutMs: 600 }); timedOut = 'answered'; } catch (error) { timedOut = error.code; }
+        // The bucket refills a token every 100 ms: a call that slips in on a fresh token is answered without any wait
+        // to interrupt, so that attempt says nothing and is made again.
+        let started = 0, timedOut = null;
+        for (let attempt = 0; attempt < 5 && (timedOut === null || timedOut === 'answered'); attempt++) {
+            await exhaust();
+            started = performance.now();
+            try { await g.openCount({ timeoutMs: 600 }); timedOut = 'answered'; } catch (error) { timedOut = error.code; }
+        }
         const timeoutMs = performance.now() - started;
-        const controller = new AbortController();
-        await exhaust();
-        started = performance.now();
-        setTimeout(() => controller.abort(), 300);
         let aborted = null;
-        try { await g.openCount({ signal: controller.signal }); aborted = 'answered'; } catch (error) { aborted = error.name; }
+        for (let attempt = 0; attempt < 5 && (aborted === null || aborted === 'answered'); attempt++) {
+            const controller = new AbortController();
+            await exhaust();
+            started = performance.now();
+            setTimeout(() => controller.abort(), 300);
+            try { await g.openCount({ signal: controller.signal }); aborted = 'answered'; } catch (error) { aborted = error.name; }
+        }
         return { timedOut, timeoutMs, aborted, abortMs: performance.now() - started };
     """, gateway, token, 0)
     check("a call's timeoutMs ends its Retry-After wait with code timeout",
