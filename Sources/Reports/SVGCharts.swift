@@ -1,25 +1,38 @@
+import JSON
+
 /// Charts of the report page, drawn on the server as inline SVG (no script, no chart library): a trend of average
 /// score and CSAT % per bucket, and stacked bars of the 1–5 distribution. Every text is XML-escaped.
 public enum SVG {
     /// Escapes text for XML content and attribute values.
     public static func escape(_ text: String) -> String {
         // Most names need nothing: hand them back as they are.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x26 || $0 == 0x3C || $0 == 0x3E || $0 == 0x22 || $0 == 0x27 }) { return text }
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default:
-                // XML 1.0 has no place for most control characters, even escaped.
-                if scalar.value < 0x20 && scalar != "\t" && scalar != "\n" && scalar != "\r" { out += "\u{FFFD}" } else { out.unicodeScalars.append(scalar) }
+        if !text.utf8.contains(where: needsEscape) { return text }
+        var out: [UInt8] = []
+        appendEscaped(text, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func needsEscape(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == 0x26 || byte == 0x3C || byte == 0x3E || byte == 0x22 || byte == 0x27
+    }
+
+    /// `escape`, appended as UTF-8. Bytes of multi-byte characters are never below 0x80, so a byte walk is a
+    /// character walk for everything that is replaced.
+    public static func appendEscaped(_ text: String, to out: inout [UInt8]) {
+        guard text.utf8.contains(where: needsEscape) else { return out.append(contentsOf: text.utf8) }
+        out.reserveCapacity(out.count + text.utf8.count + 16)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "&"): out.append(contentsOf: "&amp;".utf8)
+            case UInt8(ascii: "<"): out.append(contentsOf: "&lt;".utf8)
+            case UInt8(ascii: ">"): out.append(contentsOf: "&gt;".utf8)
+            case UInt8(ascii: "\""): out.append(contentsOf: "&quot;".utf8)
+            case UInt8(ascii: "'"): out.append(contentsOf: "&#39;".utf8)
+            // XML 1.0 has no place for most control characters, even escaped.
+            case 0..<0x20 where byte != 0x09 && byte != 0x0A && byte != 0x0D: out.append(contentsOf: [0xEF, 0xBF, 0xBD])
+            default: out.append(byte)
             }
         }
-        return out
     }
 
     /// At most `limit` characters, the last one an ellipsis when cut.
@@ -30,30 +43,38 @@ public enum SVG {
 
     /// A number with a fixed count of decimals (no Foundation formatter: the Reports module has none).
     public static func fixed(_ value: Double, _ places: Int) -> String {
-        var text = ""
-        appendFixed(value, places, to: &text)
-        return text
+        var out: [UInt8] = []
+        appendFixed(value, places, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
-    /// `fixed`, appended (charts write hundreds of coordinates a page).
+    /// `fixed`, appended to a string (the trend chart's coordinates).
     public static func appendFixed(_ value: Double, _ places: Int, to text: inout String) {
+        text += fixed(value, places)
+    }
+
+    /// `fixed`, appended as UTF-8 (the page's rows write hundreds of them).
+    public static func appendFixed(_ value: Double, _ places: Int, to out: inout [UInt8]) {
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }
         let scaled = (abs(value) * scale).rounded()
         let whole = Int(scaled / scale)
-        if value < 0 && scaled > 0 { text += "-" }
-        text += String(whole)
+        if value < 0 && scaled > 0 { out.append(UInt8(ascii: "-")) }
+        JSONText.appendInteger(Int64(whole), to: &out)
         if places > 0 {
-            let digits = String(Int(scaled) - whole * Int(scale))
-            text += "."
-            for _ in digits.utf8.count..<max(digits.utf8.count, places) { text += "0" }
-            text += digits
+            let fraction = Int(scaled) - whole * Int(scale)
+            out.append(UInt8(ascii: "."))
+            var width = fraction < 0 ? 2 : 1
+            var rest = fraction.magnitude
+            while rest >= 10 { rest /= 10; width += 1 }
+            for _ in width..<max(width, places) { out.append(UInt8(ascii: "0")) }
+            JSONText.appendInteger(Int64(fraction), to: &out)
         }
     }
 
     /// The colour of a score's segment: a colour-blind-safe diverging scale, red (1) through grey to blue (5), dark
     /// and light in turn so neighbours stand at least 3:1 apart.
-    static let scoreColors = ["#b2182b", "#f4a582", "#595959", "#92c5de", "#2166ac"]
+    static let scoreColors: [StaticString] = ["#b2182b", "#f4a582", "#595959", "#92c5de", "#2166ac"]
 }
 
 /// One point of the trend: a bucket and the figures behind it (nil figures: no scored responses, drawn as a gap).
@@ -203,22 +224,31 @@ public enum DistributionBar {
     /// names a target. An all-zero distribution draws an empty outline.
     /// `label` is the chart's accessible name (distinct per chart, with its numbers).
     public static func render(_ counts: [Int], hrefs: [String?] = [], width: Int = 760, height: Int = 28,
-                              cssClass: String = "chart distribution", label: String = "Scores 1 to 5") -> String {
-        // Appended into one string made once: the page draws one of these per agent.
-        var svg = ""
-        svg.reserveCapacity(700 + label.utf8.count)
-        svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\""
-        svg += cssClass
-        svg += "\" viewBox=\"0 0 "
-        svg += String(width)
-        svg += " "
-        svg += String(height)
-        svg += "\" role=\"img\" aria-label=\""
-        svg += SVG.escape(label)
-        svg += "\" preserveAspectRatio=\"none\">"
+                              cssClass: StaticString = "chart distribution", label: String = "Scores 1 to 5") -> String {
+        var out = HTMLWriter(capacity: 700 + label.utf8.count)
+        write(counts, hrefs: hrefs, width: width, height: height, cssClass: cssClass, label: label, to: &out)
+        return out.string
+    }
+
+    /// `render`, written into the page (one per agent and team).
+    public static func write(_ counts: [Int], hrefs: [String?] = [], width: Int, height: Int, cssClass: StaticString, label: String,
+                             to out: inout HTMLWriter) {
+        out.raw("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"")
+        out.raw(cssClass)
+        out.raw("\" viewBox=\"0 0 ")
+        out.integer(width)
+        out.raw(" ")
+        out.integer(height)
+        out.raw("\" role=\"img\" aria-label=\"")
+        out.escaped(label)
+        out.raw("\" preserveAspectRatio=\"none\">")
         let total = counts.reduce(0, +)
         guard total > 0 else {
-            return svg + "<rect class=\"outline\" x=\"0.5\" y=\"0.5\" width=\"\(width - 1)\" height=\"\(height - 1)\"/></svg>"
+            out.raw("<rect class=\"outline\" x=\"0.5\" y=\"0.5\" width=\"")
+            out.integer(width - 1)
+            out.raw("\" height=\"")
+            out.integer(height - 1)
+            return out.raw("\"/></svg>")
         }
         var at = 0.0
         for (index, count) in counts.prefix(5).enumerated() where count > 0 {
@@ -226,30 +256,30 @@ public enum DistributionBar {
             let segment = Double(width) * share
             let href = index < hrefs.count ? hrefs[index] : nil
             if let href {
-                svg += "<a href=\""
-                svg += SVG.escape(href)
-                svg += "\">"
+                out.raw("<a href=\"")
+                out.escaped(href)
+                out.raw("\">")
             }
-            svg += "<rect class=\"score"
-            svg += String(index + 1)
-            svg += "\" fill=\""
-            svg += SVG.scoreColors[index]
-            svg += "\" x=\""
-            SVG.appendFixed(at, 2, to: &svg)
-            svg += "\" y=\"0\" width=\""
-            SVG.appendFixed(segment, 2, to: &svg)
-            svg += "\" height=\""
-            svg += String(height)
-            svg += "\"><title>Score "
-            svg += String(index + 1)
-            svg += ": "
-            svg += String(count)
-            svg += " ("
-            SVG.appendFixed(share * 100, 1, to: &svg)
-            svg += "%)</title></rect>"
-            if href != nil { svg += "</a>" }
+            out.raw("<rect class=\"score")
+            out.integer(index + 1)
+            out.raw("\" fill=\"")
+            out.raw(SVG.scoreColors[index])
+            out.raw("\" x=\"")
+            out.fixed(at, 2)
+            out.raw("\" y=\"0\" width=\"")
+            out.fixed(segment, 2)
+            out.raw("\" height=\"")
+            out.integer(height)
+            out.raw("\"><title>Score ")
+            out.integer(index + 1)
+            out.raw(": ")
+            out.integer(count)
+            out.raw(" (")
+            out.fixed(share * 100, 1)
+            out.raw("%)</title></rect>")
+            if href != nil { out.raw("</a>") }
             at += segment
         }
-        return svg + "</svg>"
+        out.raw("</svg>")
     }
 }

@@ -116,5 +116,21 @@ import Testing
         #expect(SVG.fixed(61.7, 1) == "61.7")
         #expect(SVG.fixed(0.05, 2) == "0.05")
         #expect(SVG.fixed(100, 1) == "100.0")
+        #expect(SVG.fixed(-3.04, 1) == "-3.0" && SVG.fixed(7.0009, 3) == "7.001" && SVG.fixed(12.5, 4) == "12.5000")
+    }
+
+    /// The page's rows are written as bytes; the escaping is the same as the string's, character for character.
+    @Test func escapingIntoBytes() {
+        let text = "Zoë & \"Ana\" <o'k>\u{1}\t\u{1F600}"
+        #expect(SVG.escape(text) == "Zoë &amp; &quot;Ana&quot; &lt;o&#39;k&gt;\u{FFFD}\t\u{1F600}")
+        var writer = HTMLWriter(capacity: 0)
+        writer.escaped(text)
+        writer.raw("|")
+        writer.escaped("plain")
+        writer.fixed(-0.5, 0)
+        writer.number(2.25)
+        writer.number(nil)
+        writer.integer(-42)
+        #expect(writer.string == SVG.escape(text) + "|plain-12.25-42")
     }
 }

@@ -121,16 +121,48 @@ enum ReportPageHTML {
         return CSV.number(value)
     }
 
-    static func average(_ value: Double?) -> String { value.map { SVG.fixed($0, 2) } ?? "–" }
-    static func percent(_ value: Double?) -> String { value.map { SVG.fixed($0, 1) + "%" } ?? "–" }
+    static func average(_ value: Double?) -> String { written { $0.average(value) } }
+    static func percent(_ value: Double?) -> String { written { $0.percent(value) } }
 
     /// A change against the previous period: `+0.12` / `+1.3 pts` / `+12 %`, classed up, down or flat.
-    static func change(_ now: Double?, _ before: Double?, places: Int, suffix: String, noData: String = "no previous data") -> String {
-        guard let now, let before else { return "<span class=\"muted\">\(noData)</span>" }
+    static func change(_ now: Double?, _ before: Double?, places: Int, suffix: StaticString, noData: StaticString = "no previous data") -> String {
+        written { $0.change(now, before, places: places, suffix: suffix, noData: noData) }
+    }
+
+    static func written(_ write: (inout HTMLWriter) -> Void) -> String {
+        var out = HTMLWriter(capacity: 64)
+        write(&out)
+        return out.string
+    }
+}
+
+/// The page's figures as the rows write them.
+extension HTMLWriter {
+    mutating func average(_ value: Double?) {
+        if let value { fixed(value, 2) } else { raw("–") }
+    }
+
+    mutating func percent(_ value: Double?) {
+        guard let value else { return raw("–") }
+        fixed(value, 1)
+        raw("%")
+    }
+
+    mutating func change(_ now: Double?, _ before: Double?, places: Int, suffix: StaticString, noData: StaticString = "no previous data") {
+        guard let now, let before else {
+            raw("<span class=\"muted\">")
+            raw(noData)
+            return raw("</span>")
+        }
         let delta = now - before
-        let shown = SVG.fixed(delta, places)
-        // SVG.fixed never writes a negative zero, so a change that rounds away is exactly this text.
-        if shown == SVG.fixed(0, places) { return "<span class=\"flat\">\(shown)\(suffix)</span>" }
-        return delta > 0 ? "<span class=\"up\">+\(shown)\(suffix)</span>" : "<span class=\"down\">\(shown)\(suffix)</span>"
+        var scale = 1.0
+        for _ in 0..<places { scale *= 10 }
+        // A change that rounds away is flat, and written without a sign (`fixed` never writes a negative zero).
+        if (abs(delta) * scale).rounded() == 0 { raw("<span class=\"flat\">") } else if delta > 0 { raw("<span class=\"up\">+") } else {
+            raw("<span class=\"down\">")
+        }
+        fixed(delta, places)
+        raw(suffix)
+        raw("</span>")
     }
 }

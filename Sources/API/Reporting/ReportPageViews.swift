@@ -320,8 +320,6 @@ struct SummaryView {
         let rows = filters.sorted(report.rows)
         guard !rows.isEmpty else { return html + "<div class=\"panel empty-state\">No \(title.lowercased()) with requests or responses in this period.</div></section>" }
         let showTargets = settings.hasTargets
-        // A row is about 1.5 kB: grown once, not doubled a dozen times.
-        html.reserveCapacity(html.utf8.count + 2_000 + rows.count * 1_800)
         html += "<div class=\"scroll\" role=\"region\" aria-label=\"\(title) table\" tabindex=\"0\"><table id=\"table-\(id)\"><thead><tr>"
             + sortHeader(title == "Agents" ? "Agent" : "Team", "name", id: id) + sortHeader("Responses", "responses", id: id)
             + sortHeader("Average", "average", id: id) + "<th scope=\"col\" title=\"Average minus the average of everyone in this view\">vs all</th>"
@@ -335,87 +333,89 @@ struct SummaryView {
         let chosen = Set(field == "agentId" ? filters.agentIds : filters.teamIds)
         let separator = base.contains("?") ? "&amp;" : "?"
         let overall = report.totals.averageScore
+        // A row is about 1.5 kB: written as bytes into one buffer grown once.
+        var out = HTMLWriter(capacity: rows.count * 1_800)
         for row in rows {
             let href = chosen.contains(String(row.groupId)) ? base : base + separator + field + "=" + String(row.groupId)
             let target = field == "teamId" ? settings.target(team: row.groupId) : viewTarget
-            appendRow(row, href: href, target: target, overall: overall, showTargets: showTargets, to: &html)
+            appendRow(row, href: href, target: target, overall: overall, showTargets: showTargets, to: &out)
         }
+        html += out.string
         return html + "</tbody></table></div></section>"
     }
 
     /// One agent's or team's row: its figures, the change against the view and its target, its score bar.
-    func appendRow(_ row: CSATRow, href: String, target: Double?, overall: Double?, showTargets: Bool, to html: inout String) {
+    func appendRow(_ row: CSATRow, href: String, target: Double?, overall: Double?, showTargets: Bool, to html: inout HTMLWriter) {
         let figures = row.figures
         let previous = row.previous ?? CSATFigures()
         let few = settings.smallSample > 0 && figures.responses < settings.smallSample
         appendRowHead(row, href: href, target: target, few: few, to: &html)
-        html += "</td><td>"
-        html += String(figures.responses)
-        html += "</td><td>"
-        html += ReportPageHTML.average(figures.averageScore)
-        html += "</td><td>"
-        html += ReportPageHTML.change(figures.averageScore, overall, places: 2, suffix: "", noData: "–")
-        html += "</td><td>"
-        html += ReportPageHTML.percent(figures.csatPercent)
-        html += "</td>"
+        html.raw("</td><td>")
+        html.integer(figures.responses)
+        html.raw("</td><td>")
+        html.average(figures.averageScore)
+        html.raw("</td><td>")
+        html.change(figures.averageScore, overall, places: 2, suffix: "", noData: "–")
+        html.raw("</td><td>")
+        html.percent(figures.csatPercent)
+        html.raw("</td>")
         if showTargets {
-            html += "<td>"
-            html += target.map { ReportPageHTML.change(figures.csatPercent, $0, places: 1, suffix: " pts", noData: "–") } ?? "–"
-            html += "</td>"
+            html.raw("<td>")
+            if let target { html.change(figures.csatPercent, target, places: 1, suffix: " pts", noData: "–") } else { html.raw("–") }
+            html.raw("</td>")
         }
         appendScores(of: row.name, figures, to: &html)
-        html += "<td>"
-        html += ReportPageHTML.average(previous.averageScore)
-        html += fewMark(previous)
-        html += "</td><td>"
-        html += ReportPageHTML.percent(previous.csatPercent)
-        html += "</td><td>"
-        html += ReportPageHTML.change(figures.averageScore, previous.averageScore, places: 2, suffix: "")
-        html += "</td><td>"
-        html += ReportPageHTML.change(figures.csatPercent, previous.csatPercent, places: 1, suffix: " pts")
-        html += "</td></tr>"
+        html.raw("<td>")
+        html.average(previous.averageScore)
+        html.markup(fewMark(previous))
+        html.raw("</td><td>")
+        html.percent(previous.csatPercent)
+        html.raw("</td><td>")
+        html.change(figures.averageScore, previous.averageScore, places: 2, suffix: "")
+        html.raw("</td><td>")
+        html.change(figures.csatPercent, previous.csatPercent, places: 1, suffix: " pts")
+        html.raw("</td></tr>")
     }
 
     /// The row's opening tag with the data the page's sorting reads, and the name cell.
-    func appendRowHead(_ row: CSATRow, href: String, target: Double?, few: Bool, to html: inout String) {
+    func appendRowHead(_ row: CSATRow, href: String, target: Double?, few: Bool, to html: inout HTMLWriter) {
         let figures = row.figures
-        // Appended piece by piece into the reserved string: no temporary string per cell (hundreds of rows).
-        html += "<tr data-id=\""
-        html += String(row.groupId)
-        html += "\" data-responses=\""
-        html += String(figures.responses)
-        html += "\" data-average=\""
-        html += ReportPageHTML.number(figures.averageScore)
-        html += "\" data-csat=\""
-        html += ReportPageHTML.number(figures.csatPercent)
-        html += "\" data-distribution=\""
+        html.raw("<tr data-id=\"")
+        html.integer(row.groupId)
+        html.raw("\" data-responses=\"")
+        html.integer(figures.responses)
+        html.raw("\" data-average=\"")
+        html.number(figures.averageScore)
+        html.raw("\" data-csat=\"")
+        html.number(figures.csatPercent)
+        html.raw("\" data-distribution=\"")
         for (index, count) in figures.distribution.enumerated() {
-            if index > 0 { html += "," }
-            html += String(count)
+            if index > 0 { html.raw(",") }
+            html.integer(count)
         }
-        html += "\""
-        if few { html += " data-few=\"true\"" }
+        html.raw("\"")
+        if few { html.raw(" data-few=\"true\"") }
         if let target {
-            html += " data-target=\""
-            html += ReportPageHTML.number(target)
-            html += "\""
+            html.raw(" data-target=\"")
+            html.number(target)
+            html.raw("\"")
         }
-        html += "><td><a href=\""
-        html += href
-        html += "\" title=\""
-        html += esc(row.name)
-        html += "\">"
-        html += esc(SVG.truncate(row.name, to: 48))
-        html += "</a>"
+        html.raw("><td><a href=\"")
+        html.markup(href)
+        html.raw("\" title=\"")
+        html.escaped(row.name)
+        html.raw("\">")
+        html.escaped(SVG.truncate(row.name, to: 48))
+        html.raw("</a>")
         if few {
-            html += "<span class=\"few\" title=\"Fewer than "
-            html += String(settings.smallSample)
-            html += " responses\">few</span>"
+            html.raw("<span class=\"few\" title=\"Fewer than ")
+            html.integer(settings.smallSample)
+            html.raw(" responses\">few</span>")
         }
     }
 
     /// The score bar, named with its counts, and the counts written beside it.
-    func appendScores(of name: String, _ figures: CSATFigures, to html: inout String) {
+    func appendScores(of name: String, _ figures: CSATFigures, to html: inout HTMLWriter) {
         var label = "Scores of "
         label += name
         label += ": "
@@ -425,14 +425,14 @@ struct SummaryView {
             label += ": "
             label += String(figures.distribution[score - 1])
         }
-        html += "<td class=\"dist\">"
-        html += DistributionBar.render(figures.distribution, width: 100, height: 12, cssClass: "mini", label: label)
-        html += "<small class=\"counts\">"
+        html.raw("<td class=\"dist\">")
+        DistributionBar.write(figures.distribution, width: 100, height: 12, cssClass: "mini", label: label, to: &html)
+        html.raw("<small class=\"counts\">")
         for (index, count) in figures.distribution.enumerated() {
-            if index > 0 { html += " · " }
-            html += String(count)
+            if index > 0 { html.raw(" · ") }
+            html.integer(count)
         }
-        html += "</small></td>"
+        html.raw("</small></td>")
     }
 }
 
