@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "Telemetry", dependencies: ["CBuildInfo", "JSON", "Domain", "CurlHTTP", "System", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "Store", dependencies: ["Postgres", "JSON", "Domain", "Reports", .product(name: "Crypto", package: "swift-crypto")],
                 swiftSettings: strict),
-        .target(name: "API", dependencies: ["CurlHTTP", "System", "Store", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain", "DeskClient",
+        .target(name: "API", dependencies: ["CurlHTTP", "System", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain", "DeskClient",
                                             .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "GatewayApp", dependencies: ["API", "Services", "Store", "HTTPServer", "Telemetry", "DeskClient", "DeskEmulator", "Domain", "System",
                                                    .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
@@ -64,6 +64,11 @@ let package = Package(
         .executableTarget(name: "dg-fuzz", dependencies: ["API", "JSON", "Reports", "HTTPServer"], swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres", "Store", "HTTPServer", "DeskClient"], path: "Tests/TestSupport"),
+        // Routes and middleware on in-memory fakes: no PostgreSQL, no socket.
+        .testTarget(name: "APITests", dependencies: ["API", "Domain", "Reports", "JSON", "HTTPServer", "Telemetry",
+                                                    .product(name: "Logging", package: "swift-log")]),
+        // The emulator's world model (Desk's ticket rules) without HTTP.
+        .testTarget(name: "DeskEmulatorTests", dependencies: ["DeskEmulator", "Domain", "JSON"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "ServicesTests", dependencies: ["Services", "Domain", "JSON", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "JSON", "Domain"]),

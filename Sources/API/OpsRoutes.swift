@@ -1,7 +1,7 @@
 import JSON
 import HTTPServer
 import Synchronization
-public import Store
+public import Domain
 public import Telemetry
 
 /// `/livez`, `/readyz`, `/metrics` and `/openapi.yaml`.
@@ -14,7 +14,7 @@ public struct OpsRoutes: Sendable {
     /// The outcome of each check at the last `/readyz` (probes call it every few seconds), for the metrics.
     private let lastReadiness = LastReadiness()
 
-    public init(checks: [any ReadinessCheck], metrics: MetricsRegistry, database: Database?, openAPIDocument: String?,
+    public init(checks: [any ReadinessCheck], metrics: MetricsRegistry, database: (any DatabaseProbe)?, openAPIDocument: String?,
                 version: String, watchdog: Watchdog? = nil) {
         self.checks = checks
         self.watchdog = watchdog

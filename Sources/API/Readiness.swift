@@ -1,5 +1,4 @@
-import Domain
-public import Store
+public import Domain
 
 public enum HealthStatus: String, Sendable, Comparable {
     case pass, warn, fail
@@ -43,10 +42,10 @@ func milliseconds(since start: ContinuousClock.Instant) -> Double {
 public struct DatabaseReadinessCheck: ReadinessCheck {
     public let name = "database"
     public let componentType = "datastore"
-    let database: Database
+    let database: any DatabaseProbe
     let timeout: Duration
 
-    public init(database: Database, timeout: Duration = .seconds(2)) {
+    public init(database: any DatabaseProbe, timeout: Duration = .seconds(2)) {
         self.database = database
         self.timeout = timeout
     }
@@ -78,10 +77,10 @@ public struct DatabaseReadinessCheck: ReadinessCheck {
 public struct OutboxReadinessCheck: ReadinessCheck {
     public let name = "outbox"
     public let componentType = "component"
-    let outbox: OutboxStore
+    let outbox: any OutboxQueue
     let warnAgeSeconds: Double
 
-    public init(outbox: OutboxStore, warnAgeSeconds: Double) {
+    public init(outbox: any OutboxQueue, warnAgeSeconds: Double) {
         self.outbox = outbox
         self.warnAgeSeconds = warnAgeSeconds
     }

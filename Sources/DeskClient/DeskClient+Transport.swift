@@ -35,7 +35,7 @@ extension DeskClient {
             }
             let started = ContinuousClock.now
             let outcome = await perform(request)
-            let seconds = Self.seconds(ContinuousClock.now - started)
+            let seconds = (ContinuousClock.now - started).inSeconds
             switch try judge(outcome, operation: operation, seconds: seconds, observe: observe) {
             case .success(let answer): return answer
             case .failure(let error): lastError = error
@@ -91,7 +91,7 @@ extension DeskClient {
     /// Full jitter: a random delay up to base·2^attempt (capped); a short `Retry-After` wins when Desk sends one.
     func backoff(attempt: Int, retryAfter: Int?) -> Duration {
         if let retryAfter, retryAfter <= 5 { return .seconds(retryAfter) }
-        let ceiling = min(Self.seconds(configuration.retryMaxDelay), Self.seconds(configuration.retryBaseDelay) * pow(2, Double(attempt)))
+        let ceiling = min(configuration.retryMaxDelay.inSeconds, configuration.retryBaseDelay.inSeconds * pow(2, Double(attempt)))
         return .milliseconds(Int(Double.random(in: 0...ceiling) * 1000))
     }
 
@@ -233,9 +233,5 @@ extension DeskClient {
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         return formatter
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

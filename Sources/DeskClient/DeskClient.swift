@@ -370,6 +370,12 @@ extension DeskClient: DeskTicketSource {
     }
 }
 
+extension DeskClient: DeskCustomerReader {
+    public func ticketPage(deskToken: String, limit: Int, offset: Int) async throws(DomainError) -> DeskPage<DeskTicket> {
+        try await listTickets(DeskSession(token: deskToken), status: .all, limit: limit, offset: offset)
+    }
+}
+
 extension DeskClient: DeskTicketWriter {
     public func submitFeedback(ticketId: Int, messageId: Int, score: Int, comment: String?, deskToken: String) async throws(DomainError) {
         try await submitFeedback(DeskSession(token: deskToken), ticketId: ticketId, messageId: messageId, score: score, comment: comment)

@@ -193,7 +193,7 @@ extension DeskEmulator {
             let body = try request.jsonBody()
             guard let agentId = body["agentId"]?.intValue else { throw EmulatorFailure.invalid("agentId is required.") }
             let teamKey = body["teamKey"]?.stringValue
-            return try emulator.controlMutation(id, extraEvent: "TICKET.ASSIGNED") { world, ticket, events throws(EmulatorFailure) in
+            return try emulator.controlMutation(id, extraEvent: .ticketAssigned) { world, ticket, events throws(EmulatorFailure) in
                 guard let agent = world.agents[agentId] else { throw EmulatorFailure.invalid("Unknown agent \(agentId).") }
                 guard [.pending, .active, .idle, .workInProgress].contains(ticket.status) else {
                     throw EmulatorFailure.state("Only PENDING, ACTIVE, IDLE or WORK_IN_PROGRESS tickets can be assigned; this one is \(ticket.status.rawValue).")
@@ -209,7 +209,7 @@ extension DeskEmulator {
                 }
                 ticket.agentId = agentId
                 ticket.status = .active
-                ticket.messages.append(Self.adminMessage(&world, type: "SYSTEM_MESSAGE_TICKET_ASSIGNED_BY_AGENT"))
+                ticket.messages.append(world.adminMessage("SYSTEM_MESSAGE_TICKET_ASSIGNED_BY_AGENT"))
                 return true
             }
         }
@@ -235,7 +235,7 @@ extension DeskEmulator {
             return try emulator.controlMutation(id) { world, ticket, events throws(EmulatorFailure) in
                 guard ticket.status == .active else { throw EmulatorFailure.state("Only ACTIVE tickets go idle; this one is \(ticket.status.rawValue).") }
                 ticket.status = .idle
-                ticket.messages.append(Self.adminMessage(&world, type: "SYSTEM_MESSAGE_TICKET_ACTIVE_TO_IDLE_BY_SYSTEM"))
+                ticket.messages.append(world.adminMessage("SYSTEM_MESSAGE_TICKET_ACTIVE_TO_IDLE_BY_SYSTEM"))
                 return true
             }
         }
@@ -246,7 +246,7 @@ extension DeskEmulator {
                     throw EmulatorFailure.state("Only ACTIVE or IDLE tickets can be put in progress.")
                 }
                 ticket.status = .workInProgress
-                ticket.messages.append(Self.adminMessage(&world, type: "SYSTEM_MESSAGE_TICKET_WIP_BY_AGENT"))
+                ticket.messages.append(world.adminMessage("SYSTEM_MESSAGE_TICKET_WIP_BY_AGENT"))
                 return true
             }
         }
@@ -270,7 +270,7 @@ extension DeskEmulator {
                 guard [.active, .idle, .workInProgress].contains(ticket.status) else {
                     throw EmulatorFailure.state("Agents close ACTIVE, IDLE or WORK_IN_PROGRESS tickets; this one is \(ticket.status.rawValue).")
                 }
-                let closed = try Self.close(&world, id: id, closeStatus: "CLOSED_BY_AGENT", comment: comment,
+                let closed = try world.close(id, closeStatus: "CLOSED_BY_AGENT", comment: comment,
                                             adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_AGENT", events: &events)
                 return EmulatorResponse.json(world.ticketJSON(closed, platform: true))
             }
@@ -331,16 +331,8 @@ extension DeskEmulator {
                                comment: nil, text: text, adminType: nil, sender: sender, createdAt: now, updatedAt: now)
     }
 
-    static func adminMessage(_ world: inout EmulatorWorld, type: String) -> EmulatedMessage {
-        defer { world.nextMessageId += 1 }
-        let now = Date.nowRounded
-        return EmulatedMessage(messageId: world.nextMessageId, richType: nil, customType: RichMessageType.adminCustomType,
-                               state: nil, score: nil, comment: nil, text: type, adminType: type, sender: "system",
-                               createdAt: now, updatedAt: now)
-    }
-
     /// Applies an agent/system change to one ticket; emits TICKET.STATUS.UPDATED when `body` reports a change.
-    func controlMutation(_ id: Int, extraEvent: String? = nil,
+    func controlMutation(_ id: Int, extraEvent: DeskEventType? = nil,
                          _ body: (inout EmulatorWorld, inout EmulatedTicket, inout [WebhookEvent]) throws(EmulatorFailure) -> Bool) throws(EmulatorFailure) -> HTTPResponse {
         try mutate { world, events throws(EmulatorFailure) in
             guard var ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
@@ -350,7 +342,7 @@ extension DeskEmulator {
             world.tickets[id] = ticket
             let json = world.ticketJSON(ticket, platform: true)
             if let extraEvent { events.append(WebhookEvent(type: extraEvent, ticket: json)) }
-            if changed, before != ticket.status { events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: json)) }
+            if changed, before != ticket.status { events.append(WebhookEvent(type: .statusUpdated, ticket: json)) }
             return EmulatorResponse.json(json)
         }
     }
@@ -358,21 +350,7 @@ extension DeskEmulator {
     func sendRichMessage(_ id: Int, type: RichMessageType, text: String,
                          check: (EmulatedTicket) throws(EmulatorFailure) -> Void) throws(EmulatorFailure) -> HTTPResponse {
         try mutate { world, events throws(EmulatorFailure) in
-            guard let ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
-            try check(ticket)
-            let now = Date.nowRounded
-            let message = EmulatedMessage(messageId: world.nextMessageId, richType: type, customType: RichMessageType.customType,
-                                          state: .waiting, score: nil, comment: nil, text: text, adminType: nil,
-                                          sender: ticket.agentId.map { "agent-\($0)" } ?? "system", createdAt: now, updatedAt: now)
-            world.nextMessageId += 1
-            let updated = try world.changeTicket(id) { ticket in
-                ticket.messages.append(message)
-                ticket.updatedAt = now
-            }
-            if type == .customerSatisfaction {
-                events.append(WebhookEvent(type: "TICKET.CSAT.REQUESTED", ticket: world.ticketJSON(updated, platform: true),
-                                           message: world.messageJSON(message, ticket: updated)))
-            }
+            let (message, updated) = try world.sendRichMessage(id, type: type, text: text, events: &events, check: check)
             return EmulatorResponse.json(.object([("messageId", .integer(message.messageId)),
                                                   ("message", world.messageJSON(message, ticket: updated))]), status: 201)
         }

@@ -155,27 +155,11 @@ extension DeskEmulator {
         let related = try Self.parseRelatedChannels(body["relatedChannelUrls"]) ?? []
         let allowed = world.read { $0.ticketFieldKeys }
         let fields = try Self.parseCustomFields(body["customFields"], allowed: allowed)
-        let channelType = body["channelType"]?.stringValue ?? "SENDBIRD_JAVASCRIPT"
-        let info = body["info"]?.stringValue ?? "{}"
-        let groupKey = body["groupKey"]?.stringValue
+        let new = NewTicket(title: title, priority: priority, relatedChannels: related, customFields: fields,
+                            channelType: body["channelType"]?.stringValue ?? "SENDBIRD_JAVASCRIPT", info: body["info"]?.stringValue ?? "{}",
+                            groupKey: body["groupKey"]?.stringValue)
         return try mutate { world, events throws(EmulatorFailure) in
-            var groupId: Int?
-            if let groupKey, !groupKey.isEmpty {
-                guard let team = world.team(key: groupKey) else { throw EmulatorFailure.invalid("Unknown groupKey \(groupKey).") }
-                groupId = team.id
-            }
-            let id = world.nextTicketId
-            world.nextTicketId += 1
-            let now = Date.nowRounded
-            let ticket = EmulatedTicket(
-                id: id, channelName: title,
-                channelUrl: "sendbird_desk_\(world.appId.lowercased())_\(id)_\(UUID().uuidString.prefix(8).lowercased())",
-                channelType: channelType, customerId: customer, status: .initialized, closeStatus: "NOT_CLOSED",
-                priority: priority, groupId: groupId, agentId: nil, customFields: fields, relatedChannels: related,
-                info: info, createdAt: now, updatedAt: now, issuedAt: nil, closedAt: nil, closeComment: nil,
-                customerSatisfactionScore: nil, customerSatisfactionComment: nil, firstResponseTime: 0, messages: [])
-            world.tickets[id] = ticket
-            events.append(WebhookEvent(type: "TICKET.CREATED", ticket: world.ticketJSON(ticket, platform: true)))
+            let ticket = try world.createTicket(new, customer: customer, events: &events)
             return EmulatorResponse.json(world.ticketJSON(ticket, platform: false), status: 201)
         }
     }
@@ -299,99 +283,24 @@ extension DeskEmulator {
 
     func customerClose(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
         let (_, id) = try ownTicket(request)
-        let body = try request.jsonBody()
-        let comment = body["closeComment"]?.stringValue ?? ""
+        let comment = try request.jsonBody()["closeComment"]?.stringValue ?? ""
         return try mutate { world, events throws(EmulatorFailure) in
-            let status = try world.existingTicket(id).status
-            guard status.customerMayClose else {
-                throw EmulatorFailure.state("Customers can close only ACTIVE or IDLE tickets; this one is \(status.rawValue).")
-            }
-            let closed = try Self.close(&world, id: id, closeStatus: "CLOSED_BY_CUSTOMER", comment: comment,
-                                        adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_CUSTOMER", events: &events)
-            return EmulatorResponse.json(world.ticketJSON(closed, platform: false))
+            EmulatorResponse.json(world.ticketJSON(try world.customerClose(id, comment: comment, events: &events), platform: false))
         }
-    }
-
-    /// Closes the ticket with Desk's admin message and webhook; returns it closed.
-    @discardableResult
-    static func close(_ world: inout EmulatorWorld, id: Int, closeStatus: String, comment: String?, adminType: String,
-                      events: inout [WebhookEvent]) throws(EmulatorFailure) -> EmulatedTicket {
-        let now = Date.nowRounded
-        let message = Self.adminMessage(&world, type: adminType)
-        let closed = try world.changeTicket(id) { ticket in
-            (ticket.status, ticket.closeStatus, ticket.closeComment, ticket.closedAt, ticket.updatedAt) = (.closed, closeStatus, comment, now, now)
-            ticket.messages.append(message)
-        }
-        events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(closed, platform: true)))
-        return closed
     }
 
     func reopen(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
         let (_, id) = try ownTicket(request)
         return try mutate { world, events throws(EmulatorFailure) in
-            let status = try world.existingTicket(id).status
-            guard status == .closed else {
-                throw EmulatorFailure.state("Only CLOSED tickets can be reopened; this one is \(status.rawValue).")
-            }
-            let message = Self.adminMessage(&world, type: "SYSTEM_MESSAGE_TICKET_REOPENED_BY_CUSTOMER")
-            let reopened = try world.changeTicket(id) { ticket in
-                // Back to the previous agent when there is one, otherwise into the queue.
-                ticket.status = ticket.agentId == nil ? .pending : .active
-                (ticket.closeStatus, ticket.closedAt, ticket.closeComment, ticket.updatedAt) = ("NOT_CLOSED", nil, nil, .nowRounded)
-                ticket.messages.append(message)
-            }
-            events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(reopened, platform: true)))
-            return EmulatorResponse.json(world.ticketJSON(reopened, platform: false))
+            EmulatorResponse.json(world.ticketJSON(try world.reopen(id, events: &events), platform: false))
         }
     }
 
     func cancel(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
         let (_, id) = try ownTicket(request)
-        let body = try request.jsonBody()
-        let transfer = body["groupKeyForTransfer"]?.stringValue
+        let transfer = try request.jsonBody()["groupKeyForTransfer"]?.stringValue
         return try mutate { world, events throws(EmulatorFailure) in
-            let status = try world.existingTicket(id).status
-            guard [.active, .idle, .workInProgress, .pending].contains(status) else {
-                throw EmulatorFailure.state("This ticket cannot be cancelled in status \(status.rawValue).")
-            }
-            var teamId: Int?
-            if let transfer, !transfer.isEmpty {
-                guard let team = world.team(key: transfer) else { throw EmulatorFailure.invalid("Unknown groupKeyForTransfer.") }
-                teamId = team.id
-            }
-            let cancelled = try world.changeTicket(id) { ticket in
-                if let teamId { ticket.groupId = teamId }
-                (ticket.agentId, ticket.status, ticket.updatedAt) = (nil, .pending, .nowRounded)
-            }
-            events.append(WebhookEvent(type: "TICKET.STATUS.UPDATED", ticket: world.ticketJSON(cancelled, platform: true)))
-            return EmulatorResponse.json(world.ticketJSON(cancelled, platform: false))
-        }
-    }
-
-    /// A customer's answer written into the message: CONFIRMED or DECLINED for a closure inquiry, CONFIRMED with a
-    /// score 1–5 (and an optional comment) for a CSAT request.
-    static func answer(_ message: inout EmulatedMessage, type: RichMessageType, state: RichMessageState,
-                       payload: JSONValue) throws(EmulatorFailure) {
-        switch type {
-        case .closureInquiry:
-            guard state == .confirmed || state == .declined else {
-                throw EmulatorFailure.invalid("A closure inquiry is answered CONFIRMED or DECLINED.")
-            }
-            message.state = state
-        case .customerSatisfaction:
-            guard state == .confirmed else { throw EmulatorFailure.invalid("A CSAT request is answered CONFIRMED.") }
-            guard let score = payload["customerSatisfactionScore"]?.intValue, DeskLimits.csatScores.contains(score) else {
-                throw EmulatorFailure.invalid("customerSatisfactionScore must be an integer from 1 to 5.")
-            }
-            let comment = payload["customerSatisfactionComment"]
-            if let comment, !comment.isNull, comment.stringValue == nil {
-                throw EmulatorFailure.invalid("customerSatisfactionComment must be a string.")
-            }
-            message.score = score
-            message.comment = comment?.stringValue
-            message.state = .confirmed
-        case .urlPreview:
-            throw EmulatorFailure.invalid("URL previews are edited through the Chat API.")
+            EmulatorResponse.json(world.ticketJSON(try world.cancel(id, transferTo: transfer, events: &events), platform: false))
         }
     }
 
@@ -410,37 +319,10 @@ extension DeskEmulator {
         guard let stateText = payload["state"]?.stringValue, let state = RichMessageState(rawValue: stateText) else {
             throw EmulatorFailure.invalid("messageData.body.state must be WAITING, CONFIRMED or DECLINED.")
         }
+        let answer = MessageAnswer(messageId: messageId, type: type, state: state, payload: payload)
+        let staysWaiting = variants.withLock { $0.csatMessageStaysWaiting }
         return try mutate { world, events throws(EmulatorFailure) in
-            var ticket = try world.existingTicket(id)
-            guard let index = ticket.messages.firstIndex(where: { $0.messageId == messageId }) else {
-                throw EmulatorFailure.notFound("No message \(messageId) in this ticket.")
-            }
-            // Every attempt counts, refused ones too.
-            ticket.messages[index].answerAttempts += 1
-            world.tickets[id] = ticket
-            var message = ticket.messages[index]
-            guard message.richType == type else { throw EmulatorFailure.invalid("Message \(messageId) is not of type \(type.rawValue).") }
-            guard message.state == .waiting else {
-                throw EmulatorFailure.state("Message \(messageId) was already answered (\(message.state?.rawValue ?? "none")).")
-            }
-            try Self.answer(&message, type: type, state: state, payload: payload)
-            message.updatedAt = .nowRounded
-            let (score, comment) = (message.score, message.comment)
-            if type == .customerSatisfaction, variants.withLock({ $0.csatMessageStaysWaiting }) {
-                // This Desk keeps the message as first sent; only the ticket tells the answer.
-                (message.state, message.score, message.comment) = (.waiting, nil, nil)
-            }
-            ticket.messages[index] = message
-            ticket.updatedAt = .nowRounded
-            if type == .customerSatisfaction { (ticket.customerSatisfactionScore, ticket.customerSatisfactionComment) = (score, comment) }
-            world.tickets[id] = ticket
-            if type == .customerSatisfaction {
-                events.append(WebhookEvent(type: "TICKET.CSAT.UPDATED", ticket: world.ticketJSON(ticket, platform: true),
-                                           message: world.messageJSON(message, ticket: ticket)))
-            } else if state == .confirmed, world.autoCloseOnConfirm, ticket.status != .closed {
-                ticket = try Self.close(&world, id: id, closeStatus: "CONFIRMED", comment: nil,
-                                        adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_CUSTOMER", events: &events)
-            }
+            let (message, ticket) = try world.answer(id, answer, csatStaysWaiting: staysWaiting, events: &events)
             return EmulatorResponse.json(world.messageJSON(message, ticket: ticket))
         }
     }

@@ -48,7 +48,7 @@ extension DeskEmulator {
             return try emulator.mutate { world, events throws(EmulatorFailure) in
                 guard let ticket = world.tickets[id] else { throw EmulatorFailure.notFound() }
                 guard ticket.status != .closed else { throw EmulatorFailure.state("The ticket is already closed.") }
-                let closed = try Self.close(&world, id: id, closeStatus: "CLOSED_BY_ADMIN", comment: comment,
+                let closed = try world.close(id, closeStatus: "CLOSED_BY_ADMIN", comment: comment,
                                             adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_PLATFORM_API", events: &events)
                 return EmulatorResponse.json(world.ticketJSON(closed, platform: true))
             }

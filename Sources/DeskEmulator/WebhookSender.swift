@@ -31,9 +31,9 @@ struct WebhookEvent: Sendable {
     let message: JSONValue?
     let occurredAt: Double
 
-    init(type: String, ticket: JSONValue, message: JSONValue? = nil) {
+    init(type: DeskEventType, ticket: JSONValue, message: JSONValue? = nil) {
         self.id = UUID().uuidString.lowercased()
-        self.type = type
+        self.type = type.rawValue
         self.ticket = ticket
         self.message = message
         self.occurredAt = Date().timeIntervalSince1970

@@ -66,3 +66,10 @@ final class DeadlineRace<T: Sendable>: Sendable {
         continuation?.resume(with: outcome)
     }
 }
+
+extension Duration {
+    /// The duration in seconds, fractions included.
+    public var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -129,6 +129,11 @@ public protocol DeskTicketSource: Sendable {
     func ticket(_ key: TicketKey, deskToken: String) async throws(DomainError) -> DeskTicket
 }
 
+/// Desk's customer API as a customer's list is refreshed: every ticket of the session's customer, newest first.
+public protocol DeskCustomerReader: DeskTicketSource {
+    func ticketPage(deskToken: String, limit: Int, offset: Int) async throws(DomainError) -> DeskPage<DeskTicket>
+}
+
 /// One customer write waiting for (or done with) Desk.
 public struct OutboxOperation: Sendable {
     public let id: Int

@@ -35,7 +35,7 @@ public struct Span: Sendable {
     /// The wall-clock time of a monotonic instant in the recent past.
     public static func wallNanos(of instant: ContinuousClock.Instant) -> UInt64 {
         let ago = ContinuousClock.now - instant
-        let nanos = UInt64(max(0, ago.components.seconds)) * 1_000_000_000 + UInt64(max(0, ago.components.attoseconds / 1_000_000_000))
+        let nanos = UInt64(max(0, ago.inSeconds * 1e9))
         let now = Self.now()
         return now > nanos ? now - nanos : 0
     }

@@ -70,3 +70,36 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
         return loaded
     }
 }
+
+/// One value that counts as fresh for `ttl` seconds after it was stored: a directory read now and then (team names,
+/// zones with rollups, channel types).
+public final class CachedValue<Value: Sendable>: Sendable {
+    public let ttl: Double
+    private let slot = Mutex<(value: Value, at: Double)?>(nil)
+
+    public init(ttl: Double) {
+        self.ttl = ttl
+    }
+
+    /// The value whatever its age, with the time it was stored.
+    public func lookup() -> (value: Value, at: Double)? {
+        slot.withLock { $0 }
+    }
+
+    public func put(_ value: Value, at: Double = TTLCache<Int, Int>.now) {
+        slot.withLock { $0 = (value, at) }
+    }
+
+    /// Seconds since the value was stored (infinite before the first).
+    public func age(now: Double = TTLCache<Int, Int>.now) -> Double {
+        lookup().map { now - $0.at } ?? .infinity
+    }
+
+    /// The fresh value, or `load`'s, which is then stored. Concurrent misses may each load once.
+    public func value(load: () async throws -> Value) async rethrows -> Value {
+        if let (value, at) = lookup(), TTLCache<Int, Int>.now - at < ttl { return value }
+        let loaded = try await load()
+        put(loaded)
+        return loaded
+    }
+}

@@ -45,23 +45,11 @@ public struct TraceContext: Sendable, Equatable {
 
     static func isHex(_ text: Substring) -> Bool { text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) } }
 
+    /// `bytes` (a multiple of 8) random bytes in lowercase hex.
     static func randomHex(_ bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
         var out = ""
-        out.reserveCapacity(bytes * 2)
-        var remaining = bytes
-        while remaining > 0 {
-            var word = generator.next() as UInt64
-            for _ in 0..<min(8, remaining) {
-                let byte = UInt8(word & 0xFF)
-                word >>= 8
-                out.append(Self.digits[Int(byte >> 4)])
-                out.append(Self.digits[Int(byte & 0x0F)])
-            }
-            remaining -= 8
-        }
+        for _ in 0..<(bytes + 7) / 8 { out = Codec.hex(generator.next() as UInt64, width: 16, prefix: out) }
         return out
     }
-
-    static let digits: [Character] = Array("0123456789abcdef")
 }

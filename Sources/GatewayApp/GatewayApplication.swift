@@ -274,7 +274,7 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
     }
     let customerSessions = SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey))
     let reports = ReportRoutes(keys: APIKeyStore(pool: pool), reports: reportStore, sessions: customerSessions,
-                               settings: config.reportSettings, knownZones: knownZones, zones: CSATStore(pool: pool), verified: wiring.verified)
+                               settings: config.reportSettings, knownZones: knownZones, verified: wiring.verified)
     reports.register(in: &wiring.routes)
     wiring.metrics.gauge("report_cache_bytes", help: "Bytes of computed reports held in memory (REPORT_CACHE_MAX_MB bounds them).") {
         [([], Double(reports.cachedReports.bytes))]

@@ -1,3 +1,4 @@
+public import Domain
 import Postgres
 import Foundation
 
@@ -13,7 +14,7 @@ public struct APIKeyRecord: Sendable {
 }
 
 /// API keys for reporting clients: `dgk_` + 256 random bits; only the SHA-256 is stored.
-public struct APIKeyStore: Sendable {
+public struct APIKeyStore: APIKeyDirectory {
     let pool: Database
 
     public init(pool: Database) {

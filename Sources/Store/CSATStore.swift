@@ -3,7 +3,7 @@ import Postgres
 import Reports
 
 /// CSAT ratings and requests in PostgreSQL. The same rating arriving again (gateway, webhook, sync) is stored once.
-public struct CSATStore: RatingStore {
+public struct CSATStore: FeedbackRatings {
     let pool: Database
 
     public init(pool: Database) {

@@ -1,18 +1,12 @@
-import Domain
+public import Domain
 package import Postgres
 
-public struct DatabaseStatistics: Sendable {
-    public let size: Int
-    public let inUse: Int
-    public let idle: Int
-    public let waiting: Int
-}
 
 /// The gateway's PostgreSQL as the rest of the program sees it. Every failure leaves `Store` as a `DomainError`
 /// (connection trouble → `storeUnavailable`, a statement timeout → `storeTimeout`, a unique violation → `conflict`,
 /// anything else → `storeFailure` with
 /// the server's words in `internalDetail`), so no module above `Store` needs to know PostgreSQL.
-public final class Database: Sendable {
+public final class Database: DatabaseProbe {
     package let pool: PostgresPool
 
     package init(pool: PostgresPool) {

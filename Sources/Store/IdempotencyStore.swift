@@ -1,18 +1,10 @@
+public import Domain
 import JSON
 import Postgres
 
 /// `Idempotency-Key` records: the first request with a key claims it; its answer is stored and replayed.
-public struct IdempotencyStore: Sendable {
-    public enum Claim: Sendable {
-        /// This request owns the key and must complete or release it.
-        case claimed
-        /// The same key and body were answered before.
-        case replay(status: Int, headers: [(String, String)], body: [UInt8])
-        /// The same key is being processed by another request right now.
-        case inProgress
-        /// The key was used with a different request.
-        case mismatch
-    }
+public struct IdempotencyStore: IdempotencyKeys {
+    public typealias Claim = IdempotencyClaim
 
     let pool: Database
     /// The replay window: a key older than this is taken over by the next request (housekeeping removes it).

@@ -2,22 +2,6 @@ import Domain
 import Postgres
 import Synchronization
 
-/// Which database served the report reads of one request (set per request as a task local; the answer's
-/// `X-Report-Database` header).
-public final class ReadOrigin: Sendable {
-    @TaskLocal public static var current: ReadOrigin?
-    let replicaReads = Atomic<Int>(0)
-    let primaryReads = Atomic<Int>(0)
-
-    public init() {}
-
-    /// `primary` when any read went to the primary, `replica` when all went to the replica, nil when none was made.
-    public var label: String? {
-        if primaryReads.load(ordering: .relaxed) > 0 { return "primary" }
-        return replicaReads.load(ordering: .relaxed) > 0 ? "replica" : nil
-    }
-}
-
 /// Report reads go to a streaming replica (`DATABASE_READ_URL`) while it answers and its replay lag is within the
 /// bound; otherwise, and for any read the replica fails, to the primary. The replica's state is refreshed by `check()`
 /// (every second while the gateway runs) and by every failed read.
@@ -86,7 +70,7 @@ public final class ReportReads: Sendable {
     private func note(replica: Bool) {
         served.withLock { if replica { $0.replica += 1 } else { $0.primary += 1 } }
         if let origin = ReadOrigin.current {
-            if replica { origin.replicaReads.add(1, ordering: .relaxed) } else { origin.primaryReads.add(1, ordering: .relaxed) }
+            origin.record(replica: replica)
         }
     }
 }

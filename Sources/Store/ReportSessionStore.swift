@@ -1,8 +1,9 @@
+public import Domain
 import Postgres
 
 /// Sessions of the report page: a cookie token (256 random bits, only its SHA-256 stored) bound to the reports API
 /// key that opened it. A session ends at sign-out, at expiry, or as soon as its key is revoked (checked on every page).
-public struct ReportSessionStore: Sendable {
+public struct ReportSessionStore: ReportSessionDirectory {
     let pool: Database
 
     public init(pool: Database) {

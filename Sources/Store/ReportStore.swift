@@ -3,7 +3,7 @@ public import Reports
 
 /// CSAT report queries: from the rollup blocks in a configured zone, or exactly from the raw ratings (through the
 /// `rated_at` index) in any other zone.
-public struct ReportStore: Sendable {
+public struct ReportStore: ReportReader {
     let pool: Database
     /// Where report reads go: a replica when one is configured and usable, else `pool`.
     let reads: ReportReads
@@ -13,7 +13,7 @@ public struct ReportStore: Sendable {
         self.reads = reads ?? ReportReads(primary: pool)
     }
 
-    public typealias Entry = (group: Int, bucketStart: LocalDate?, figures: CSATFigures)
+    public typealias Entry = ReportEntry
 
     /// Bound parameters and `AND column = ANY($n)` clauses for the report filters.
     struct Filters {
@@ -82,7 +82,7 @@ public struct ReportStore: Sendable {
     }
 
     /// The same sums computed from raw ratings and requests with days cut in `zone`.
-    public func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, limit: Int = .max) async throws -> [Entry] {
+    public func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, limit: Int) async throws -> [Entry] {
         let group = p.groupBy == .agent ? "coalesce(agent_id, 0)" : "coalesce(team_id, 0)"
         var f = Filters(binds: [p.timeZone, from.description, to.description])
         f.addDimensions(p, nullableIds: true)
@@ -138,22 +138,6 @@ public struct ReportStore: Sendable {
             try await $0.query("SELECT DISTINCT agent_id FROM csat_ratings WHERE coalesce(team_id, 0) = ANY($1::bigint[]) AND agent_id IS NOT NULL",
                                [teams])
         }.map { try $0.decode(0, as: Int.self) })
-    }
-
-    public struct ResponseItem: Sendable {
-        public let id: Int
-        public let ticketId: Int
-        public let messageId: Int
-        public let score: Int?
-        public let comment: String?
-        public let agentId: Int?
-        public let agentName: String?
-        public let teamId: Int?
-        public let teamName: String?
-        public let channelType: String
-        public let priority: String
-        public let ratedAt: Double
-        public let source: String
     }
 
     /// Individual ratings, newest first, keyset-paged after (ratedAt, id).
@@ -233,5 +217,10 @@ public struct ReportStore: Sendable {
     /// Today's date in `zone`, by the database clock.
     public func today(in zone: String) async throws -> LocalDate? {
         LocalDate(try await pool.query("SELECT (now() AT TIME ZONE $1)::date::text", [zone])[0].decode(0, as: String.self))
+    }
+
+    /// Zones whose rollups are complete (reports may read them).
+    public func rollupZones() async throws -> Set<String> {
+        try await CSATStore(pool: pool).zones()
     }
 }

@@ -3,7 +3,7 @@ import Postgres
 
 /// The writes an inbox event may make, inside the inbox batch's transaction: what the webhook applier sees of the
 /// database, with no SQL and no PostgreSQL types above `Store`.
-public struct StoreTransaction {
+public struct StoreTransaction: InboxTransaction {
     let connection: PostgresConnection
     let csat: CSATWriter
 

@@ -1,52 +1,8 @@
 public import Domain
 import Postgres
 
-/// A ticket as the cache holds it: the rendered document plus what ownership, lists and freshness need.
-/// What a cache write needs; built by the API from a Desk ticket.
-public struct TicketRow: Sendable {
-    public let id: Int
-    public let customerId: Int
-    public let channelUrl: String
-    public let status: String
-    public let priority: String
-    public let title: String
-    public let teamId: Int?
-    public let agentId: Int?
-    public let agentName: String?
-    public let agentSendbirdId: String?
-    /// JSON object text of the custom fields (for containment filters).
-    public let customFields: String
-    public let createdAt: Double
-    public let updatedAt: Double
-    public let closedAt: Double?
-    public let document: String
-    public let desk: String
-
-    public init(id: Int, customerId: Int, channelUrl: String, status: String, priority: String, title: String, teamId: Int?,
-                agentId: Int?, agentName: String?, agentSendbirdId: String?, customFields: String, createdAt: Double,
-                updatedAt: Double, closedAt: Double?, document: String, desk: String) {
-        self.id = id
-        self.customerId = customerId
-        self.channelUrl = channelUrl
-        self.status = status
-        self.priority = priority
-        self.title = title
-        self.teamId = teamId
-        self.agentId = agentId
-        self.agentName = agentName
-        self.agentSendbirdId = agentSendbirdId
-        self.customFields = customFields
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.closedAt = closedAt
-        self.document = document
-        self.desk = desk
-    }
-}
-
-
 /// The PostgreSQL ticket cache.
-public struct TicketStore: Sendable {
+public struct TicketStore: TicketRepository {
     let pool: Database
 
     public init(pool: Database) {
@@ -218,19 +174,10 @@ extension TicketStore {
 }
 
 extension TicketStore {
-    /// What a rating needs to know about its ticket, from the cache.
-    public struct Snapshot: Sendable {
-        public let customerId: Int
-        public let agentId: Int?
-        public let teamId: Int?
-        public let priority: TicketPriority
-        public let channelType: String
-    }
-
-    public func snapshot(ticketId: Int) async throws -> Snapshot? {
+    public func snapshot(ticketId: Int) async throws -> TicketSnapshot? {
         try await pool.query("SELECT customer_id, agent_id, team_id, priority, coalesce(desk->>'channelType', 'UNKNOWN') FROM tickets WHERE id = $1",
                              [ticketId]).first.map { row in
-            Snapshot(customerId: try row.decode(0), agentId: try row.decodeIfPresent(1), teamId: try row.decodeIfPresent(2),
+            TicketSnapshot(customerId: try row.decode(0), agentId: try row.decodeIfPresent(1), teamId: try row.decodeIfPresent(2),
                      priority: TicketPriority(rawValue: try row.decode(3)) ?? .medium, channelType: try row.decode(4))
         }
     }

@@ -1,13 +1,8 @@
+public import Domain
 import Postgres
 
-public struct InboxEvent: Sendable {
-    public let id: Int
-    public let type: String
-    public let body: String
-}
-
 /// Desk webhooks as received: stored once per event (redeliveries collapse), applied later in arrival order.
-public struct WebhookInbox: Sendable {
+public struct WebhookInbox: WebhookEventInbox {
     let pool: Database
 
     public init(pool: Database) {
@@ -22,23 +17,8 @@ public struct WebhookInbox: Sendable {
             """, [dedupeKey, type, body])).isEmpty
     }
 
-    /// What became of one event.
-    public enum Outcome: String, Sendable {
-        case applied
-        /// Not interpretable (yet): kept for `webhooks replay`.
-        case unrecognized
-        /// Another Sendbird application's ticket: kept, never applied.
-        case foreign
-    }
-
-    /// What one pass over the inbox did.
-    public struct Pass: Sendable {
-        public var applied = 0
-        public var unrecognized = 0
-        public var foreign = 0
-        public var failed = 0
-        public var total: Int { applied + unrecognized + foreign + failed }
-    }
+    public typealias Outcome = InboxOutcome
+    public typealias Pass = InboxPass
 
     /// Applies up to `limit` pending events in one transaction (`FOR UPDATE SKIP LOCKED`, so instances share the
     /// work), in an order that holds the lock order by construction: by ticket (the ticket id where the known shapes
@@ -52,7 +32,7 @@ public struct WebhookInbox: Sendable {
     /// applied again (every write is idempotent).
     /// With `lanes`, this pass takes lane `lane` of the tickets only (their ids hashed).
     public func process(limit: Int, lane: Int = 0, lanes: Int = 1,
-                        apply: @escaping @Sendable (InboxEvent, StoreTransaction) throws -> Outcome) async throws -> Pass {
+                        apply: @escaping @Sendable (InboxEvent, any InboxTransaction) throws -> InboxOutcome) async throws -> InboxPass {
         try await pool.transaction { tx in
             let ticketKey = "coalesce(body #>> '{data,id}', body #>> '{data,ticket,id}', body #>> '{ticket,id}', body ->> 'id', '')"
             let rows = try tx.query("""

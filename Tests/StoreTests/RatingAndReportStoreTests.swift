@@ -65,8 +65,8 @@ import TestSupport
                           [("from", "2026-10-10"), ("to", "2026-11-20"), ("channelType", "SENDBIRD_IOS"), ("teamId", "11")]] {
                 let p = try reportParameters(query)
                 let blocks = try await reports.fromBlocks(p, plan: BlockPlan(p))
-                let raw = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket)
-                let rawBefore = try await reports.fromRaw(p, from: p.previous.from, to: p.previous.to, bucket: .none)
+                let raw = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: .max)
+                let rawBefore = try await reports.fromRaw(p, from: p.previous.from, to: p.previous.to, bucket: .none, limit: .max)
                 #expect(Self.sums(blocks.current.map { ($0.group, $0.bucketStart, $0.figures) }, bucket: p)
                         == Self.sums(raw.map { ($0.group, $0.bucketStart, $0.figures) }, bucket: p), "\(query)")
                 #expect(Self.sums(blocks.previous.map { ($0.group, nil, $0.figures) }, bucket: p)

@@ -1,3 +1,4 @@
+import GatewayApp
 import HTTPServer
 import Postgres
 import Store
@@ -34,4 +35,9 @@ extension HTTPServerConfiguration {
         HTTPServerConfiguration(host: "127.0.0.1", port: port, threads: threads, connectionTimeoutSeconds: 30,
                                 connectionLimit: connectionLimit, bodyLimitBytes: 1 << 20)
     }
+}
+
+extension RetentionPolicy {
+    /// The retention settings' defaults, as the gateway starts with them.
+    public static var defaults: RetentionPolicy { GatewayConfig().retention }
 }

@@ -1,7 +1,6 @@
 import HTTPServer
 import Domain
 import Foundation
-import Store
 import Synchronization
 
 /// Bearer-token authentication with a short in-memory cache in front of PostgreSQL, so the hot read path costs no

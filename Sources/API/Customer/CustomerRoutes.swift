@@ -4,26 +4,59 @@ import Foundation
 public import HTTPServer
 import JSON
 import Services
-public import Store
 public import Telemetry
 public import Logging
+
+/// Freshness and size settings of the customer API.
+public struct CustomerAPISettings: Sendable {
+    /// A cached ticket, or a customer's list, younger than this is served without asking Desk.
+    public var cacheTTLSeconds: Double
+    /// A read that has a cached copy to fall back on waits this long for Desk in all (every attempt), then serves
+    /// the copy marked stale.
+    public var staleReadBudgetSeconds: Double
+    public var sessionLifetimeSeconds: Int
+    public var sessionCacheSeconds: Double
+    /// Failed sign-ins per Sendbird user id and client address (beside the limit on all sign-ins per address): a
+    /// stranger's failures never lock the user out from their own address, and correct sign-ins cost nothing here.
+    public var signInPerUserPerMinute: Int
+    public var signInPerUserBurst: Int
+    /// Proxies whose forwarding headers name the client (the same list the rate limits use).
+    public var trustedProxies: [CIDR]
+    /// Tickets read per customer when refreshing a list (newest first).
+    public var maxSyncTickets = 1000
+
+    var freshness: TicketFreshness {
+        TicketFreshness(cacheTTLSeconds: cacheTTLSeconds, staleReadBudgetSeconds: staleReadBudgetSeconds, maxListTickets: maxSyncTickets)
+    }
+
+    public init(cacheTTLSeconds: Double, staleReadBudgetSeconds: Double, sessionLifetimeSeconds: Int, sessionCacheSeconds: Double,
+                signInPerUserPerMinute: Int, signInPerUserBurst: Int, trustedProxies: [CIDR]) {
+        self.cacheTTLSeconds = cacheTTLSeconds
+        self.staleReadBudgetSeconds = staleReadBudgetSeconds
+        self.sessionLifetimeSeconds = sessionLifetimeSeconds
+        self.sessionCacheSeconds = sessionCacheSeconds
+        self.signInPerUserPerMinute = signInPerUserPerMinute
+        self.signInPerUserBurst = signInPerUserBurst
+        self.trustedProxies = trustedProxies
+    }
+}
 
 /// The customer API (`/v1/…`) for web and mobile clients.
 public struct CustomerRoutes: Sendable {
     let sessions: any SessionDirectory
     let authenticator: Authenticator
     let tickets: CustomerTickets
-    let ratings: CSATStore
+    let ratings: any FeedbackRatings
     let desk: DeskClient
     let previews: LinkPreviewFetcher
     let settings: CustomerAPISettings
     let operations: CustomerWrites
-    let outbox: OutboxStore
+    let outbox: any OutboxQueue
     let signInFailures: RateLimiter
     let clients: ClientAddressResolver
 
-    public init(desk: DeskClient, sessions: any SessionDirectory, ticketStore: TicketStore, ratings: CSATStore,
-                previews: LinkPreviewFetcher, settings: CustomerAPISettings, outbox: OutboxStore, outboxSettings: OutboxSettings,
+    public init(desk: DeskClient, sessions: any SessionDirectory, ticketStore: any TicketRepository, ratings: any FeedbackRatings,
+                previews: LinkPreviewFetcher, settings: CustomerAPISettings, outbox: any OutboxQueue, outboxSettings: OutboxSettings,
                 metrics: MetricsRegistry, logger: Logger, verified: VerifiedCallers = VerifiedCallers()) {
         self.desk = desk
         self.sessions = sessions
@@ -34,7 +67,7 @@ public struct CustomerRoutes: Sendable {
         authenticator = Authenticator(store: sessions, cacheSeconds: settings.sessionCacheSeconds, verified: verified)
         signInFailures = RateLimiter(perMinute: settings.signInPerUserPerMinute, burst: settings.signInPerUserBurst)
         clients = ClientAddressResolver(trustedProxies: settings.trustedProxies)
-        tickets = CustomerTickets(desk: desk, store: ticketStore, settings: settings, logger: logger)
+        tickets = CustomerTickets(desk: desk, store: ticketStore, settings: settings.freshness, logger: logger, etag: ETag.of)
         operations = CustomerWrites(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, metrics: metrics,
                                 logger: logger, settings: outboxSettings)
         let (authenticator, memory, failures) = (authenticator, tickets.memory, signInFailures)
@@ -344,7 +377,7 @@ public struct CustomerRoutes: Sendable {
                                                                        ("message", .string("is not a CSAT request of this ticket"))])]),
                                             "errorCount": .integer(1)])
             }
-            try await ratings.record(RatingRecorder.decline(context, messageId: messageId!, comment: comment, at: now))
+            _ = try await ratings.record(RatingRecorder.decline(context, messageId: messageId!, comment: comment, at: now))
             // A decline never replaces a score: Desk holds one for this request, so it was answered already.
             if case .some(.some) = try await ratings.storedAnswer(ticketId: id, messageId: messageId!) {
                 throw DomainError(.conflict, OperationKind.feedback.stateConflict)
@@ -371,9 +404,9 @@ extension CustomerRoutes {
         // Desk's agent and team, not the cache's: the cache may not have seen the assignment yet, and the decline
         // takes the request's attribution.
         let ticket = try await desk.platformTicket(id: context.ticketId)
-        try await ratings.recordRequest(ticketId: context.ticketId, messageId: messageId, agentId: ticket.agent?.id,
-                                        teamId: ticket.groupId, channelType: ticket.channelType ?? context.channelType,
-                                        priority: ticket.priority, requestedAt: message.createdAt ?? Date().timeIntervalSince1970)
+        _ = try await ratings.recordRequest(CSATRequestRecord(ticketId: context.ticketId, messageId: messageId, agentId: ticket.agent?.id,
+                                                              teamId: ticket.groupId, channelType: ticket.channelType ?? context.channelType,
+                                                              priority: ticket.priority, requestedAt: message.createdAt ?? Date().timeIntervalSince1970))
         return true
     }
 }

@@ -5,7 +5,6 @@ import HTTPServer
 import JSON
 import Logging
 public import Services
-import Store
 import Telemetry
 
 public struct OutboxSettings: Sendable {

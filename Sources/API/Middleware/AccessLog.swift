@@ -60,8 +60,7 @@ public struct AccessLog: Sendable {
 
     public func record(_ response: HTTPResponse, request: HTTPRequest, route: String, requestID: String, started: ContinuousClock.Instant,
                        trace: TraceContext? = nil) {
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - started).inSeconds
         count(response, method: request.method, route: route, seconds: seconds)
         guard logger.logLevel <= .info else { return }
         var metadata: Logger.Metadata = [

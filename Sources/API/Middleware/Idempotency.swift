@@ -1,11 +1,10 @@
 import Crypto
-import Domain
+public import Domain
 public import HTTPServer
-public import Store
 
 /// POSTs with `Idempotency-Key`: the first answer for a key is stored and replayed for the same body; the same key
 /// with another body is refused (422). Sessions are excluded: their answer holds a bearer token, which is never stored.
-extension IdempotencyStore {
+extension IdempotencyKeys {
     /// `failure` turns an error of `body` into the answer to store (errors the client may retry are not stored).
     public func run(_ request: HTTPRequest, info: RequestInfo,
                     _ body: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse,

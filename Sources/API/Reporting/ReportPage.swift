@@ -3,7 +3,6 @@ import Foundation
 import HTTPServer
 import JSON
 import Reports
-public import Store
 
 public struct ReportPageSettings: Sendable {
     public var sessionHours: Int
@@ -54,14 +53,14 @@ public struct ReportPageSettings: Sendable {
 /// it comes from `ReportRoutes.shaped`, the computation behind `/v1/reports/csat`, with the same parameters.
 public struct ReportPageRoutes: Sendable {
     let api: ReportRoutes
-    let sessions: ReportSessionStore
+    let sessions: any ReportSessionDirectory
     let customers: any SessionDirectory
     let settings: ReportPageSettings
     /// Headers on every answer of the page (built once: they depend on the settings only).
     let pageHeaders: [(name: String, value: String)]
     static let cookie = "dg_reports"
 
-    public init(api: ReportRoutes, sessions: ReportSessionStore, customers: any SessionDirectory, settings: ReportPageSettings) {
+    public init(api: ReportRoutes, sessions: any ReportSessionDirectory, customers: any SessionDirectory, settings: ReportPageSettings) {
         self.api = api
         self.sessions = sessions
         self.customers = customers
@@ -243,7 +242,7 @@ public struct ReportPageRoutes: Sendable {
         async let agentNames = api.names(.agent, for: caller)
         async let teamNames = api.names(.team, for: caller)
         async let channels = channelChoices()
-        let agents: CSATReport, teams: CSATReport, trend: CSATReport, comments: [ReportStore.ResponseItem]
+        let agents: CSATReport, teams: CSATReport, trend: CSATReport, comments: [ResponseItem]
         if try await api.hasRollups(p.timeZone) {
             async let byAgent = api.shaped(p, caller: caller)
             async let byTeam = api.shaped(byTeam, caller: caller)

@@ -1,6 +1,5 @@
 import Foundation
 import Reports
-import Store
 
 /// What every page view shares: the filters, who is looking (a team lead's key sees its teams only), the names to
 /// pick from, the channel types with ratings, and the page's settings.
@@ -159,7 +158,7 @@ struct SummaryView {
     let agents: CSATReport
     let teams: CSATReport
     let trend: CSATReport
-    let comments: [ReportStore.ResponseItem]
+    let comments: [ResponseItem]
     /// Comments shown on the summary.
     static let commentCount = 8
     var filters: PageFilters { context.filters }
@@ -440,7 +439,7 @@ struct SummaryView {
 struct ResponsesView {
     let context: PageContext
     let parameters: ReportParameters
-    let items: [ReportStore.ResponseItem]
+    let items: [ResponseItem]
     let next: String?
     var filters: PageFilters { context.filters }
 

@@ -2,8 +2,7 @@ public import Domain
 import Foundation
 import HTTPServer
 import JSON
-import Reports
-public import Store
+public import Reports
 import Synchronization
 
 public struct ReportSettings: Sendable {
@@ -35,8 +34,8 @@ public struct ReportSettings: Sendable {
 /// `/v1/reports/csat` and `/v1/reports/csat/responses` for dashboards, authenticated by API keys with the
 /// `reports` scope.
 public struct ReportRoutes: Sendable {
-    let keys: APIKeyStore
-    let reports: ReportStore
+    let keys: any APIKeyDirectory
+    let reports: any ReportReader
     let settings: ReportSettings
     let knownZones: Set<String>
     let rollupZones: RollupZones
@@ -46,15 +45,15 @@ public struct ReportRoutes: Sendable {
     private let results: ResultCache
     private let admission: ReportAdmission
 
-    public init(keys: APIKeyStore, reports: ReportStore, sessions: any SessionDirectory, settings: ReportSettings, knownZones: Set<String>,
-                zones: CSATStore, verified: VerifiedCallers = VerifiedCallers()) {
+    public init(keys: any APIKeyDirectory, reports: any ReportReader, sessions: any SessionDirectory, settings: ReportSettings,
+                knownZones: Set<String>, verified: VerifiedCallers = VerifiedCallers()) {
         self.verified = verified
         self.keys = keys
         self.reports = reports
         self.sessions = sessions
         self.settings = settings
         self.knownZones = knownZones
-        self.rollupZones = RollupZones(store: zones)
+        self.rollupZones = RollupZones(reports: reports)
         admission = ReportAdmission(total: settings.rawConcurrency, perKey: settings.rawConcurrencyPerKey)
         results = ResultCache(maxBytes: settings.cacheMaxBytes, ttl: Double(settings.cacheSeconds))
     }
@@ -199,7 +198,7 @@ public struct ReportRoutes: Sendable {
         let key = caller.admissionIdentity
         let useRollups = try await rollupZones.contains(p.timeZone)
         async let names = cache.names(p.groupBy) { try await reports.names(p.groupBy) }
-        let sums: (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)])
+        let sums: (current: [ReportEntry], previous: [(group: Int, figures: CSATFigures)])
         do {
             if useRollups {
                 sums = try await reports.fromBlocks(p, plan: BlockPlan(p))
@@ -229,11 +228,11 @@ public struct ReportRoutes: Sendable {
     /// Both periods' sums from the raw ratings: at once on two connections when the admission granted two, else one
     /// after the other on one; each query returns at most enough rows to tell that the report is too large.
     func rawSums(_ p: ReportParameters, connections: Int) async throws
-        -> (current: [ReportStore.Entry], previous: [(group: Int, figures: CSATFigures)]) {
+        -> (current: [ReportEntry], previous: [(group: Int, figures: CSATFigures)]) {
         // Ratings and requests come as separate rows: twice the cells, plus one to see the excess.
         let limit = 2 * settings.maxCells + 1
         let previous = p.previous
-        let current: [ReportStore.Entry], before: [ReportStore.Entry]
+        let current: [ReportEntry], before: [ReportEntry]
         if connections >= 2 {
             async let now = reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: limit)
             async let then = reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, limit: limit)
@@ -255,7 +254,7 @@ public struct ReportRoutes: Sendable {
     /// One page of rated responses, newest first, and the cursor of the next page. A listing whose filters match
     /// little may walk every rating of its range, so it is admitted like a raw report (per key and per instance, on
     /// one connection), and a statement timeout is a 503, not a failure.
-    func responsePage(_ asked: ReportParameters, caller: ReportCaller) async throws -> (items: [ReportStore.ResponseItem], next: String?) {
+    func responsePage(_ asked: ReportParameters, caller: ReportCaller) async throws -> (items: [ResponseItem], next: String?) {
         let p = try caller.scope(asked)
         var cursor: (Double, Int)?
         if let text = p.cursor {
@@ -264,7 +263,7 @@ public struct ReportRoutes: Sendable {
             }
             cursor = (decoded.time, decoded.id)
         }
-        let rows: [ReportStore.ResponseItem]
+        let rows: [ResponseItem]
         do {
             rows = try await admission.run(key: caller.admissionIdentity, connections: 1) { _ in
                 try await reports.responses(p, after: cursor, limit: p.limit + 1)
@@ -282,7 +281,7 @@ public struct ReportRoutes: Sendable {
 
     static let responsesCSVHeader = "ratedAt,ticketId,messageId,score,comment,agentId,agentName,teamId,teamName,channelType,priority,source"
 
-    static func responsesCSV(_ page: [ReportStore.ResponseItem]) -> String {
+    static func responsesCSV(_ page: [ResponseItem]) -> String {
         responsesCSVHeader + "\r\n" + responsesCSVLines(page)
     }
 
@@ -304,7 +303,7 @@ public struct ReportRoutes: Sendable {
         return HTTPResponse(status: 200, headers: headers, stream: stream)
     }
 
-    static func responsesCSVLines(_ page: [ReportStore.ResponseItem]) -> String {
+    static func responsesCSVLines(_ page: [ResponseItem]) -> String {
         var lines: [String] = []
         lines.reserveCapacity(page.count)
         for item in page {
@@ -329,7 +328,7 @@ public struct ReportRoutes: Sendable {
     }
 
     /// The period's comments, lowest score first, admitted like a listing.
-    func lowestComments(_ asked: ReportParameters, caller: ReportCaller, limit: Int) async throws -> [ReportStore.ResponseItem] {
+    func lowestComments(_ asked: ReportParameters, caller: ReportCaller, limit: Int) async throws -> [ResponseItem] {
         let p = try caller.scope(asked)
         do {
             return try await admission.run(key: caller.admissionIdentity, connections: 1) { _ in try await reports.lowestComments(p, limit: limit) }
@@ -411,7 +410,7 @@ final class KeyCache: Sendable {
     private let keys = TTLCache<String, KnownKey>(ttl: 30)
     private let displayNames = TTLCache<ReportGroup, [Int: String]>(ttl: 30)
     private let teamAgents = TTLCache<[Int], Set<Int>>(ttl: 60)
-    private let channels = TTLCache<Int, [String]>(ttl: 60)
+    private let channels = CachedValue<[String]>(ttl: 60)
 
     func get(_ key: String) -> KnownKey? { keys.get(key) }
 
@@ -424,7 +423,7 @@ final class KeyCache: Sendable {
     }
 
     func channelTypes(load: () async throws -> [String]) async throws -> [String] {
-        try await channels.value(0, load: load)
+        try await channels.value(load: load)
     }
 
     func agents(in teams: [Int], load: () async throws -> Set<Int>) async throws -> Set<Int> {
@@ -436,17 +435,17 @@ final class KeyCache: Sendable {
 final class ExportPages: Sendable {
     struct Chunk {
         let isFirst: Bool
-        let items: [ReportStore.ResponseItem]
+        let items: [ResponseItem]
         let cursor: String?
     }
     private struct State {
-        var first: [ReportStore.ResponseItem]?
+        var first: [ResponseItem]?
         var cursor: String?
         var done: Bool
     }
     private let state: Mutex<State>
 
-    init(first: (items: [ReportStore.ResponseItem], next: String?)) {
+    init(first: (items: [ResponseItem], next: String?)) {
         state = Mutex(State(first: first.items, cursor: first.next, done: false))
     }
 
@@ -473,19 +472,19 @@ final class ExportPages: Sendable {
 
 /// Zones that have rollups, as `report_zones` says (a zone added elsewhere shows up within a second).
 final class RollupZones: Sendable {
-    private let store: CSATStore
-    private let zones = TTLCache<Int, Set<String>>(ttl: 1)
+    private let reports: any ReportReader
+    private let zones = CachedValue<Set<String>>(ttl: 1)
 
-    init(store: CSATStore) {
-        self.store = store
+    init(reports: any ReportReader) {
+        self.reports = reports
     }
 
     func contains(_ zone: String) async throws -> Bool {
-        if let known = zones.lookup(0), known.value.contains(zone) || TTLCache<Int, Set<String>>.now - known.at < zones.ttl {
+        if let known = zones.lookup(), known.value.contains(zone) || zones.age() < zones.ttl {
             return known.value.contains(zone)
         }
-        let fresh = try await store.zones()
-        zones.put(0, fresh)
+        let fresh = try await reports.rollupZones()
+        zones.put(fresh)
         return fresh.contains(zone)
     }
 }

@@ -1,13 +1,12 @@
 import Crypto
 import Synchronization
 import DeskClient
-import Domain
+public import Domain
 import Foundation
 import HTTPServer
 import JSON
 public import Logging
 import Services
-public import Store
 public import Telemetry
 
 /// `POST /v1/webhooks/desk`: Desk's signed events, checked and stored in the durable inbox before the 200 (Desk waits
@@ -18,20 +17,21 @@ public struct WebhookRoutes: Sendable {
     let secrets: [String]
     /// The configured Sendbird application: events naming another are stored as `foreign` and never applied.
     let appId: String
-    let inbox: WebhookInbox
-    let customer: CustomerRoutes
+    let inbox: any WebhookEventInbox
     let metrics: MetricsRegistry
-    let logger: Logger
-    private let backlog = InboxBacklog()
+    let processor: WebhookProcessor
 
-    public init(secrets: [String], appId: String, inbox: WebhookInbox, customer: CustomerRoutes, metrics: MetricsRegistry, logger: Logger) {
+    public init(secrets: [String], appId: String, inbox: any WebhookEventInbox, customer: CustomerRoutes, metrics: MetricsRegistry, logger: Logger) {
         self.secrets = secrets.filter { !$0.isEmpty }
         self.appId = appId
         self.inbox = inbox
-        self.customer = customer
         self.metrics = metrics
-        self.logger = logger
-        let backlog = backlog
+        let backlog = InboxBacklog()
+        processor = WebhookProcessor(inbox: inbox, appId: appId, observers: .init(
+            teams: { await customer.teams() },
+            touched: { ids in for id in ids { customer.forget(ticketId: id) } },
+            counted: { outcome, count in metrics.increment("webhook_events_total", [("outcome", outcome)], by: Double(count)) },
+            backlog: { pending, oldest in backlog.set(Double(pending), oldest) }), logger: logger)
         metrics.gauge("webhook_inbox_pending", help: "Stored Desk webhook events not applied yet (refreshed every 5 s).") {
             [([], backlog.value.pending)]
         }
@@ -75,97 +75,10 @@ public struct WebhookRoutes: Sendable {
         return .json(.object([("status", .string(fresh ? "accepted" : "duplicate"))]))
     }
 
-    /// Applies stored events until cancelled, with `workers` passes at once, each on its own lane of tickets (one
-    /// ticket's events stay in order on its lane); every 5 s the first also measures the backlog for the metrics.
+    /// Applies stored events until cancelled (`WebhookProcessor.run`).
     public func runProcessor(workers: Int = 1, interval: Duration = .milliseconds(200)) async {
-        await withTaskGroup(of: Void.self) { group in
-            for worker in 0..<max(1, workers) {
-                group.addTask {
-                    var measured = ContinuousClock.now - .seconds(10)
-                    while !Task.isCancelled {
-                        if worker == 0, ContinuousClock.now - measured >= .seconds(5) {
-                            measured = .now
-                            if let (pending, oldest) = try? await inbox.backlog() { backlog.set(Double(pending), oldest) }
-                        }
-                        if await processOnce(lane: worker, lanes: max(1, workers)) == 0 { try? await Task.sleep(for: interval) }
-                    }
-                }
-            }
-        }
+        await processor.run(workers: workers, interval: interval)
     }
-
-    /// One pass over the inbox (or one lane of it); returns how many events it handled.
-    public func processOnce(lane: Int = 0, lanes: Int = 1) async -> Int {
-        let teams = await customer.teams()
-        let touched = TouchedTickets()
-        do {
-            let pass = try await inbox.process(limit: 50, lane: lane, lanes: lanes) { event, tx in
-                guard let id = try Self.apply(event, appId: appId, teams: teams, logger: logger, on: tx) else { return .unrecognized }
-                if id < 0 { return .foreign }
-                if id > 0 { touched.add(id) }
-                return .applied
-            }
-            for id in touched.all { customer.forget(ticketId: id) }
-            for (outcome, count) in [("applied", pass.applied), ("unrecognized", pass.unrecognized), ("foreign", pass.foreign),
-                                     ("failed", pass.failed)] where count > 0 {
-                metrics.increment("webhook_events_total", [("outcome", outcome)], by: Double(count))
-            }
-            if pass.failed > 0 {
-                logger.warning("webhook events failed to apply; they will be retried", metadata: ["count": "\(pass.failed)"])
-            }
-            return pass.total
-        } catch {
-            logger.warning("webhook inbox pass failed", metadata: ["error": "\(error)"])
-            return 0
-        }
-    }
-
-    /// Applies one stored event: the ticket to the cache, a CSAT request and answer from its message, or else the
-    /// ticket's own CSAT fields as a ticket-level rating. Returns the ticket id (0 when the ticket names no customer,
-    /// -1 when it belongs to another Sendbird application: stored as `foreign`), or nil when the event holds no ticket
-    /// the gateway can read: it stays stored as `unrecognized`.
-    static func apply(_ event: InboxEvent, appId: String, teams: [Int: (key: String?, name: String)], logger: Logger,
-                      on tx: StoreTransaction) throws -> Int? {
-        switch try WebhookApplier.apply(try JSONParser.parse(event.body), appId: appId, to: InboxTicketWriter(tx: tx, teams: teams)) {
-        case .foreign(let ticketId, let otherApp):
-            logger.warning("a signed Desk webhook names another Sendbird application; stored as foreign, not applied",
-                           metadata: ["event": "\(event.id)", "ticket": "\(ticketId)", "app": "\(otherApp.prefix(64))"])
-            return -1
-        case .unrecognized(let keys):
-            logger.warning("a Desk webhook event could not be interpreted; it is kept as unrecognized (desk-gateway webhooks replay)",
-                           metadata: ["event": "\(event.id)", "type": "\(event.type)", "keys": "\(keys.prefix(20).joined(separator: ","))"])
-            return nil
-        case .noCustomer:
-            return 0
-        case .applied(let id, let moved):
-            if let moved {
-                logger.warning("Desk reports a cached ticket with another customer or channel; the cache now follows Desk",
-                               metadata: moved.metadata.mapValues { .string($0) })
-            }
-            return id
-        }
-    }
-}
-
-/// The inbox transaction as the webhook applier writes to it, with tickets rendered as the customer API serves them.
-struct InboxTicketWriter: InboxWriter {
-    let tx: StoreTransaction
-    let teams: [Int: (key: String?, name: String)]
-
-    func cacheTicket(_ ticket: DeskTicket, customerSendbirdId: String) throws -> OwnershipChange? {
-        try tx.upsert(TicketDocument.row(ticket, customerId: try tx.customerId(sendbirdId: customerSendbirdId), teams: teams))
-    }
-
-    func apply(_ write: RatingWrite) throws -> Bool {
-        try tx.apply(write)
-    }
-}
-
-/// Thread safety: a lock-protected list filled inside one inbox transaction.
-final class TouchedTickets: Sendable {
-    private let ids = Synchronization.Mutex<[Int]>([])
-    func add(_ id: Int) { ids.withLock { $0.append(id) } }
-    var all: [Int] { ids.withLock { $0 } }
 }
 
 /// Thread safety: a lock around the last measured backlog.

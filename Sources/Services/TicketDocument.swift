@@ -1,12 +1,10 @@
-import DeskClient
-import Domain
+public import Domain
 import JSON
-import Store
 
 /// The gateway's ticket representation (see `Ticket` in openapi.yaml): Desk's quirks unwrapped — custom fields as
 /// an object, related channels as a list, the team and agent as small objects, the rating as `satisfaction`.
-enum TicketDocument {
-    static func render(_ ticket: DeskTicket, teams: [Int: (key: String?, name: String)]) -> String {
+public enum TicketDocument {
+    public static func render(_ ticket: DeskTicket, teams: [Int: (key: String?, name: String)]) -> String {
         var team: JSONValue = .null
         if let id = ticket.groupId {
             let known = teams[id]
@@ -39,7 +37,7 @@ enum TicketDocument {
         return document.serialized()
     }
 
-    static func row(_ ticket: DeskTicket, customerId: Int, teams: [Int: (key: String?, name: String)]) -> TicketRow {
+    public static func row(_ ticket: DeskTicket, customerId: Int, teams: [Int: (key: String?, name: String)]) -> TicketRow {
         let created = ticket.createdAt ?? ticket.updatedAt ?? 0
         return TicketRow(
             id: ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: ticket.status.rawValue,
@@ -51,7 +49,7 @@ enum TicketDocument {
     }
 
     /// The stored document with `pendingOperations` (operations queued for Desk) and `stale` appended.
-    static func serve(_ document: String, stale: Bool, pending: String = "[]") -> [UInt8] {
+    public static func serve(_ document: String, stale: Bool, pending: String = "[]") -> [UInt8] {
         var bytes = Array(document.utf8)
         guard bytes.last == UInt8(ascii: "}") else { return bytes }
         bytes.removeLast()

@@ -1,93 +1,76 @@
-import DeskClient
-import Domain
+public import Domain
 import Foundation
-import Logging
-import Services
-import Store
-import Synchronization
+public import Logging
 
-/// Freshness and size settings of the customer API.
-public struct CustomerAPISettings: Sendable {
+/// How fresh a customer's tickets must be, and how long Desk may take before a cached copy is served instead.
+public struct TicketFreshness: Sendable {
     /// A cached ticket, or a customer's list, younger than this is served without asking Desk.
     public var cacheTTLSeconds: Double
     /// A read that has a cached copy to fall back on waits this long for Desk in all (every attempt), then serves
     /// the copy marked stale.
     public var staleReadBudgetSeconds: Double
-    public var sessionLifetimeSeconds: Int
-    public var sessionCacheSeconds: Double
-    /// Failed sign-ins per Sendbird user id and client address (beside the limit on all sign-ins per address): a
-    /// stranger's failures never lock the user out from their own address, and correct sign-ins cost nothing here.
-    public var signInPerUserPerMinute: Int
-    public var signInPerUserBurst: Int
-    /// Proxies whose forwarding headers name the client (the same list the rate limits use).
-    public var trustedProxies: [CIDR]
     /// Tickets read per customer when refreshing a list (newest first).
-    public var maxSyncTickets = 1000
+    public var maxListTickets: Int
 
-    public init(cacheTTLSeconds: Double, staleReadBudgetSeconds: Double, sessionLifetimeSeconds: Int, sessionCacheSeconds: Double,
-                signInPerUserPerMinute: Int, signInPerUserBurst: Int, trustedProxies: [CIDR]) {
-        self.cacheTTLSeconds = cacheTTLSeconds
-        self.staleReadBudgetSeconds = staleReadBudgetSeconds
-        self.sessionLifetimeSeconds = sessionLifetimeSeconds
-        self.sessionCacheSeconds = sessionCacheSeconds
-        self.signInPerUserPerMinute = signInPerUserPerMinute
-        self.signInPerUserBurst = signInPerUserBurst
-        self.trustedProxies = trustedProxies
+    public init(cacheTTLSeconds: Double, staleReadBudgetSeconds: Double, maxListTickets: Int) {
+        (self.cacheTTLSeconds, self.staleReadBudgetSeconds, self.maxListTickets) = (cacheTTLSeconds, staleReadBudgetSeconds, maxListTickets)
     }
 }
 
 /// A ticket document ready to send, and whether Desk could confirm it.
-struct ServedTicket: Sendable {
-    let body: [UInt8]
-    let etag: String?
-    let cache: String
-    var stale: Bool { cache == "STALE" }
+public struct ServedTicket: Sendable {
+    public let body: [UInt8]
+    public let etag: String?
+    public let cache: String
+    public var stale: Bool { cache == "STALE" }
 }
 
 /// Team names for rendering, refreshed from PostgreSQL now and then.
-final class TeamDirectory: Sendable {
-    private let store: TicketStore
-    private let state = TTLCache<Int, [Int: (key: String?, name: String)]>(ttl: 60)
+public final class TeamDirectory: Sendable {
+    private let store: any TicketRepository
+    private let state = CachedValue<[Int: (key: String?, name: String)]>(ttl: 60)
 
-    init(store: TicketStore) {
+    init(store: any TicketRepository) {
         self.store = store
     }
 
     /// The known teams; reloaded every minute, or sooner (at most every 2 s) when `needing` a team not known yet.
-    func current(needing id: Int? = nil) async -> [Int: (key: String?, name: String)] {
-        let (teams, loadedAt) = state.lookup(0) ?? ([:], 0)
-        let age = TTLCache<Int, [Int: (key: String?, name: String)]>.now - loadedAt
+    public func current(needing id: Int? = nil) async -> [Int: (key: String?, name: String)] {
+        let teams = state.lookup()?.value ?? [:]
+        let age = state.age()
         let missing = id.map { teams[$0] == nil } ?? false
         guard age > state.ttl || (missing && age > 2) else { return teams }
         let fresh = (try? await store.teams()) ?? teams
-        state.put(0, fresh)
+        state.put(fresh)
         return fresh
     }
 }
 
 /// Ticket reads and writes for one customer: the cache first while fresh, Desk otherwise, every change written
 /// through to PostgreSQL and the memory cache.
-final class CustomerTickets: TicketCache {
-    let desk: DeskClient
-    let store: TicketStore
-    let memory: TicketMemoryCache
-    let teams: TeamDirectory
-    let settings: CustomerAPISettings
+public final class CustomerTickets: TicketCache {
+    let desk: any DeskCustomerReader
+    public let store: any TicketRepository
+    public let memory: TicketMemoryCache
+    public let teams: TeamDirectory
+    let settings: TicketFreshness
     let logger: Logger
 
-    init(desk: DeskClient, store: TicketStore, settings: CustomerAPISettings, logger: Logger) {
+    /// `etag` tags a ready-to-send document (the memory cache keeps the tag with it).
+    public init(desk: any DeskCustomerReader, store: any TicketRepository, settings: TicketFreshness, logger: Logger,
+                etag: @escaping @Sendable ([UInt8]) -> String) {
         self.desk = desk
         self.store = store
         self.settings = settings
         self.logger = logger
-        memory = TicketMemoryCache()
+        memory = TicketMemoryCache(etag: etag)
         teams = TeamDirectory(store: store)
     }
 
     static func now() -> Double { Date().timeIntervalSince1970 }
 
     /// The memory fast path: a fresh entry owned by this customer, or nil.
-    func fastGet(_ id: Int, customerId: Int) -> TicketMemoryCache.Entry? {
+    public func fastGet(_ id: Int, customerId: Int) -> TicketMemoryCache.Entry? {
         guard let entry = memory.get(id), entry.customerId == customerId,
               Self.now() - entry.fetchedAt < settings.cacheTTLSeconds else { return nil }
         return entry
@@ -98,7 +81,7 @@ final class CustomerTickets: TicketCache {
         TicketReader(cache: self, desk: desk, ttl: settings.cacheTTLSeconds, staleBudget: .milliseconds(Int(settings.staleReadBudgetSeconds * 1000)))
     }
 
-    func get(_ id: Int, session: SessionRecord) async throws -> ServedTicket {
+    public func get(_ id: Int, session: SessionRecord) async throws -> ServedTicket {
         if let entry = fastGet(id, customerId: session.customerId) {
             return ServedTicket(body: entry.body, etag: entry.etag, cache: "HIT")
         }
@@ -110,23 +93,23 @@ final class CustomerTickets: TicketCache {
         return Self.served(ticket, freshness)
     }
 
-    func get(channelUrl: String, session: SessionRecord) async throws -> ServedTicket {
+    public func get(channelUrl: String, session: SessionRecord) async throws -> ServedTicket {
         let (ticket, freshness) = try await reader.read(.channel(channelUrl), customerId: session.customerId, deskToken: session.deskToken)
         return Self.served(ticket, freshness)
     }
 
-    func confirmOwnership(_ id: Int, session: SessionRecord, requireCached: Bool = false) async throws {
+    public func confirmOwnership(_ id: Int, session: SessionRecord, requireCached: Bool = false) async throws {
         try await reader.confirmOwnership(id, customerId: session.customerId, deskToken: session.deskToken, requireCached: requireCached)
     }
 
-    static func served(_ ticket: CachedTicket, _ freshness: TicketReader.Freshness = .miss) -> ServedTicket {
+    public static func served(_ ticket: CachedTicket, _ freshness: TicketReader.Freshness = .miss) -> ServedTicket {
         ServedTicket(body: TicketDocument.serve(ticket.document, stale: freshness == .stale, pending: ticket.pendingOperations),
                      etag: nil, cache: freshness.rawValue)
     }
 
     // MARK: TicketCache
 
-    func find(_ key: TicketKey) async throws -> CachedTicket? {
+    public func find(_ key: TicketKey) async throws -> CachedTicket? {
         switch key {
         case .id(let id): return try await store.find(id: id)
         case .channel(let url): return try await store.find(channelUrl: url)
@@ -134,7 +117,7 @@ final class CustomerTickets: TicketCache {
     }
 
     @discardableResult
-    func save(_ ticket: DeskTicket, customerId: Int) async throws -> CachedTicket {
+    public func save(_ ticket: DeskTicket, customerId: Int) async throws -> CachedTicket {
         let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current(needing: ticket.groupId))
         report(try await store.upsert([row]))
         let pending = try await store.pendingOperations(ticketId: ticket.id)
@@ -145,7 +128,7 @@ final class CustomerTickets: TicketCache {
                             fetchedAt: now, createdAt: row.createdAt, pendingOperations: pending)
     }
 
-    func forget(_ key: TicketKey) {
+    public func forget(_ key: TicketKey) {
         if case .id(let id) = key { memory.remove(id) }
     }
 
@@ -160,16 +143,15 @@ final class CustomerTickets: TicketCache {
 
     /// Re-reads the customer's tickets from Desk when the last full read is older than the list TTL.
     /// Returns true when Desk could not be reached and the cache is all there is.
-    func refreshList(_ session: SessionRecord) async throws -> Bool {
+    public func refreshList(_ session: SessionRecord) async throws -> Bool {
         let last = try await store.lastSync(customerId: session.customerId)
         if let last, Self.now() - last < settings.cacheTTLSeconds {
             return false
         }
         let tickets: [DeskTicket]
-        let deskSession = DeskSession(token: session.deskToken)
         // A list read before has its cached copy to serve: Desk gets the stale-read budget for all its pages.
-        let fetched = last == nil ? await fetchAll(deskSession)
-            : await withDeadline(.milliseconds(Int(settings.staleReadBudgetSeconds * 1000))) { [self] in await fetchAll(deskSession) }
+        let fetched = last == nil ? await fetchAll(session.deskToken)
+            : await withDeadline(.milliseconds(Int(settings.staleReadBudgetSeconds * 1000))) { [self] in await fetchAll(session.deskToken) }
         guard let fetched else { return true }
         switch fetched {
         case .success(let all):
@@ -186,11 +168,11 @@ final class CustomerTickets: TicketCache {
         return false
     }
 
-    private func fetchAll(_ deskSession: DeskSession) async -> Result<[DeskTicket], DomainError> {
+    private func fetchAll(_ deskToken: String) async -> Result<[DeskTicket], DomainError> {
         var tickets: [DeskTicket] = []
         do throws(DomainError) {
-            try await forEachDeskPage(maxItems: settings.maxSyncTickets) { offset throws(DomainError) in
-                try await desk.listTickets(deskSession, status: .all, limit: 50, offset: offset)
+            try await forEachDeskPage(maxItems: settings.maxListTickets) { offset throws(DomainError) in
+                try await desk.ticketPage(deskToken: deskToken, limit: 50, offset: offset)
             } each: { page throws(DomainError) in
                 tickets += page
             }

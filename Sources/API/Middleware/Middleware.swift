@@ -1,0 +1,137 @@
+public import Domain
+public import HTTPServer
+
+/// What the request steps learn about one request on its way in, and read again on the way out.
+public struct Exchange: Sendable {
+    public let started: ContinuousClock.Instant
+    public var requestID = ""
+    /// The route template, or the label of an answer given before routing (`(preflight)`, `(rate limited)`, …):
+    /// never the concrete path, so it is safe as a metric label.
+    public var route = ""
+    /// The W3C trace the request belongs to, when it has one.
+    public var trace: TraceContext?
+    /// Headers every answer to this request carries (where the caller stands with the rate limits).
+    public var headers: [(name: String, value: String)] = []
+
+    public init(started: ContinuousClock.Instant = .now, requestID: String = "", route: String = "") {
+        (self.started, self.requestID, self.route) = (started, requestID, route)
+    }
+}
+
+/// The API's request steps, all of one shape. On the way in, in order, a step may answer the request itself (a
+/// preflight, a refusal), naming the answer's route label; the first answer wins, and the steps after it, the router
+/// and the handler are skipped. On the way out every step, in reverse order, sees every answer: its own and the
+/// others', the router's 404 and 405, and the handlers', given at once or after async work. Steps run on the
+/// libmicrohttpd thread and never wait, so a request answered from memory needs no Swift task.
+///
+/// Two things wrap a route's async work instead, since they await: idempotency keys (`IdempotencyKeys.run`) and
+/// the mapping of its errors to problems (`ProblemMapper`).
+public protocol Middleware: Sendable {
+    func enter(_ request: HTTPRequest, _ exchange: inout Exchange) -> HTTPResponse?
+    func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange)
+}
+
+extension Middleware {
+    public func enter(_ request: HTTPRequest, _ exchange: inout Exchange) -> HTTPResponse? { nil }
+    public func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {}
+}
+
+/// A list of steps run as one.
+struct MiddlewareChain: Sendable {
+    let steps: [any Middleware]
+
+    /// The first step's own answer, with the route label it gave, or nil when every step let the request through.
+    func enter(_ request: HTTPRequest, _ exchange: inout Exchange) -> HTTPResponse? {
+        for step in steps {
+            if let answer = step.enter(request, &exchange) { return answer }
+        }
+        return nil
+    }
+
+    func leave(_ response: HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) -> HTTPResponse {
+        var response = response
+        // One allocation for the headers the steps add (request id, rate limits, CORS).
+        response.headers.reserveCapacity(response.headers.count + exchange.headers.count + 4)
+        for step in steps.reversed() { step.leave(&response, request, exchange) }
+        return response
+    }
+}
+
+extension RequestIDs: Middleware {
+    public func enter(_ request: HTTPRequest, _ exchange: inout Exchange) -> HTTPResponse? {
+        exchange.requestID = id(for: request)
+        return nil
+    }
+
+    public func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {
+        response.headers.append(("X-Request-ID", exchange.requestID))
+    }
+}
+
+extension CORS: Middleware {
+    public func enter(_ request: HTTPRequest, _ exchange: inout Exchange) -> HTTPResponse? {
+        guard isPreflight(request) else { return nil }
+        exchange.route = "(preflight)"
+        return preflight(request)
+    }
+
+    public func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {
+        decorate(&response, for: request)
+    }
+}
+
+extension Admission: Middleware {
+    /// The customer API and the reports are rate limited; health, metrics and the document are not.
+    public func enter(_ request: HTTPRequest, _ exchange: inout Exchange) -> HTTPResponse? {
+        guard request.path.hasPrefix("/v1/") || request.path.hasPrefix("/reports") else { return nil }
+        switch admit(request) {
+        case .admitted(let headers):
+            exchange.headers = headers
+            return nil
+        case .refused(let error):
+            exchange.route = "(rate limited)"
+            return error.response(instance: request.path, requestID: exchange.requestID)
+        }
+    }
+
+    public func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {
+        observe(response, to: request)
+        response.headers.append(contentsOf: exchange.headers)
+    }
+}
+
+/// `ETag` on whole GET answers, and 304 when the client has the answer already.
+struct ConditionalGET: Middleware {
+    func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {
+        response = ETag.apply(to: response, request: request)
+    }
+}
+
+/// The caller's W3C trace on the way in (or a new one when spans are exported); a server span on the way out.
+struct ServerSpans: Middleware {
+    let spans: (any SpanRecorder)?
+
+    func enter(_ request: HTTPRequest, _ exchange: inout Exchange) -> HTTPResponse? {
+        // A new trace is started only where it can be seen (an access log line, a route that may call Desk, an
+        // exporter), so the cheap routes pay nothing for it.
+        exchange.trace = request.header("traceparent").map { TraceContext.incoming(traceparent: $0, tracestate: request.header("tracestate")) }
+            ?? (spans == nil ? nil : TraceContext.incoming(traceparent: nil))
+        return nil
+    }
+
+    func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {
+        guard let spans, let trace = exchange.trace else { return }
+        spans.record(Span(context: trace, name: "\(request.method) \(exchange.route)", kind: .server, startNanos: Span.wallNanos(of: exchange.started),
+                          endNanos: Span.now(),
+                          attributes: [("http.request.method", .string(request.method)), ("http.route", .string(exchange.route)),
+                                       ("url.path", .string(request.path)), ("http.response.status_code", .int(response.status)),
+                                       ("http.request.id", .string(exchange.requestID))],
+                          failed: response.status >= 500))
+    }
+}
+
+extension AccessLog: Middleware {
+    public func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {
+        record(response, request: request, route: exchange.route, requestID: exchange.requestID, started: exchange.started, trace: exchange.trace)
+    }
+}
