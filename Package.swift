@@ -45,7 +45,7 @@ let package = Package(
         .executableTarget(name: "desk-emulator", dependencies: [
             "DeskEmulator", "System", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], swiftSettings: strict),
-        .target(name: "Services", dependencies: ["Domain", "JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .target(name: "Services", dependencies: ["Domain", "Reports", "JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "CBuildInfo", cSettings: revision.isEmpty ? [] : [.define("DG_REVISION", to: "\"\(revision)\"")]),
         .target(name: "Telemetry", dependencies: ["CBuildInfo", "JSON", "Domain", "CurlHTTP", "System", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "Store", dependencies: ["Postgres", "JSON", "Domain", "Reports", .product(name: "Crypto", package: "swift-crypto")],
@@ -61,7 +61,7 @@ let package = Package(
         ], swiftSettings: strict),
 
         // libFuzzer drivers for the parsers of untrusted input (`make fuzz`); a plain build replays files instead.
-        .executableTarget(name: "dg-fuzz", dependencies: ["API", "JSON", "Reports", "HTTPServer"], swiftSettings: strict),
+        .executableTarget(name: "dg-fuzz", dependencies: ["API", "Domain", "JSON", "Reports", "HTTPServer"], swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres", "Store", "HTTPServer", "DeskClient"], path: "Tests/TestSupport"),
         // Routes and middleware on in-memory fakes: no PostgreSQL, no socket.

@@ -52,7 +52,7 @@ public struct ReportStore: ReportReader {
     /// bucket, and the previous period's per group. Reports narrowed by channel type or priority read the detail
     /// blocks, all others the agent × team ones.
     public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [Entry], previous: [(group: Int, figures: CSATFigures)]) {
-        let group = p.groupBy == .agent ? "b.agent_id" : "b.team_id"
+        let group = "b." + p.groupBy.column
         var f = Filters(binds: [p.timeZone, plan.parts.map { $0.block.level }, plan.parts.map { $0.block.firstDay.dayNumber },
                                 plan.parts.map { $0.tag }])
         f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: p.filtersDimensions)
@@ -83,7 +83,7 @@ public struct ReportStore: ReportReader {
 
     /// The same sums computed from raw ratings and requests with days cut in `zone`.
     public func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, limit: Int) async throws -> [Entry] {
-        let group = p.groupBy == .agent ? "coalesce(agent_id, 0)" : "coalesce(team_id, 0)"
+        let group = "coalesce(\(p.groupBy.column), 0)"
         var f = Filters(binds: [p.timeZone, from.description, to.description])
         f.addDimensions(p, nullableIds: true)
         let (binds, filters) = (f.binds, f.sql)
@@ -119,7 +119,7 @@ public struct ReportStore: ReportReader {
 
     /// Display names of agents or teams (kept current by sync).
     public func names(_ group: ReportGroup) async throws -> [Int: String] {
-        let sql = group == .agent ? "SELECT id, display_name FROM agents" : "SELECT id, name FROM teams"
+        let sql = group.namesQuery
         var names: [Int: String] = [:]
         for row in try await reads.run({ try await $0.query(sql) }) { names[try row.decode(0)] = try row.decode(1) }
         return names
@@ -222,5 +222,24 @@ public struct ReportStore: ReportReader {
     /// Zones whose rollups are complete (reports may read them).
     public func rollupZones() async throws -> Set<String> {
         try await CSATStore(pool: pool).zones()
+    }
+}
+
+/// Where each report dimension lives in the tables: its id column (in the ratings, requests and every rollup block)
+/// and its display names. A new dimension with integer ids is a case of `ReportGroup` and its two lines here (and a
+/// migration when the rollup blocks do not carry its column yet).
+extension ReportGroup {
+    var column: String {
+        switch self {
+        case .agent: return "agent_id"
+        case .team: return "team_id"
+        }
+    }
+
+    var namesQuery: String {
+        switch self {
+        case .agent: return "SELECT id, display_name FROM agents"
+        case .team: return "SELECT id, name FROM teams"
+        }
     }
 }

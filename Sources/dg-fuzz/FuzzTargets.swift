@@ -1,4 +1,5 @@
 import API
+import Domain
 import Foundation
 import HTTPServer
 import JSON

@@ -1,6 +1,7 @@
 public import Domain
 public import HTTPServer
 public import Logging
+public import Services
 
 /// The single place where errors become responses. Anything unknown is a 500 whose detail goes only to the log.
 public struct ProblemMapper: Sendable {
@@ -28,6 +29,8 @@ public struct ProblemMapper: Sendable {
                 logger.notice("upstream refused", metadata: ["request_id": "\(info.id)", "trace_id": "\(info.trace?.traceID ?? "")", "code": "\(error.code)", "detail": "\(detail)"])
             }
             return Self.map(error)
+        case let refusal as ReportRefusal:
+            return Self.map(refusal)
         default:
             logger.error("unhandled error", metadata: ["request_id": "\(info.id)", "trace_id": "\(info.trace?.traceID ?? "")", "route": "\(info.route)", "error": "\(error)"])
             return .internalError()
@@ -59,6 +62,18 @@ public struct ProblemMapper: Sendable {
             return .internalError()
         default:
             return APIError(.badGateway, detail: "Sendbird Desk answered in a way the gateway did not understand.")
+        }
+    }
+
+    /// A report the service would not compute.
+    public static func map(_ refusal: ReportRefusal) -> APIError {
+        switch refusal {
+        case .tooLarge(let detail): return APIError(.reportTooLarge, detail: detail)
+        case .timeout(let detail): return APIError(.reportTimeout, detail: detail, headers: [("Retry-After", "5")])
+        case .keyBusy(let detail): return APIError(.rateLimited, detail: detail, headers: [("Retry-After", "2")])
+        case .instanceBusy(let detail): return APIError(.reportsBusy, detail: detail, headers: [("Retry-After", "2")])
+        case .otherTeam(let detail): return APIError(.forbidden, detail: detail)
+        case .badCursor(let detail): return APIError(.invalidQuery, detail: detail)
         }
     }
 }

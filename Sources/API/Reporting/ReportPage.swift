@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import JSON
 import Reports
+import Services
 
 public struct ReportPageSettings: Sendable {
     public var sessionHours: Int
@@ -126,7 +127,8 @@ public struct ReportPageRoutes: Sendable {
         }
         do {
             return try await body(caller)
-        } catch let error as APIError where Self.wantsHTML(request) {
+        } catch where Self.wantsHTML(request) {
+            guard let error = (error as? APIError) ?? (error as? ReportRefusal).map(ProblemMapper.map) else { throw error }
             let problems = error.extensions["errors"].flatMap { value -> [String]? in
                 guard case .array(let items) = value else { return nil }
                 return items.compactMap { item in
@@ -239,22 +241,22 @@ public struct ReportPageRoutes: Sendable {
         trendParameters.bucket = filters.bucket(for: p)
         var commentParameters = try parameters(filters, listing: true)
         commentParameters.cursor = nil
-        async let agentNames = api.names(.agent, for: caller)
-        async let teamNames = api.names(.team, for: caller)
+        async let agentNames = api.reports.names(.agent, for: caller)
+        async let teamNames = api.reports.names(.team, for: caller)
         async let channels = channelChoices()
         let agents: CSATReport, teams: CSATReport, trend: CSATReport, comments: [ResponseItem]
-        if try await api.hasRollups(p.timeZone) {
-            async let byAgent = api.shaped(p, caller: caller)
-            async let byTeam = api.shaped(byTeam, caller: caller)
-            async let perBucket = api.shaped(trendParameters, caller: caller)
-            async let lowest = api.lowestComments(commentParameters, caller: caller, limit: SummaryView.commentCount)
+        if try await api.reports.hasRollups(p.timeZone) {
+            async let byAgent = api.reports.shaped(p, caller: caller)
+            async let byTeam = api.reports.shaped(byTeam, caller: caller)
+            async let perBucket = api.reports.shaped(trendParameters, caller: caller)
+            async let lowest = api.reports.lowestComments(commentParameters, caller: caller, limit: SummaryView.commentCount)
             (agents, teams, trend, comments) = (try await byAgent, try await byTeam, try await perBucket, try await lowest)
         } else {
             // From raw ratings a key runs one report at a time (REPORT_RAW_CONCURRENCY_PER_KEY): one after the other.
-            agents = try await api.shaped(p, caller: caller)
-            teams = try await api.shaped(byTeam, caller: caller)
-            trend = try await api.shaped(trendParameters, caller: caller)
-            comments = try await api.lowestComments(commentParameters, caller: caller, limit: SummaryView.commentCount)
+            agents = try await api.reports.shaped(p, caller: caller)
+            teams = try await api.reports.shaped(byTeam, caller: caller)
+            trend = try await api.reports.shaped(trendParameters, caller: caller)
+            comments = try await api.reports.lowestComments(commentParameters, caller: caller, limit: SummaryView.commentCount)
         }
         let context = PageContext(filters: filters, caller: caller, agentNames: try await agentNames, teamNames: try await teamNames,
                                   channelTypes: try await channels, settings: settings)
@@ -266,9 +268,9 @@ public struct ReportPageRoutes: Sendable {
         let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
         if filters.fromForm { return canonical(filters, "/reports/responses") }
         let p = try parameters(filters, listing: true)
-        async let page = api.responsePage(p, caller: caller)
-        async let agentNames = api.names(.agent, for: caller)
-        async let teamNames = api.names(.team, for: caller)
+        async let page = api.reports.responsePage(p, caller: caller)
+        async let agentNames = api.reports.names(.agent, for: caller)
+        async let teamNames = api.reports.names(.team, for: caller)
         async let channels = channelChoices()
         let (items, next) = try await page
         let context = PageContext(filters: filters, caller: caller, agentNames: try await agentNames, teamNames: try await teamNames,
@@ -279,7 +281,7 @@ public struct ReportPageRoutes: Sendable {
 
     /// The channel types the filter offers: those with ratings, or every type Desk knows while no zone has rollups.
     func channelChoices() async throws -> [String] {
-        let rated = try await api.channelTypes()
+        let rated = try await api.reports.channelTypes()
         return rated.isEmpty ? PageFilters.channelTypes : rated
     }
 
@@ -298,7 +300,7 @@ public struct ReportPageRoutes: Sendable {
             var p = try parameters(filters, listing: false)
             p.bucket = .none
             p.groupBy = file == "agents.csv" ? .agent : .team
-            let report = try await api.shaped(p, caller: caller)
+            let report = try await api.reports.shaped(p, caller: caller)
             return HTTPResponse(status: 200, headers: headers, body: Array(report.reordered(filters.sorted(report.rows)).csv.utf8))
         case "responses.csv":
             var p = try parameters(filters, listing: true)

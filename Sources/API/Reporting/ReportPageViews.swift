@@ -1,5 +1,6 @@
 import Foundation
 import Reports
+import Services
 
 /// What every page view shares: the filters, who is looking (a team lead's key sees its teams only), the names to
 /// pick from, the channel types with ratings, and the page's settings.

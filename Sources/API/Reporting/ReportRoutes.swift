@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import JSON
 public import Reports
+public import Services
 import Synchronization
 
 public struct ReportSettings: Sendable {
@@ -35,26 +36,24 @@ public struct ReportSettings: Sendable {
 /// `reports` scope.
 public struct ReportRoutes: Sendable {
     let keys: any APIKeyDirectory
-    let reports: any ReportReader
+    /// The reports themselves (plan, read, shape, admission): the routes parse, authorise, cache and render.
+    public let reports: CSATReports
     let settings: ReportSettings
     let knownZones: Set<String>
-    let rollupZones: RollupZones
     let sessions: any SessionDirectory
     private let cache = KeyCache()
     private let verified: VerifiedCallers
     private let results: ResultCache
-    private let admission: ReportAdmission
 
     public init(keys: any APIKeyDirectory, reports: any ReportReader, sessions: any SessionDirectory, settings: ReportSettings,
                 knownZones: Set<String>, verified: VerifiedCallers = VerifiedCallers()) {
         self.verified = verified
         self.keys = keys
-        self.reports = reports
+        self.reports = CSATReports(reader: reports, maxCells: settings.maxCells, rawConcurrency: settings.rawConcurrency,
+                                   rawConcurrencyPerKey: settings.rawConcurrencyPerKey)
         self.sessions = sessions
         self.settings = settings
         self.knownZones = knownZones
-        self.rollupZones = RollupZones(reports: reports)
-        admission = ReportAdmission(total: settings.rawConcurrency, perKey: settings.rawConcurrencyPerKey)
         results = ResultCache(maxBytes: settings.cacheMaxBytes, ttl: Double(settings.cacheSeconds))
     }
 
@@ -178,7 +177,7 @@ public struct ReportRoutes: Sendable {
 
     func computeReport(_ request: HTTPRequest, caller: ReportCaller) async throws -> HTTPResponse {
         let p = try parameters(request, listing: false)
-        let report = try await shaped(p, caller: caller)
+        let report = try await reports.shaped(p, caller: caller)
         var headers: [(name: String, value: String)] = [("X-Report-Source", report.source), ("Cache-Control", "no-cache")]
         if report.source == "raw" {
             headers.append(("Warning", #"199 desk-gateway "time zone not configured for rollups; computed from raw ratings""#))
@@ -191,94 +190,6 @@ public struct ReportRoutes: Sendable {
         return HTTPResponse(status: 200, headers: [("Content-Type", "application/json")] + headers, body: report.jsonBytes())
     }
 
-    /// The one computation behind every report, JSON, CSV or the report page: from the rollups of a configured zone,
-    /// else from raw ratings (admitted per key and overall). A team-scoped key's report is of its teams only.
-    func shaped(_ asked: ReportParameters, caller: ReportCaller) async throws -> CSATReport {
-        let p = try caller.scope(asked)
-        let key = caller.admissionIdentity
-        let useRollups = try await rollupZones.contains(p.timeZone)
-        async let names = cache.names(p.groupBy) { try await reports.names(p.groupBy) }
-        let sums: (current: [ReportEntry], previous: [(group: Int, figures: CSATFigures)])
-        do {
-            if useRollups {
-                sums = try await reports.fromBlocks(p, plan: BlockPlan(p))
-            } else {
-                sums = try await admission.run(key: key) { connections in try await rawSums(p, connections: connections) }
-            }
-        } catch let error as DomainError where error.code == .storeTimeout {
-            throw APIError(.reportTimeout, detail: "The report took longer than the database allows; narrow the range, use a coarser "
-                           + "bucket or a time zone with rollups (REPORT_TIME_ZONES).", headers: [("Retry-After", "5")])
-        }
-        let report = CSATReportShaper.shape(parameters: p, source: useRollups ? "rollup" : "raw", current: sums.current,
-                                            previous: sums.previous, names: try await names)
-        if report.rows.count > settings.maxCells { throw tooLarge(report.rows.count) }
-        return report
-    }
-
-    /// Whether reports in this zone come from rollups (else from raw ratings, admitted per key and per instance).
-    func hasRollups(_ zone: String) async throws -> Bool {
-        try await rollupZones.contains(zone)
-    }
-
-    /// Agents' or teams' display names by id (briefly cached), for filters.
-    func names(_ group: ReportGroup) async throws -> [Int: String] {
-        try await cache.names(group) { try await reports.names(group) }
-    }
-
-    /// Both periods' sums from the raw ratings: at once on two connections when the admission granted two, else one
-    /// after the other on one; each query returns at most enough rows to tell that the report is too large.
-    func rawSums(_ p: ReportParameters, connections: Int) async throws
-        -> (current: [ReportEntry], previous: [(group: Int, figures: CSATFigures)]) {
-        // Ratings and requests come as separate rows: twice the cells, plus one to see the excess.
-        let limit = 2 * settings.maxCells + 1
-        let previous = p.previous
-        let current: [ReportEntry], before: [ReportEntry]
-        if connections >= 2 {
-            async let now = reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: limit)
-            async let then = reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, limit: limit)
-            (current, before) = (try await now, try await then)
-        } else {
-            current = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: limit)
-            if current.count >= limit { throw tooLarge(settings.maxCells + 1) }
-            before = try await reports.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, limit: limit)
-        }
-        if current.count >= limit || before.count >= limit { throw tooLarge(settings.maxCells + 1) }
-        return (current, before.map { ($0.group, $0.figures) })
-    }
-
-    func tooLarge(_ rows: Int) -> APIError {
-        APIError(.reportTooLarge, detail: "The report would have \(rows > settings.maxCells ? "more than \(settings.maxCells)" : String(rows)) "
-                 + "rows (groups × buckets; at most \(settings.maxCells)); use a coarser bucket, a shorter range or filters.")
-    }
-
-    /// One page of rated responses, newest first, and the cursor of the next page. A listing whose filters match
-    /// little may walk every rating of its range, so it is admitted like a raw report (per key and per instance, on
-    /// one connection), and a statement timeout is a 503, not a failure.
-    func responsePage(_ asked: ReportParameters, caller: ReportCaller) async throws -> (items: [ResponseItem], next: String?) {
-        let p = try caller.scope(asked)
-        var cursor: (Double, Int)?
-        if let text = p.cursor {
-            guard let decoded = KeysetCursor.decode(text) else {
-                throw APIError(.invalidQuery, detail: "cursor is not a cursor this API issued.")
-            }
-            cursor = (decoded.time, decoded.id)
-        }
-        let rows: [ResponseItem]
-        do {
-            rows = try await admission.run(key: caller.admissionIdentity, connections: 1) { _ in
-                try await reports.responses(p, after: cursor, limit: p.limit + 1)
-            }
-        } catch let error as DomainError where error.code == .storeTimeout {
-            throw APIError(.reportTimeout, detail: "The listing took longer than the database allows; narrow the range or the filters.",
-                           headers: [("Retry-After", "5")])
-        }
-        let page = Array(rows.prefix(p.limit))
-        let next = rows.count > p.limit ? page.last.map {
-            KeysetCursor.encode(time: $0.ratedAt, id: $0.id)
-        } : nil
-        return (page, next)
-    }
-
     static let responsesCSVHeader = "ratedAt,ticketId,messageId,score,comment,agentId,agentName,teamId,teamName,channelType,priority,source"
 
     static func responsesCSV(_ page: [ResponseItem]) -> String {
@@ -289,14 +200,14 @@ public struct ReportRoutes: Sendable {
     /// like the listing, so memory stays one page whatever the count.
     func responsesExport(_ p: ReportParameters, caller: ReportCaller, headers: [(name: String, value: String)]) async throws -> HTTPResponse {
         // The first page is read before answering: a refusal (403, 429, timeout) is still a proper error.
-        let first = try await responsePage(p, caller: caller)
+        let first = try await reports.responsePage(p, caller: caller)
         let pages = ExportPages(first: first)
         let stream = ResponseStream {
             guard let chunk = pages.take() else { return nil }
             if chunk.isFirst { return Array((Self.responsesCSVHeader + "\r\n" + Self.responsesCSVLines(chunk.items)).utf8) }
             var next = p
             next.cursor = chunk.cursor
-            let page = try await responsePage(next, caller: caller)
+            let page = try await reports.responsePage(next, caller: caller)
             pages.advance(page.next)
             return Array(Self.responsesCSVLines(page.items).utf8)
         }
@@ -322,33 +233,9 @@ public struct ReportRoutes: Sendable {
         return lines.isEmpty ? "" : lines.joined(separator: "\r\n") + "\r\n"
     }
 
-    /// Channel types that have ratings in the rollups (empty when no zone has rollups yet), briefly cached.
-    func channelTypes() async throws -> [String] {
-        try await cache.channelTypes { try await reports.channelTypes() }
-    }
-
-    /// The period's comments, lowest score first, admitted like a listing.
-    func lowestComments(_ asked: ReportParameters, caller: ReportCaller, limit: Int) async throws -> [ResponseItem] {
-        let p = try caller.scope(asked)
-        do {
-            return try await admission.run(key: caller.admissionIdentity, connections: 1) { _ in try await reports.lowestComments(p, limit: limit) }
-        } catch let error as DomainError where error.code == .storeTimeout {
-            throw APIError(.reportTimeout, detail: "The comments took longer than the database allows; narrow the range or the filters.",
-                           headers: [("Retry-After", "5")])
-        }
-    }
-
-    /// Agents' or teams' names a caller may pick from: a team-scoped key sees its teams, and the agents rated in them.
-    func names(_ group: ReportGroup, for caller: ReportCaller) async throws -> [Int: String] {
-        let all = try await names(group)
-        guard let teams = caller.teamIds else { return all }
-        let allowed = group == .team ? Set(teams) : try await cache.agents(in: teams) { try await reports.agents(inTeams: teams) }
-        return all.filter { allowed.contains($0.key) }
-    }
-
     func responses(_ request: HTTPRequest, caller: ReportCaller) async throws -> HTTPResponse {
         let p = try parameters(request, listing: true)
-        let (page, next) = try await responsePage(p, caller: caller)
+        let (page, next) = try await reports.responsePage(p, caller: caller)
         if p.format == .csv {
             var headers: [(name: String, value: String)] = [("Content-Type", "text/csv; charset=utf-8")]
             if let next { headers.append(("Link", "<?cursor=\(next)>; rel=\"next\"")) }
@@ -369,37 +256,7 @@ public struct ReportRoutes: Sendable {
     }
 }
 
-/// Who asks for a report: an API key (its id), limited to some teams or not. The API and the report page build the
-/// same caller for a key, so its raw reports are admitted once wherever they come from.
-public struct ReportCaller: Sendable {
-    public let keyId: Int
-    /// The teams a team lead's key sees; nil: every team.
-    public let teamIds: [Int]?
-
-    public init(keyId: Int, teamIds: [Int]?) {
-        self.keyId = keyId
-        self.teamIds = teamIds
-    }
-
-    var admissionIdentity: String { "key:\(keyId)" }
-
-    /// The parameters as this caller may ask them: a team-scoped key's reports are of its teams (all of them unless
-    /// it names some); naming another team is 403, so no figure of another team, totals included, reaches it.
-    func scope(_ p: ReportParameters) throws -> ReportParameters {
-        guard let teams = teamIds else { return p }
-        var scoped = p
-        if p.teamIds.isEmpty {
-            scoped.teamIds = teams
-        } else if let other = p.teamIds.first(where: { !teams.contains($0) }) {
-            throw APIError(.forbidden, detail: "This API key sees the teams \(teams.map(String.init).joined(separator: ", ")) only; "
-                           + "teamId \(other) is not one of them.")
-        }
-        return scoped
-    }
-}
-
-/// API-key scopes and display names, briefly remembered (a revoked key stops working within 30 s everywhere).
-/// A live API key as the cache holds it.
+/// A live API key as the cache holds it (a revoked key stops working within 30 s everywhere).
 struct KnownKey: Sendable {
     let id: Int
     let scopes: [String]
@@ -408,27 +265,12 @@ struct KnownKey: Sendable {
 
 final class KeyCache: Sendable {
     private let keys = TTLCache<String, KnownKey>(ttl: 30)
-    private let displayNames = TTLCache<ReportGroup, [Int: String]>(ttl: 30)
-    private let teamAgents = TTLCache<[Int], Set<Int>>(ttl: 60)
-    private let channels = CachedValue<[String]>(ttl: 60)
 
     func get(_ key: String) -> KnownKey? { keys.get(key) }
 
     func put(_ key: String, _ known: KnownKey) { keys.put(key, known) }
 
     func forgetKeys() { keys.removeAll() }
-
-    func names(_ group: ReportGroup, load: () async throws -> [Int: String]) async throws -> [Int: String] {
-        try await displayNames.value(group, load: load)
-    }
-
-    func channelTypes(load: () async throws -> [String]) async throws -> [String] {
-        try await channels.value(load: load)
-    }
-
-    func agents(in teams: [Int], load: () async throws -> Set<Int>) async throws -> Set<Int> {
-        try await teamAgents.value(teams, load: load)
-    }
 }
 
 /// Where a full export stands: the first page (read before answering), then the cursor of each next one.
@@ -467,25 +309,6 @@ final class ExportPages: Sendable {
             state.cursor = next
             if next == nil { state.done = true }
         }
-    }
-}
-
-/// Zones that have rollups, as `report_zones` says (a zone added elsewhere shows up within a second).
-final class RollupZones: Sendable {
-    private let reports: any ReportReader
-    private let zones = CachedValue<Set<String>>(ttl: 1)
-
-    init(reports: any ReportReader) {
-        self.reports = reports
-    }
-
-    func contains(_ zone: String) async throws -> Bool {
-        if let known = zones.lookup(), known.value.contains(zone) || zones.age() < zones.ttl {
-            return known.value.contains(zone)
-        }
-        let fresh = try await reports.rollupZones()
-        zones.put(fresh)
-        return fresh.contains(zone)
     }
 }
 

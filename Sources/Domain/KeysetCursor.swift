@@ -1,5 +1,3 @@
-import Domain
-
 /// The opaque keyset cursor of paged lists: base64url of "microseconds-since-1970:id". A cursor is accepted only
 /// if it could have been issued: a time between 1970 and 9999 and a positive id, so a forged one is a 400, never a
 /// database error.

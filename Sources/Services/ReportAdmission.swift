@@ -25,14 +25,12 @@ final class ReportAdmission: Sendable {
     }
 
     private func enter(_ key: String, most: Int) throws -> Int {
-        let decision: Result<Int, APIError> = state.withLock { state in
+        let decision: Result<Int, ReportRefusal> = state.withLock { state in
             if state.byKey[key, default: 0] >= perKey {
-                return .failure(APIError(.rateLimited, detail: "This API key already runs \(perKey) report(s) computed from raw ratings; retry when one ends.",
-                                         headers: [("Retry-After", "2")]))
+                return .failure(.keyBusy("This API key already runs \(perKey) report(s) computed from raw ratings; retry when one ends."))
             }
             if state.running >= total {
-                return .failure(APIError(.reportsBusy, detail: "Reports computed from raw ratings hold all \(total) connection(s) they may use; retry shortly.",
-                                         headers: [("Retry-After", "2")]))
+                return .failure(.instanceBusy("Reports computed from raw ratings hold all \(total) connection(s) they may use; retry shortly."))
             }
             // A second connection only for a report running alone, within the budget.
             let granted = most >= 2 && state.byKey.isEmpty && state.running + state.lent + 2 <= total ? 2 : 1
