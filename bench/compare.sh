@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two builds side by side in one sitting: both gateways up at once (own ports, own databases on one private
-# PostgreSQL, the embedded emulator each), wrk alternating between them on /livez and a cached authenticated ticket
-# read, ROUNDS times. Prints requests/s and gateway µs of CPU per request for each, then the medians. Start-up, seeding
+# PostgreSQL, the embedded emulator each), wrk alternating between them on /livez, a cached authenticated ticket
+# read and the customer's open list, ROUNDS times. Prints requests/s and gateway µs of CPU per request for each, then the medians. Start-up, seeding
 # and the machine's drift between separate `make bench` runs stay out of the comparison.
 #   bench/compare.sh OLD_BINARY NEW_BINARY [ROUNDS]   (e.g. a worktree's .build/release/desk-gateway and this one's)
 set -euo pipefail
@@ -56,11 +56,13 @@ for round in $(seq 1 "$rounds"); do
   echo "livez new $(measure "${pids[1]}" http://127.0.0.1:18632/livez)" | tee -a "$results"
   echo "ticket old $(measure "${pids[0]}" "http://127.0.0.1:18631/v1/tickets/$old_id" "$old_token")" | tee -a "$results"
   echo "ticket new $(measure "${pids[1]}" "http://127.0.0.1:18632/v1/tickets/$new_id" "$new_token")" | tee -a "$results"
+  echo "list old $(measure "${pids[0]}" "http://127.0.0.1:18631/v1/tickets?status=open" "$old_token")" | tee -a "$results"
+  echo "list new $(measure "${pids[1]}" "http://127.0.0.1:18632/v1/tickets?status=open" "$new_token")" | tee -a "$results"
 done
 python3 - "$results" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
-for scenario in ("livez", "ticket"):
+for scenario in ("livez", "ticket", "list"):
     med = {which: (statistics.median(float(r[2]) for r in rows if r[0] == scenario and r[1] == which),
                    statistics.median(float(r[3]) for r in rows if r[0] == scenario and r[1] == which)) for which in ("old", "new")}
     change = (med["new"][0] / med["old"][0] - 1) * 100

@@ -35,17 +35,17 @@ enum DeskIdentity {
         return "\(url) (app \(appId))"
     }
 
-    static func recorded(_ pool: Database) async throws -> String? {
-        try await SettingsStore(pool: pool).value(settingKey)
+    static func recorded(_ database: Database) async throws -> String? {
+        try await SettingsStore(database: database).value(settingKey)
     }
 
     /// Records `identity` if none is, otherwise compares. A different one is refused unless `allowReset`, which clears
     /// the cache first (`resetCache`) and then records the new identity.
-    static func verify(_ identity: String, pool: Database, allowReset: Bool, logger: Logger) async throws {
-        let settings = SettingsStore(pool: pool)
+    static func verify(_ identity: String, database: Database, allowReset: Bool, logger: Logger) async throws {
+        let settings = SettingsStore(database: database)
         guard let recorded = try await settings.valueSettingIfMissing(settingKey, to: identity), recorded != identity else { return }
         guard allowReset else { throw DeskIdentityMismatch(recorded: recorded, configured: identity) }
-        let removed = try await resetCache(pool)
+        let removed = try await resetCache(database)
         try await settings.set(settingKey, to: identity)
         logger.warning("Desk changed: the ticket cache was reset (CACHE_RESET_ON_DESK_CHANGE=true)",
                        metadata: ["previous": "\(recorded)", "current": "\(identity)", "removed": "\(removed)"])
@@ -53,6 +53,6 @@ enum DeskIdentity {
 }
 
 /// Forgets everything that belongs to one Desk, its recorded identity included (see `SettingsStore.resetDeskCache`).
-public func resetCache(_ pool: Database) async throws -> CacheResetSummary {
-    try await SettingsStore(pool: pool).resetDeskCache(identityKey: DeskIdentity.settingKey)
+public func resetCache(_ database: Database) async throws -> CacheResetSummary {
+    try await SettingsStore(database: database).resetDeskCache(identityKey: DeskIdentity.settingKey)
 }

@@ -22,8 +22,8 @@ public final class GatewayApplication: Sendable {
     let zoneBackfill: BackgroundLoop
 
     public var config: GatewayConfig { wiring.config }
-    /// The gateway's PostgreSQL (named `pool` as it is the connection pool the whole process shares).
-    public var pool: Database { wiring.pool }
+    /// The gateway's PostgreSQL: one connection pool the whole process shares.
+    public var database: Database { wiring.database }
     public var metrics: MetricsRegistry { wiring.metrics }
     public var logger: Logger { wiring.logger }
     public var desk: DeskClient { wiring.desk }
@@ -86,11 +86,11 @@ func openDatabase(_ config: GatewayConfig, logger: Logger) async throws -> (Data
 }
 
 /// Applies migrations, retrying while the database is still coming up (at most `dbStartupWaitSeconds`).
-func migrate(pool: Database, assets: String, config: GatewayConfig, logger: Logger) async throws {
+func migrate(database: Database, assets: String, config: GatewayConfig, logger: Logger) async throws {
     let deadline = ContinuousClock.now.advanced(by: .seconds(config.dbStartupWaitSeconds))
     while true {
         do {
-            let (applied, known) = try await pool.migrate(directory: assets + "/sql")
+            let (applied, known) = try await database.migrate(directory: assets + "/sql")
             logger.info("schema is current", metadata: ["applied": "\(applied)", "known": "\(known)"])
             return
         } catch let error as DomainError where error.code == .storeUnavailable && ContinuousClock.now < deadline {
@@ -104,7 +104,7 @@ func migrate(pool: Database, assets: String, config: GatewayConfig, logger: Logg
 struct Wiring: Sendable {
     let config: GatewayConfig
     let logger: Logger
-    let pool: Database
+    let database: Database
     /// Credentials verified lately, shared by the authenticators and the rate limiter.
     let verified = VerifiedCallers()
     let metrics: MetricsRegistry
@@ -123,28 +123,28 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
     let services = ServiceGroup(logger: logger)
     do {
         let assets = try Assets.locate(configured: config.assetsDirectory)
-        let pool = try await startDatabase(config, assets: assets, logger: logger, services: services)
+        let database = try await startDatabase(config, assets: assets, logger: logger, services: services)
         let metrics = MetricsRegistry()
         let spans = try await startTraceExport(config, metrics: metrics, logger: logger, services: services)
-        let emulatorStore = config.deskEmulatorPersistent ? EmulatorDatabaseStore(database: pool) : nil
+        let emulatorStore = config.deskEmulatorPersistent ? EmulatorDatabaseStore(database: database) : nil
         let (desk, emulator) = try startDesk(config, metrics: metrics, logger: logger, emulatorStore: emulatorStore, spans: spans)
         if let emulator { try await services.start(StopAction(name: "Desk emulator") { await emulator.stop() }) }
         try await DeskIdentity.verify(DeskIdentity.describe(baseURL: config.deskBaseURL, appId: config.deskAppId,
                                                             emulatorInstance: emulator?.instanceId),
-                                      pool: pool, allowReset: config.cacheResetOnDeskChange, logger: logger)
-        var wiring = Wiring(config: config, logger: logger, pool: pool, metrics: metrics, spans: spans, desk: desk, emulator: emulator,
-                            sessionKey: try await sessionKey(config, pool: pool, logger: logger))
+                                      database: database, allowReset: config.cacheResetOnDeskChange, logger: logger)
+        var wiring = Wiring(config: config, logger: logger, database: database, metrics: metrics, spans: spans, desk: desk, emulator: emulator,
+                            sessionKey: try await sessionKey(config, database: database, logger: logger))
         let watchdog = Watchdog(stallLimit: .seconds(config.livenessStallSeconds))
         registerOps(&wiring, assets: assets, watchdog: watchdog)
         let customer = await registerCustomer(&wiring)
         let webhookSecret = config.deskWebhookSecret ?? emulator?.configuration.webhookSecret
-        let webhooks = WebhookRoutes(secrets: [webhookSecret, config.deskAPIToken].compactMap { $0 }, appId: config.deskAppId, inbox: WebhookInbox(pool: pool),
+        let webhooks = WebhookRoutes(secrets: [webhookSecret, config.deskAPIToken].compactMap { $0 }, appId: config.deskAppId, inbox: WebhookInbox(database: database),
                                      customer: customer, metrics: metrics, logger: logger)
         webhooks.register(in: &wiring.routes)
         let (reads, reports) = try await registerReports(&wiring)
         // A key revoked on any instance stops working on every one at once, not when the caches expire.
         let verified = wiring.verified
-        let revocations = RevocationListener(database: pool) { reports.forgetCredentials(); verified.removeAll() }
+        let revocations = RevocationListener(database: database) { reports.forgetCredentials(); verified.removeAll() }
         revocations.start()
         try await services.start(StopAction(name: "revocation listener") { revocations.stop() })
         if reads.hasReplica {
@@ -163,7 +163,7 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         if config.outboxRelay { try await services.start(BackgroundLoop("outbox relay") { await customer.runRelay() }) }
         if config.syncIntervalSeconds > 0 { try await services.start(syncLoop(sync, wiring)) }
         if config.housekeepingIntervalSeconds > 0 {
-            let housekeeper = Housekeeper(store: HousekeepingStore(pool: pool), state: SyncStateStore(pool: pool), policy: config.retention, metrics: metrics, logger: logger)
+            let housekeeper = Housekeeper(store: HousekeepingStore(database: database), state: SyncStateStore(database: database), policy: config.retention, metrics: metrics, logger: logger)
             try await services.start(BackgroundLoop("housekeeping", repeating(every: .seconds(config.housekeepingIntervalSeconds)) {
                 await housekeeper.runOnce()
             }))
@@ -192,24 +192,24 @@ func startTraceExport(_ config: GatewayConfig, metrics: MetricsRegistry, logger:
 
 /// The Platform API sync, on the client and the stores.
 func deskSync(_ wiring: Wiring) -> DeskSync {
-    deskSync(desk: wiring.desk, pool: wiring.pool, config: wiring.config, logger: wiring.logger)
+    deskSync(desk: wiring.desk, database: wiring.database, config: wiring.config, logger: wiring.logger)
 }
 
-func deskSync(desk: DeskClient, pool: Database, config: GatewayConfig, logger: Logger) -> DeskSync {
-    DeskSync(desk: desk, state: SyncStateStore(pool: pool), ratings: CSATStore(pool: pool), logger: logger, settings: config.syncSettings)
+func deskSync(desk: DeskClient, database: Database, config: GatewayConfig, logger: Logger) -> DeskSync {
+    DeskSync(desk: desk, state: SyncStateStore(database: database), ratings: CSATStore(database: database), logger: logger, settings: config.syncSettings)
 }
 
 /// The embedded cluster when needed, the pool, the schema.
 func startDatabase(_ config: GatewayConfig, assets: String, logger: Logger, services: ServiceGroup) async throws -> Database {
-    let (pool, embedded) = try await openDatabase(config, logger: logger)
+    let (database, embedded) = try await openDatabase(config, logger: logger)
     if let embedded { try await services.start(StopAction(name: "embedded PostgreSQL") { await embedded.stop() }) }
-    try await services.start(StopAction(name: "database pool") { pool.shutdown() })
-    try await migrate(pool: pool, assets: assets, config: config, logger: logger)
-    return pool
+    try await services.start(StopAction(name: "database pool") { database.shutdown() })
+    try await migrate(database: database, assets: assets, config: config, logger: logger)
+    return database
 }
 
-func sessionKey(_ config: GatewayConfig, pool: Database, logger: Logger) async throws -> [UInt8] {
-    let (key, generated) = try await SessionStore.sessionKey(configured: config.sessionKey, pool: pool)
+func sessionKey(_ config: GatewayConfig, database: Database, logger: Logger) async throws -> [UInt8] {
+    let (key, generated) = try await SessionStore.sessionKey(configured: config.sessionKey, database: database)
     if generated {
         logger.warning("SESSION_KEY is not set: Desk session tokens are sealed with a key kept in the database; set SESSION_KEY in production")
     }
@@ -218,11 +218,11 @@ func sessionKey(_ config: GatewayConfig, pool: Database, logger: Logger) async t
 
 /// `/livez`, `/readyz`, `/metrics`, `/openapi.yaml`.
 func registerOps(_ wiring: inout Wiring, assets: String, watchdog: Watchdog) {
-    let (config, pool) = (wiring.config, wiring.pool)
+    let (config, database) = (wiring.config, wiring.database)
     let openAPI = try? String(contentsOfFile: assets + "/openapi.yaml", encoding: .utf8)
-    let ops = OpsRoutes(checks: [DatabaseReadinessCheck(database: pool), DeskReadinessCheck(client: wiring.desk),
-                                 OutboxReadinessCheck(outbox: OutboxStore(pool: pool), warnAgeSeconds: Double(config.outboxWarnAgeSeconds))],
-                        metrics: wiring.metrics, database: pool, openAPIDocument: openAPI, version: gatewayVersion, watchdog: watchdog)
+    let ops = OpsRoutes(checks: [DatabaseReadinessCheck(database: database), DeskReadinessCheck(client: wiring.desk),
+                                 OutboxReadinessCheck(outbox: OutboxStore(database: database), warnAgeSeconds: Double(config.outboxWarnAgeSeconds))],
+                        metrics: wiring.metrics, database: database, openAPIDocument: openAPI, version: gatewayVersion, watchdog: watchdog)
     ops.registerDocument(in: &wiring.routes)
     if config.adminPort > 0 { ops.registerHealth(in: &wiring.adminRoutes) } else { ops.registerHealth(in: &wiring.routes) }
     ProcessMetrics.register(in: wiring.metrics, version: gatewayVersion)
@@ -230,17 +230,17 @@ func registerOps(_ wiring: inout Wiring, assets: String, watchdog: Watchdog) {
 
 /// The customer API: sessions, tickets, messages, feedback, link previews, the outbox.
 func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
-    let (config, pool, desk) = (wiring.config, wiring.pool, wiring.desk)
-    let ticketStore = TicketStore(pool: pool)
+    let (config, database, desk) = (wiring.config, wiring.database, wiring.desk)
+    let ticketStore = TicketStore(database: database)
     // Team names for ticket documents (the sync job keeps them current later); Desk gets two seconds at start-up.
     _ = await withDeadline(.seconds(2)) {
         if let page = try? await desk.teams(limit: 500) {
             try? await ticketStore.upsertTeams(page.results.map { (id: $0.id, key: $0.key, name: $0.name) })
         }
     }
-    let customer = CustomerRoutes(desk: desk, sessions: SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey)),
-                                  ticketStore: ticketStore, ratings: CSATStore(pool: pool), previews: LinkPreviewFetcher(settings: config.linkPreviewSettings),
-                                  settings: config.customerAPISettings, outbox: OutboxStore(pool: pool), outboxSettings: config.outboxSettings,
+    let customer = CustomerRoutes(desk: desk, sessions: SessionStore(database: database, vault: TokenVault(key: wiring.sessionKey)),
+                                  ticketStore: ticketStore, ratings: CSATStore(database: database), previews: LinkPreviewFetcher(settings: config.linkPreviewSettings),
+                                  settings: config.customerAPISettings, outbox: OutboxStore(database: database), outboxSettings: config.outboxSettings,
                                   metrics: wiring.metrics, logger: wiring.logger, verified: wiring.verified)
     customer.register(in: &wiring.routes)
     return customer
@@ -248,13 +248,13 @@ func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
 
 /// The reporting API; refuses a reporting zone PostgreSQL does not know.
 func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, ReportRoutes) {
-    let (config, pool) = (wiring.config, wiring.pool)
+    let (config, database) = (wiring.config, wiring.database)
     let replica = config.databaseReadURL.map {
         Database(connectionString: $0, poolSize: config.dbReadPoolSize, connectTimeoutSeconds: min(config.dbConnectTimeoutSeconds, 2),
                  statementTimeoutMilliseconds: config.dbStatementTimeoutMilliseconds,
                  acquireTimeoutMilliseconds: config.dbAcquireTimeoutMilliseconds, transactionPooling: config.dbTransactionPooling)
     }
-    let reads = ReportReads(primary: pool, replica: replica, maxLagSeconds: Double(config.reportReplicaMaxLagSeconds))
+    let reads = ReportReads(primary: database, replica: replica, maxLagSeconds: Double(config.reportReplicaMaxLagSeconds))
     if replica != nil {
         wiring.metrics.gauge("report_replica_usable", help: "1 while report reads go to the read replica (DATABASE_READ_URL), 0 while they fall back to the primary.") {
             [([], reads.replicaState.usable ? 1 : 0)]
@@ -267,13 +267,13 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
         let counts = reads.readCounts
         return [([("database", "replica")], Double(counts.replica)), ([("database", "primary")], Double(counts.primary))]
     }
-    let reportStore = ReportStore(pool: pool, reads: reads)
+    let reportStore = ReportStore(database: database, reads: reads)
     let knownZones = try await reportStore.knownZones()
     for zone in config.reportTimeZones where !knownZones.contains(zone) {
         throw ConfigError(variable: "REPORT_TIME_ZONES", message: "PostgreSQL does not know the time zone '\(zone)'")
     }
-    let customerSessions = SessionStore(pool: pool, vault: TokenVault(key: wiring.sessionKey))
-    let reports = ReportRoutes(keys: APIKeyStore(pool: pool), reports: reportStore, sessions: customerSessions,
+    let customerSessions = SessionStore(database: database, vault: TokenVault(key: wiring.sessionKey))
+    let reports = ReportRoutes(keys: APIKeyStore(database: database), reports: reportStore, sessions: customerSessions,
                                settings: config.reportSettings, knownZones: knownZones, verified: wiring.verified)
     reports.register(in: &wiring.routes)
     wiring.metrics.gauge("report_cache_bytes", help: "Bytes of computed reports held in memory (REPORT_CACHE_MAX_MB bounds them).") {
@@ -282,17 +282,17 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
     wiring.metrics.gauge("report_cache_entries", help: "Computed reports held in memory, each for REPORT_CACHE_S.") {
         [([], Double(reports.cachedReports.entries))]
     }
-    ReportPageRoutes(api: reports, sessions: ReportSessionStore(pool: pool), customers: customerSessions, settings: config.reportPageSettings)
+    ReportPageRoutes(api: reports, sessions: ReportSessionStore(database: database), customers: customerSessions, settings: config.reportPageSettings)
         .register(in: &wiring.routes)
     return (reads, reports)
 }
 
 /// New reporting zones are backfilled in the background; until then their reports are computed from raw ratings.
 func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
-    let (zones, pool, logger) = (wiring.config.reportTimeZones, wiring.pool, wiring.logger)
+    let (zones, database, logger) = (wiring.config.reportTimeZones, wiring.database, wiring.logger)
     return BackgroundLoop("zone backfill") {
         do {
-            let backfilled = try await CSATStore(pool: pool).ensureZones(zones)
+            let backfilled = try await CSATStore(database: database).ensureZones(zones)
             if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
         } catch {
             logger.error("CSAT rollup backfill failed; reports in the new zones stay exact but slower", metadata: ["error": "\(error)"])
@@ -330,7 +330,7 @@ func startServer(_ wiring: Wiring, services: ServiceGroup) async throws -> HTTPS
         try await services.start(HTTPService(server: HTTPServer(configuration: adminServer, responder: admin), drain: .seconds(1)))
     }
     let responder = APIResponder(routes: wiring.routes, metrics: wiring.metrics, logger: wiring.logger, policy: config.apiPolicy,
-                                 idempotency: IdempotencyStore(pool: wiring.pool, windowHours: config.retentionIdempotencyHours), verified: wiring.verified,
+                                 idempotency: IdempotencyStore(database: wiring.database, windowHours: config.retentionIdempotencyHours), verified: wiring.verified,
                                  spans: wiring.spans)
     let server = HTTPServer(configuration: config.httpServerConfiguration, responder: responder)
     try await services.start(HTTPService(server: server, drain: .seconds(config.shutdownDrainSeconds)))

@@ -11,15 +11,15 @@ import Telemetry
 /// Opens the database (migrated) for a one-shot command, runs `body`, and closes everything.
 func withMigratedDatabase<T: Sendable>(_ config: GatewayConfig, logger: Logger, _ body: (Database) async throws -> T) async throws -> T {
     let assets = try Assets.locate(configured: config.assetsDirectory)
-    let (pool, embedded) = try await openDatabase(config, logger: logger)
+    let (database, embedded) = try await openDatabase(config, logger: logger)
     do {
-        try await migrate(pool: pool, assets: assets, config: config, logger: logger)
-        let result = try await body(pool)
-        pool.shutdown()
+        try await migrate(database: database, assets: assets, config: config, logger: logger)
+        let result = try await body(database)
+        database.shutdown()
         await embedded?.stop()
         return result
     } catch {
-        pool.shutdown()
+        database.shutdown()
         await embedded?.stop()
         throw error
     }
@@ -35,27 +35,27 @@ public struct CommandProblem: Error, CustomStringConvertible {
 public func createApiKey(_ config: GatewayConfig, logger: Logger, name: String, scopes: [String], teams: [String] = []) async throws
     -> (key: String, id: Int) {
     do {
-        return try await withMigratedDatabase(config, logger: logger) { try await APIKeyStore(pool: $0).create(name: name, scopes: scopes, teams: teams) }
+        return try await withMigratedDatabase(config, logger: logger) { try await APIKeyStore(database: $0).create(name: name, scopes: scopes, teams: teams) }
     } catch let error as APIKeyStore.UnknownTeams {
         throw CommandProblem(message: error.description)
     }
 }
 
 public func listApiKeys(_ config: GatewayConfig, logger: Logger) async throws -> [APIKeyRecord] {
-    try await withMigratedDatabase(config, logger: logger) { try await APIKeyStore(pool: $0).list() }
+    try await withMigratedDatabase(config, logger: logger) { try await APIKeyStore(database: $0).list() }
 }
 
 public func revokeApiKey(_ config: GatewayConfig, logger: Logger, id: Int) async throws -> Bool {
-    try await withMigratedDatabase(config, logger: logger) { try await APIKeyStore(pool: $0).revoke(id: id) }
+    try await withMigratedDatabase(config, logger: logger) { try await APIKeyStore(database: $0).revoke(id: id) }
 }
 
 /// `desk-gateway sync`: one Platform API sync against the configured Desk; with `since` (and `until`, default
 /// today) a backfill of the tickets closed in that range instead, resumable.
 public func runSync(_ config: GatewayConfig, logger: Logger, since: String? = nil, until: String? = nil,
                     progress: @escaping @Sendable (SyncSummary) -> Void) async throws -> SyncSummary {
-    try await withPlatformDesk(config, logger: logger) { desk, pool in
-        try await CSATStore(pool: pool).ensureZones(config.reportTimeZones)
-        let sync = deskSync(desk: desk, pool: pool, config: config, logger: logger)
+    try await withPlatformDesk(config, logger: logger) { desk, database in
+        try await CSATStore(database: database).ensureZones(config.reportTimeZones)
+        let sync = deskSync(desk: desk, database: database, config: config, logger: logger)
         guard let since else { return try await sync.run(progress: progress) }
         return try await sync.backfill(since: since, until: until ?? DeskSyncDay.today(), progress: progress)
     }
@@ -64,10 +64,10 @@ public func runSync(_ config: GatewayConfig, logger: Logger, since: String? = ni
 /// `desk-gateway csat audit`: the stored ratings against Desk's ticket fields for tickets closed in a range.
 public func runAudit(_ config: GatewayConfig, logger: Logger, from: String, to: String, repair: Bool,
                      progress: @escaping @Sendable (CSATAuditReport) -> Void) async throws -> CSATAuditReport {
-    try await withPlatformDesk(config, logger: logger) { desk, pool in
-        let store = CSATStore(pool: pool)
+    try await withPlatformDesk(config, logger: logger) { desk, database in
+        let store = CSATStore(database: database)
         try await store.ensureZones(config.reportTimeZones)
-        let state = SyncStateStore(pool: pool)
+        let state = SyncStateStore(database: database)
         var report = try await CSATAudit(desk: desk, ratings: store, state: state, logger: logger)
             .run(from: from, to: to, repair: repair, progress: progress)
         // The reports themselves: every zone's rollups against the raw ratings, rebuilt with --repair.
@@ -88,24 +88,24 @@ func withPlatformDesk<T: Sendable>(_ config: GatewayConfig, logger: Logger,
     guard config.deskBaseURL != nil, config.deskAPIToken != nil else {
         throw ConfigError(variable: "DESK_API_TOKEN", message: "this command reads Desk's Platform API: set DESK_BASE_URL, DESK_APP_ID and DESK_API_TOKEN")
     }
-    return try await withMigratedDatabase(config, logger: logger) { pool in
+    return try await withMigratedDatabase(config, logger: logger) { database in
         let (desk, _) = try startDesk(config, metrics: MetricsRegistry(), logger: logger)
-        return try await body(desk, pool)
+        return try await body(desk, database)
     }
 }
 
 /// `desk-gateway migrate`: applies migrations and exits.
 public func runMigrations(_ config: GatewayConfig, logger: Logger) async throws {
     let assets = try Assets.locate(configured: config.assetsDirectory)
-    let (pool, embedded) = try await openDatabase(config, logger: logger)
+    let (database, embedded) = try await openDatabase(config, logger: logger)
     do {
-        try await migrate(pool: pool, assets: assets, config: config, logger: logger)
+        try await migrate(database: database, assets: assets, config: config, logger: logger)
     } catch {
-        pool.shutdown()
+        database.shutdown()
         await embedded?.stop()
         throw error
     }
-    pool.shutdown()
+    database.shutdown()
     await embedded?.stop()
 }
 
@@ -117,5 +117,5 @@ public func runCacheReset(_ config: GatewayConfig, logger: Logger) async throws 
 /// `desk-gateway webhooks replay`: marks stored events with these statuses pending again, so the running gateway
 /// applies them with the parser it has now. Returns how many.
 public func replayWebhooks(_ config: GatewayConfig, logger: Logger, statuses: [String]) async throws -> Int {
-    try await withMigratedDatabase(config, logger: logger) { try await WebhookInbox(pool: $0).replay(statuses: statuses) }
+    try await withMigratedDatabase(config, logger: logger) { try await WebhookInbox(database: $0).replay(statuses: statuses) }
 }

@@ -4,29 +4,9 @@ public import Logging
 import Synchronization
 
 /// Applies the stored Desk webhook events in the background: each event is dispatched on what `WebhookApplier` finds
-/// in it (a ticket, a CSAT request or answer, another application's ticket, nothing it can read) and the inbox
-/// records the outcome. The HTTP side only stores events (`WebhookRoutes`).
+/// in it (a ticket with its CSAT request or answer, a ticket without a customer, another application's ticket,
+/// nothing it can read), and the inbox records the outcome. The HTTP side only stores events (`WebhookRoutes`).
 public struct WebhookProcessor: Sendable {
-    /// What became of one event, as the pass reports it.
-    public enum Handled: Sendable, Equatable {
-        /// The ticket and its CSAT facts were written (`moved`: Desk gave the cached ticket to another customer).
-        case applied(ticketId: Int, moved: OwnershipChange?)
-        /// A ticket without a customer: nothing to cache, nothing to rate.
-        case noCustomer
-        /// Another Sendbird application's ticket: stored as `foreign`, never applied.
-        case foreign(ticketId: Int, appId: String)
-        /// Nothing the gateway can read: stored as `unrecognized` for `webhooks replay`.
-        case unrecognized(keys: [String])
-
-        var outcome: InboxOutcome {
-            switch self {
-            case .applied, .noCustomer: return .applied
-            case .foreign: return .foreign
-            case .unrecognized: return .unrecognized
-            }
-        }
-    }
-
     /// What the processor tells its surroundings (metrics, memory caches).
     public struct Observers: Sendable {
         /// Team keys and names for rendering tickets, read once per pass.
@@ -79,10 +59,10 @@ public struct WebhookProcessor: Sendable {
         let touched = TouchedTickets()
         do {
             let pass = try await inbox.process(limit: 50, lane: lane, lanes: lanes) { [appId, logger] event, tx in
-                let handled = try Self.apply(event, appId: appId, to: InboxTicketWriter(tx: tx, teams: teams))
-                Self.log(handled, event: event, logger: logger)
-                if case .applied(let id, _) = handled { touched.add(id) }
-                return handled.outcome
+                let result = try WebhookApplier.apply(try JSONParser.parse(event.body), appId: appId, to: InboxTicketWriter(tx: tx, teams: teams))
+                Self.log(result, event: event, logger: logger)
+                if case .applied(let id, _) = result { touched.add(id) }
+                return result.outcome
             }
             observers.touched(touched.all)
             for (outcome, count) in [("applied", pass.applied), ("unrecognized", pass.unrecognized), ("foreign", pass.foreign),
@@ -99,19 +79,8 @@ public struct WebhookProcessor: Sendable {
         }
     }
 
-    /// Applies one stored event: the ticket to the cache, a CSAT request and answer from its message, or else the
-    /// ticket's own CSAT fields as a ticket-level rating.
-    public static func apply(_ event: InboxEvent, appId: String, to writer: any InboxWriter) throws -> Handled {
-        switch try WebhookApplier.apply(try JSONParser.parse(event.body), appId: appId, to: writer) {
-        case .applied(let id, let moved): return .applied(ticketId: id, moved: moved)
-        case .noCustomer: return .noCustomer
-        case .foreign(let id, let otherApp): return .foreign(ticketId: id, appId: otherApp)
-        case .unrecognized(let keys): return .unrecognized(keys: keys)
-        }
-    }
-
-    static func log(_ handled: Handled, event: InboxEvent, logger: Logger) {
-        switch handled {
+    static func log(_ result: WebhookApplier.Result, event: InboxEvent, logger: Logger) {
+        switch result {
         case .foreign(let ticketId, let otherApp):
             logger.warning("a signed Desk webhook names another Sendbird application; stored as foreign, not applied",
                            metadata: ["event": "\(event.id)", "ticket": "\(ticketId)", "app": "\(otherApp.prefix(64))"])
@@ -123,6 +92,17 @@ public struct WebhookProcessor: Sendable {
                            metadata: moved.metadata.mapValues { .string($0) })
         case .applied, .noCustomer:
             break
+        }
+    }
+}
+
+extension WebhookApplier.Result {
+    /// How the inbox records the event: a ticket without a customer counts as applied (there is nothing to cache).
+    var outcome: InboxOutcome {
+        switch self {
+        case .applied, .noCustomer: return .applied
+        case .foreign: return .foreign
+        case .unrecognized: return .unrecognized
         }
     }
 }

@@ -15,10 +15,10 @@ public struct APIKeyRecord: Sendable {
 
 /// API keys for reporting clients: `dgk_` + 256 random bits; only the SHA-256 is stored.
 public struct APIKeyStore: APIKeyDirectory {
-    let pool: Database
+    let database: Database
 
-    public init(pool: Database) {
-        self.pool = pool
+    public init(database: Database) {
+        self.database = database
     }
 
     /// Returns the key (shown once) and its id. `teams` (ids or Desk team keys) limit what the key sees; each must
@@ -26,14 +26,14 @@ public struct APIKeyStore: APIKeyDirectory {
     public func create(name: String, scopes: [String], teams: [String] = []) async throws -> (key: String, id: Int) {
         let teamIds: [Int]? = teams.isEmpty ? nil : try await resolve(teams: teams)
         let key = "dgk_" + TokenVault.newToken()
-        let rows = try await pool.query("INSERT INTO api_keys (name, key_hash, scopes, team_ids) VALUES ($1, $2, $3::text[], $4::bigint[]) RETURNING id",
+        let rows = try await database.query("INSERT INTO api_keys (name, key_hash, scopes, team_ids) VALUES ($1, $2, $3::text[], $4::bigint[]) RETURNING id",
                                         [name, PostgresBytes(TokenVault.hash(key)), scopes, teamIds])
         return (key, try rows[0].decode(0))
     }
 
     /// Team ids for ids or Desk team keys; a name that is neither is an error naming it.
     func resolve(teams: [String]) async throws -> [Int] {
-        let rows = try await pool.query("SELECT id, coalesce(key, '') FROM teams WHERE key = ANY($1::text[]) OR id::text = ANY($1::text[])", [teams])
+        let rows = try await database.query("SELECT id, coalesce(key, '') FROM teams WHERE key = ANY($1::text[]) OR id::text = ANY($1::text[])", [teams])
         var byName: [String: Int] = [:]
         for row in rows {
             let id: Int = try row.decode(0)
@@ -57,7 +57,7 @@ public struct APIKeyStore: APIKeyDirectory {
 
     /// A live key's id, scopes and teams (nil: every team), or nil.
     public func live(_ key: String) async throws -> (id: Int, scopes: [String], teamIds: [Int]?)? {
-        let rows = try await pool.query("""
+        let rows = try await database.query("""
             UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1 AND revoked_at IS NULL
             RETURNING id, array_to_string(scopes, ','), array_to_string(team_ids, ',')
             """, [PostgresBytes(TokenVault.hash(key))])
@@ -70,7 +70,7 @@ public struct APIKeyStore: APIKeyDirectory {
     }
 
     public func list() async throws -> [APIKeyRecord] {
-        try await pool.query("""
+        try await database.query("""
             SELECT id, name, array_to_string(scopes, ','), extract(epoch FROM created_at)::float8,
                    extract(epoch FROM last_used_at)::float8, extract(epoch FROM revoked_at)::float8, array_to_string(team_ids, ',')
               FROM api_keys ORDER BY id
@@ -82,7 +82,7 @@ public struct APIKeyStore: APIKeyDirectory {
 
     /// Returns false when no live key has this id. Every instance hears of it at once (`RevocationListener`).
     public func revoke(id: Int) async throws -> Bool {
-        try await pool.transaction { tx in
+        try await database.transaction { tx in
             let revoked = try tx.query("UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", [id]).affectedRows == 1
             if revoked { try tx.query("SELECT pg_notify($1, $2)", [RevocationListener.channel, "api_key:\(id)"]) }
             return revoked

@@ -4,19 +4,19 @@ import Reports
 
 /// CSAT ratings and requests in PostgreSQL. The same rating arriving again (gateway, webhook, sync) is stored once.
 public struct CSATStore: FeedbackRatings {
-    let pool: Database
+    let database: Database
 
-    public init(pool: Database) {
-        self.pool = pool
+    public init(database: Database) {
+        self.database = database
     }
 
     /// Whether Desk was seen sending this CSAT request on this ticket (webhook or sync).
     public func isRequest(ticketId: Int, messageId: Int) async throws -> Bool {
-        !(try await pool.query("SELECT 1 FROM csat_requests WHERE ticket_id = $1 AND message_id = $2", [ticketId, messageId]).isEmpty)
+        !(try await database.query("SELECT 1 FROM csat_requests WHERE ticket_id = $1 AND message_id = $2", [ticketId, messageId]).isEmpty)
     }
 
     public func ticketsAwaitingAnswers(maxAgeDays: Int, limit: Int) async throws -> [Int] {
-        try await pool.query("""
+        try await database.query("""
             SELECT ticket_id FROM csat_requests r
              WHERE requested_at > now() - make_interval(days => $1)
                AND NOT EXISTS (SELECT 1 FROM csat_ratings x WHERE x.ticket_id = r.ticket_id AND x.message_id IN (r.message_id, 0)
@@ -28,7 +28,7 @@ public struct CSATStore: FeedbackRatings {
     public func storedAnswers(ticketIds: [Int]) async throws -> [Int: Int?] {
         guard !ticketIds.isEmpty else { return [:] }
         var answers: [Int: Int?] = [:]
-        for row in try await pool.query("""
+        for row in try await database.query("""
             SELECT DISTINCT ON (ticket_id) ticket_id, score FROM csat_ratings WHERE ticket_id = ANY($1::bigint[])
              ORDER BY ticket_id, rated_at DESC, id DESC
             """, [ticketIds]) {
@@ -39,7 +39,7 @@ public struct CSATStore: FeedbackRatings {
 
     /// The answer stored for one CSAT request: nil when none, `.some(nil)` for a decline.
     public func storedAnswer(ticketId: Int, messageId: Int) async throws -> Int?? {
-        guard let row = try await pool.query("SELECT score FROM csat_ratings WHERE ticket_id = $1 AND message_id = $2",
+        guard let row = try await database.query("SELECT score FROM csat_ratings WHERE ticket_id = $1 AND message_id = $2",
                                              [ticketId, messageId]).first else { return nil }
         return .some(try row.decodeIfPresent(0))
     }
@@ -47,18 +47,18 @@ public struct CSATStore: FeedbackRatings {
     /// Records one answer in its own transaction (`CSATWriter.record`); returns whether anything changed.
     @discardableResult
     public func record(_ rating: RatingRecord) async throws -> Bool {
-        try await pool.transaction { tx in try CSATWriter.run(on: tx) { try $0.record(rating) } }
+        try await database.transaction { tx in try CSATWriter.run(on: tx) { try $0.record(rating) } }
     }
 
     /// A ticket's own score, placed by `CSATWriter.recordTicketLevel`; returns whether anything changed.
     @discardableResult
     public func recordTicketLevel(_ rating: RatingRecord, closedAt: Double) async throws -> Bool {
-        try await pool.transaction { tx in try CSATWriter.run(on: tx) { try $0.recordTicketLevel(rating, closedAt: closedAt) } }
+        try await database.transaction { tx in try CSATWriter.run(on: tx) { try $0.recordTicketLevel(rating, closedAt: closedAt) } }
     }
 
     @discardableResult
     public func recordRequest(_ request: CSATRequestRecord) async throws -> Bool {
-        try await pool.transaction { tx in try CSATWriter.run(on: tx) { try $0.recordRequest(request) } }
+        try await database.transaction { tx in try CSATWriter.run(on: tx) { try $0.recordRequest(request) } }
     }
 
     @discardableResult
@@ -83,7 +83,7 @@ public struct CSATStore: FeedbackRatings {
     /// never add the same ratings twice. Returns the zones that were backfilled.
     @discardableResult
     public func ensureZones(_ zones: [String]) async throws -> [String] {
-        try await pool.withConnection { connection in
+        try await database.withConnection { connection in
             var added: [String] = []
             for zone in zones {
                 let registration = try connection.transaction { tx -> (Int, Int, String)? in
@@ -187,7 +187,7 @@ public struct CSATStore: FeedbackRatings {
         let sums = "sum(requests)::bigint, sum(responses)::bigint, sum(coalesce(s1, 0))::bigint, sum(coalesce(s2, 0))::bigint, "
             + "sum(coalesce(s3, 0))::bigint, sum(coalesce(s4, 0))::bigint, sum(coalesce(s5, 0))::bigint"
         let nonZero = "HAVING sum(requests) <> 0 OR sum(responses) <> 0"
-        let rows = try await pool.query("""
+        let rows = try await database.query("""
             WITH raw AS (\(raw)),
             raw_detail AS (SELECT zone_id, day, channel_type, priority, agent_id, team_id, \(sums) FROM raw GROUP BY 1, 2, 3, 4, 5, 6 \(nonZero)),
             raw_blocks AS (SELECT zone_id, day, agent_id, team_id, \(sums) FROM raw GROUP BY 1, 2, 3, 4 \(nonZero)),
@@ -212,12 +212,12 @@ public struct CSATStore: FeedbackRatings {
     /// Counts the zones' rollups anew from the raw ratings and requests (registered again, then backfilled, as a new
     /// zone is); reports read the raw ratings until it is done.
     public func rebuildRollups(zones: [String]) async throws {
-        try await pool.query("UPDATE report_zones SET backfilled_at = NULL WHERE zone = ANY($1::text[])", [zones])
+        try await database.query("UPDATE report_zones SET backfilled_at = NULL WHERE zone = ANY($1::text[])", [zones])
         try await ensureZones(zones)
     }
 
     /// Zones whose rollups are complete (reports may read them).
     public func zones() async throws -> Set<String> {
-        Set(try await pool.query("SELECT zone FROM report_zones WHERE backfilled_at IS NOT NULL").map { try $0.decode(0, as: String.self) })
+        Set(try await database.query("SELECT zone FROM report_zones WHERE backfilled_at IS NOT NULL").map { try $0.decode(0, as: String.self) })
     }
 }

@@ -35,11 +35,11 @@ public struct RetentionPolicy: Sendable {
 /// runs in a transaction that first takes a transaction-level advisory lock, and an instance that cannot have it
 /// skips the run. Rows are picked with `FOR UPDATE SKIP LOCKED`, so even racing deletes never count a row twice.
 public struct HousekeepingStore: Sendable {
-    let pool: Database
+    let database: Database
     static let lockKey = 0x6467_686B   // "dghk"
 
-    public init(pool: Database) {
-        self.pool = pool
+    public init(database: Database) {
+        self.database = database
     }
 
     /// One retention rule: the table it cleans (the metrics label), the rows past retention, and how old its oldest
@@ -90,7 +90,7 @@ public struct HousekeepingStore: Sendable {
             DELETE FROM \(rule.table) WHERE ctid IN (
                 SELECT ctid FROM \(rule.table) WHERE \(rule.due) LIMIT $1 FOR UPDATE SKIP LOCKED)
             """
-        return try await pool.transaction { tx -> Int? in
+        return try await database.transaction { tx -> Int? in
             guard try tx.query("SELECT pg_try_advisory_xact_lock($1)", [Self.lockKey])[0].decode(0, as: Bool.self) else { return nil }
             return try tx.query(sql, [limit]).affectedRows
         }
@@ -127,7 +127,7 @@ public struct HousekeepingStore: Sendable {
             let filter = rule.label == "webhook_events_unapplied" ? " WHERE status IN ('unrecognized', 'failed', 'foreign')"
                 : rule.label == "webhook_events_applied" ? " WHERE status = 'applied'"
                 : rule.label == "tickets_closed" ? " WHERE status = 'CLOSED'" : ""
-            let rows = try await pool.query("SELECT coalesce(extract(epoch FROM now() - min(\(rule.age))), 0)::float8 FROM \(rule.table)\(filter)")
+            let rows = try await database.query("SELECT coalesce(extract(epoch FROM now() - min(\(rule.age))), 0)::float8 FROM \(rule.table)\(filter)")
             ages[rule.label] = try rows[0].decode(0, as: Double.self)
         }
         return ages

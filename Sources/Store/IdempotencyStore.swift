@@ -6,17 +6,17 @@ import Postgres
 public struct IdempotencyStore: IdempotencyKeys {
     public typealias Claim = IdempotencyClaim
 
-    let pool: Database
+    let database: Database
     /// The replay window: a key older than this is taken over by the next request (housekeeping removes it).
     let windowSeconds: Double
 
-    public init(pool: Database, windowHours: Double) {
-        self.pool = pool
+    public init(database: Database, windowHours: Double) {
+        self.database = database
         windowSeconds = windowHours * 3600
     }
 
     public func claim(principal: String, key: String, requestHash: [UInt8]) async throws -> Claim {
-        try await pool.withConnection { connection in
+        try await database.withConnection { connection in
             let inserted = try connection.query("""
                 INSERT INTO idempotency_keys (principal, key, request_hash) VALUES ($1, $2, $3)
                 ON CONFLICT (principal, key) DO NOTHING RETURNING 1
@@ -45,13 +45,13 @@ public struct IdempotencyStore: IdempotencyKeys {
 
     public func complete(principal: String, key: String, status: Int, headers: [(String, String)], body: [UInt8]) async throws {
         let headerJSON = JSONValue.array(headers.map { .array([.string($0.0), .string($0.1)]) }).serialized()
-        try await pool.query("UPDATE idempotency_keys SET status = $3, headers = $4::jsonb, body = $5 WHERE principal = $1 AND key = $2",
+        try await database.query("UPDATE idempotency_keys SET status = $3, headers = $4::jsonb, body = $5 WHERE principal = $1 AND key = $2",
                              [principal, key, status, headerJSON, PostgresBytes(body)])
     }
 
     /// Lets a failed attempt be retried with the same key.
     public func release(principal: String, key: String) async throws {
-        try await pool.query("DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2 AND status IS NULL", [principal, key])
+        try await database.query("DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2 AND status IS NULL", [principal, key])
     }
 
     /// `[[name, value], …]` as written by `complete`.

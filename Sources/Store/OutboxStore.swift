@@ -4,10 +4,10 @@ import Postgres
 /// The transactional outbox: written in the same transaction as the cache's pending marker, delivered in order per
 /// ticket, claimed with `FOR UPDATE SKIP LOCKED` plus a lease so two instances never deliver the same operation.
 public struct OutboxStore: OutboxQueue {
-    let pool: Database
+    let database: Database
 
-    public init(pool: Database) {
-        self.pool = pool
+    public init(database: Database) {
+        self.database = database
     }
 
     static let columns = """
@@ -30,7 +30,7 @@ public struct OutboxStore: OutboxQueue {
     /// still pending (then it must wait its turn: call `release`).
     public func enqueue(ticketId: Int, customerId: Int, sessionId: Int, kind: OperationKind, payload: String,
                         owner: String, leaseSeconds: Int) async throws -> (operation: OutboxOperation, earlierPending: Bool) {
-        try await pool.transaction { tx in
+        try await database.transaction { tx in
             let row = try tx.query("""
                 INSERT INTO outbox (ticket_id, customer_id, session_id, kind, payload, claimed_until, claimed_by)
                 VALUES ($1, $2, $3, $4, $5::jsonb, now() + make_interval(secs => $6), $7)
@@ -49,12 +49,12 @@ public struct OutboxStore: OutboxQueue {
 
     /// Hands an operation claimed at enqueue time over to the relays.
     public func release(id: Int, owner: String) async throws {
-        try await pool.query("UPDATE outbox SET claimed_until = NULL WHERE id = $1 AND claimed_by = $2 AND status = 'pending'", [id, owner])
+        try await database.query("UPDATE outbox SET claimed_until = NULL WHERE id = $1 AND claimed_by = $2 AND status = 'pending'", [id, owner])
     }
 
     /// Claims due operations, at most the oldest pending one per ticket, so each ticket's operations go in order.
     public func claimBatch(by owner: String, leaseSeconds: Int, limit: Int) async throws -> [OutboxOperation] {
-        try await pool.query("""
+        try await database.query("""
             UPDATE outbox SET claimed_until = now() + make_interval(secs => $2), claimed_by = $1
              WHERE id IN (
                 SELECT o.id FROM outbox o
@@ -70,7 +70,7 @@ public struct OutboxStore: OutboxQueue {
 
     /// Ends an operation (delivered or failed) and drops it from the ticket's pending list.
     public func finish(_ operation: OutboxOperation, delivered: Bool, error: String?) async throws {
-        try await pool.transaction { tx in
+        try await database.transaction { tx in
             try tx.query("""
                 UPDATE outbox SET status = $2, finished_at = now(), last_error = $3, attempts = attempts + 1, claimed_until = NULL
                  WHERE id = $1 AND status = 'pending'
@@ -85,7 +85,7 @@ public struct OutboxStore: OutboxQueue {
 
     /// Puts an operation back for a later attempt.
     public func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String) async throws {
-        try await pool.query("""
+        try await database.query("""
             UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2), last_error = $3,
                    claimed_until = NULL
              WHERE id = $1 AND status = 'pending'
@@ -93,12 +93,12 @@ public struct OutboxStore: OutboxQueue {
     }
 
     public func find(id: Int) async throws -> OutboxOperation? {
-        try await pool.query("SELECT \(Self.columns) FROM outbox WHERE id = $1", [id]).first.map(Self.decode)
+        try await database.query("SELECT \(Self.columns) FROM outbox WHERE id = $1", [id]).first.map(Self.decode)
     }
 
     /// Pending operations and the age of the oldest, in seconds.
     public func depth() async throws -> (pending: Int, oldestSeconds: Double) {
-        let row = try await pool.query("""
+        let row = try await database.query("""
             SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 FROM outbox WHERE status = 'pending'
             """)[0]
         return (try row.decode(0), try row.decode(1))

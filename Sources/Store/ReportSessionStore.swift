@@ -4,16 +4,16 @@ import Postgres
 /// Sessions of the report page: a cookie token (256 random bits, only its SHA-256 stored) bound to the reports API
 /// key that opened it. A session ends at sign-out, at expiry, or as soon as its key is revoked (checked on every page).
 public struct ReportSessionStore: ReportSessionDirectory {
-    let pool: Database
+    let database: Database
 
-    public init(pool: Database) {
-        self.pool = pool
+    public init(database: Database) {
+        self.database = database
     }
 
     /// Opens a session for a live key with the reports scope; nil for any other key (unknown, revoked, other scope).
     public func open(key: String, lifetimeSeconds: Int) async throws -> String? {
         let token = TokenVault.newToken()
-        let rows = try await pool.query("""
+        let rows = try await database.query("""
             INSERT INTO report_sessions (token_hash, api_key_id, expires_at)
             SELECT $1, id, now() + make_interval(secs => $3) FROM api_keys
              WHERE key_hash = $2 AND revoked_at IS NULL AND 'reports' = ANY (scopes)
@@ -24,7 +24,7 @@ public struct ReportSessionStore: ReportSessionDirectory {
 
     /// The id of the API key behind a live session and the teams it is limited to (nil: every team), or nil.
     public func key(of token: String) async throws -> (id: Int, teamIds: [Int]?)? {
-        let rows = try await pool.query("""
+        let rows = try await database.query("""
             SELECT k.id, array_to_string(k.team_ids, ',') FROM report_sessions s JOIN api_keys k ON k.id = s.api_key_id
              WHERE s.token_hash = $1 AND s.expires_at > now() AND k.revoked_at IS NULL AND 'reports' = ANY (k.scopes)
             """, [PostgresBytes(TokenVault.hash(token))])
@@ -33,6 +33,6 @@ public struct ReportSessionStore: ReportSessionDirectory {
     }
 
     public func close(token: String) async throws {
-        _ = try await pool.query("DELETE FROM report_sessions WHERE token_hash = $1", [PostgresBytes(TokenVault.hash(token))])
+        _ = try await database.query("DELETE FROM report_sessions WHERE token_hash = $1", [PostgresBytes(TokenVault.hash(token))])
     }
 }

@@ -4,13 +4,13 @@ public import Reports
 /// CSAT report queries: from the rollup blocks in a configured zone, or exactly from the raw ratings (through the
 /// `rated_at` index) in any other zone.
 public struct ReportStore: ReportReader {
-    let pool: Database
+    let database: Database
     /// Where report reads go: a replica when one is configured and usable, else `pool`.
     let reads: ReportReads
 
-    public init(pool: Database, reads: ReportReads? = nil) {
-        self.pool = pool
-        self.reads = reads ?? ReportReads(primary: pool)
+    public init(database: Database, reads: ReportReads? = nil) {
+        self.database = database
+        self.reads = reads ?? ReportReads(primary: database)
     }
 
     public typealias Entry = ReportEntry
@@ -208,7 +208,7 @@ public struct ReportStore: ReportReader {
     /// IANA zone names the database knows, without the tz database's own files (`posixrules`, `localtime`, `Factory`)
     /// and its `posix/` and `right/` copies, which are not zones a report should name.
     public func knownZones() async throws -> Set<String> {
-        Set(try await pool.query("""
+        Set(try await database.query("""
             SELECT name FROM pg_timezone_names
              WHERE name NOT IN ('posixrules', 'localtime', 'Factory') AND name NOT LIKE 'posix/%' AND name NOT LIKE 'right/%'
             """).map { try $0.decode(0, as: String.self) })
@@ -216,12 +216,12 @@ public struct ReportStore: ReportReader {
 
     /// Today's date in `zone`, by the database clock.
     public func today(in zone: String) async throws -> LocalDate? {
-        LocalDate(try await pool.query("SELECT (now() AT TIME ZONE $1)::date::text", [zone])[0].decode(0, as: String.self))
+        LocalDate(try await database.query("SELECT (now() AT TIME ZONE $1)::date::text", [zone])[0].decode(0, as: String.self))
     }
 
     /// Zones whose rollups are complete (reports may read them).
     public func rollupZones() async throws -> Set<String> {
-        try await CSATStore(pool: pool).zones()
+        try await CSATStore(database: database).zones()
     }
 }
 

@@ -4,11 +4,11 @@ import Foundation
 
 /// Customers and bearer sessions in PostgreSQL.
 public struct SessionStore: SessionDirectory {
-    let pool: Database
+    let database: Database
     let vault: TokenVault
 
-    public init(pool: Database, vault: TokenVault) {
-        self.pool = pool
+    public init(database: Database, vault: TokenVault) {
+        self.database = database
         self.vault = vault
     }
 
@@ -18,7 +18,7 @@ public struct SessionStore: SessionDirectory {
         let token = TokenVault.newToken()
         let hash = TokenVault.hash(token)
         let sealed = try vault.seal(deskToken, boundTo: hash)
-        let row = try await pool.transaction { tx in
+        let row = try await database.transaction { tx in
             let customer = try tx.query("""
                 INSERT INTO customers (sendbird_id, display_name, desk_customer_id) VALUES ($1, $2, $3)
                 ON CONFLICT (sendbird_id) DO UPDATE
@@ -41,7 +41,7 @@ public struct SessionStore: SessionDirectory {
     /// The live session for a bearer token; nil when unknown, expired or revoked.
     public func find(token: String) async throws -> SessionRecord? {
         let hash = TokenVault.hash(token)
-        let rows = try await pool.query("""
+        let rows = try await database.query("""
             SELECT s.id, s.customer_id, c.sendbird_id, s.desk_token_sealed, extract(epoch FROM s.expires_at)::float8
               FROM sessions s JOIN customers c ON c.id = s.customer_id
              WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > now()
@@ -55,7 +55,7 @@ public struct SessionStore: SessionDirectory {
 
     /// The Desk token of a session for background delivery (even after the session expired: Desk decides).
     public func deskToken(sessionId: Int) async throws -> String? {
-        guard let row = try await pool.query("SELECT token_hash, desk_token_sealed FROM sessions WHERE id = $1", [sessionId]).first else {
+        guard let row = try await database.query("SELECT token_hash, desk_token_sealed FROM sessions WHERE id = $1", [sessionId]).first else {
             return nil
         }
         let hash: PostgresBytes = try row.decode(0)
@@ -64,14 +64,14 @@ public struct SessionStore: SessionDirectory {
     }
 
     public func revoke(sessionId: Int) async throws {
-        try await pool.query("UPDATE sessions SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", [sessionId])
+        try await database.query("UPDATE sessions SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL", [sessionId])
     }
 
     /// The session key: from configuration, or generated once and kept in the database (development only).
-    public static func sessionKey(configured: [UInt8]?, pool: Database) async throws -> (key: [UInt8], generated: Bool) {
+    public static func sessionKey(configured: [UInt8]?, database: Database) async throws -> (key: [UInt8], generated: Bool) {
         if let configured { return (configured, false) }
         let candidate = Codec.base64URL(TokenVault.generateKey())
-        let rows = try await pool.query("""
+        let rows = try await database.query("""
             WITH inserted AS (
                 INSERT INTO gateway_settings (key, value) VALUES ('session_key', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
             SELECT value FROM inserted UNION ALL SELECT value FROM gateway_settings WHERE key = 'session_key' LIMIT 1

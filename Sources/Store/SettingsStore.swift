@@ -8,24 +8,24 @@ public struct CacheResetSummary: Sendable, CustomStringConvertible {
 
 /// `gateway_settings`: small named values the gateway keeps about itself (which Desk its cache belongs to…).
 public struct SettingsStore: Sendable {
-    let pool: Database
+    let database: Database
 
-    public init(pool: Database) {
-        self.pool = pool
+    public init(database: Database) {
+        self.database = database
     }
 
     public func value(_ key: String) async throws -> String? {
-        try await pool.query("SELECT value FROM gateway_settings WHERE key = $1", [key]).first?.decode(0)
+        try await database.query("SELECT value FROM gateway_settings WHERE key = $1", [key]).first?.decode(0)
     }
 
     /// Stores `value` unless `key` already has one; returns what is stored afterwards.
     public func valueSettingIfMissing(_ key: String, to value: String) async throws -> String? {
-        try await pool.query("INSERT INTO gateway_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", [key, value])
+        try await database.query("INSERT INTO gateway_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", [key, value])
         return try await self.value(key)
     }
 
     public func set(_ key: String, to value: String) async throws {
-        try await pool.query("INSERT INTO gateway_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+        try await database.query("INSERT INTO gateway_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                              [key, value])
     }
 
@@ -34,7 +34,7 @@ public struct SettingsStore: Sendable {
     /// and the sync position, and the setting `identityKey`. CSAT ratings and requests, rollups, the agent and team
     /// names they refer to, API keys and the session key stay.
     public func resetDeskCache(identityKey: String) async throws -> CacheResetSummary {
-        try await pool.transaction { tx in
+        try await database.transaction { tx in
             var summary = CacheResetSummary()
             for table in ["outbox", "idempotency_keys", "sessions", "customer_syncs", "tickets", "webhook_events"] {
                 summary.counts.append((table, try tx.query("DELETE FROM \(table)").affectedRows))

@@ -3,10 +3,10 @@ import Postgres
 
 /// The PostgreSQL ticket cache.
 public struct TicketStore: TicketRepository {
-    let pool: Database
+    let database: Database
 
-    public init(pool: Database) {
-        self.pool = pool
+    public init(database: Database) {
+        self.database = database
     }
 
     static let columns = """
@@ -35,11 +35,11 @@ public struct TicketStore: TicketRepository {
             return try ordered.compactMap { row in try Self.upsert(row, on: tx, agentWritten: true) }
         }
         do {
-            return try await pool.transaction(write)
+            return try await database.transaction(write)
         } catch let error as DomainError where error.code == .conflict {
             // Another writer (a webhook for the ticket just created) inserted the same ticket between this
             // statement's check and its insert: the row exists now, so the same upsert updates it.
-            return try await pool.transaction(write)
+            return try await database.transaction(write)
         }
     }
 
@@ -89,11 +89,11 @@ public struct TicketStore: TicketRepository {
     }
 
     public func find(id: Int) async throws -> CachedTicket? {
-        try await pool.query("SELECT \(Self.columns) FROM tickets WHERE id = $1", [id]).first.map(Self.decode)
+        try await database.query("SELECT \(Self.columns) FROM tickets WHERE id = $1", [id]).first.map(Self.decode)
     }
 
     public func find(channelUrl: String) async throws -> CachedTicket? {
-        try await pool.query("SELECT \(Self.columns) FROM tickets WHERE channel_url = $1", [channelUrl]).first.map(Self.decode)
+        try await database.query("SELECT \(Self.columns) FROM tickets WHERE channel_url = $1", [channelUrl]).first.map(Self.decode)
     }
 
     /// Newest first, keyset-paged after (createdAt, id); `customFields` is a JSON object every match must contain.
@@ -116,21 +116,21 @@ public struct TicketStore: TicketRepository {
         }
         binds.append(limit)
         sql += " ORDER BY created_at DESC, id DESC LIMIT $\(binds.count)"
-        return try await pool.query(sql, binds).map(Self.decode)
+        return try await database.query(sql, binds).map(Self.decode)
     }
 
     public func openCount(customerId: Int) async throws -> Int {
-        try await pool.query("SELECT count(*) FROM tickets WHERE customer_id = $1 AND status <> 'CLOSED'", [customerId])[0].decode(0)
+        try await database.query("SELECT count(*) FROM tickets WHERE customer_id = $1 AND status <> 'CLOSED'", [customerId])[0].decode(0)
     }
 
     /// Seconds since 1970 of the last full list read from Desk for this customer.
     public func lastSync(customerId: Int) async throws -> Double? {
-        try await pool.query("SELECT extract(epoch FROM synced_at)::float8 FROM customer_syncs WHERE customer_id = $1",
+        try await database.query("SELECT extract(epoch FROM synced_at)::float8 FROM customer_syncs WHERE customer_id = $1",
                              [customerId]).first?.decode(0)
     }
 
     public func markSynced(customerId: Int) async throws {
-        try await pool.query("""
+        try await database.query("""
             INSERT INTO customer_syncs (customer_id, synced_at) VALUES ($1, now())
             ON CONFLICT (customer_id) DO UPDATE SET synced_at = now()
             """, [customerId])
@@ -139,7 +139,7 @@ public struct TicketStore: TicketRepository {
     /// Team names and keys by id, for rendering.
     public func teams() async throws -> [Int: (key: String?, name: String)] {
         var result: [Int: (key: String?, name: String)] = [:]
-        for row in try await pool.query("SELECT id, key, name FROM teams") {
+        for row in try await database.query("SELECT id, key, name FROM teams") {
             result[try row.decode(0)] = (try row.decodeIfPresent(1), try row.decode(2))
         }
         return result
@@ -147,7 +147,7 @@ public struct TicketStore: TicketRepository {
 
     public func upsertTeams(_ teams: [(id: Int, key: String, name: String)]) async throws {
         guard !teams.isEmpty else { return }
-        try await pool.transaction { tx in
+        try await database.transaction { tx in
             for team in teams {
                 try tx.query("""
                     INSERT INTO teams (id, key, name) VALUES ($1, $2, $3)
@@ -169,13 +169,13 @@ extension TicketStore {
     }
 
     public func pendingOperations(ticketId: Int) async throws -> String {
-        try await pool.query("SELECT pending_operations::text FROM tickets WHERE id = $1", [ticketId]).first?.decode(0) ?? "[]"
+        try await database.query("SELECT pending_operations::text FROM tickets WHERE id = $1", [ticketId]).first?.decode(0) ?? "[]"
     }
 }
 
 extension TicketStore {
     public func snapshot(ticketId: Int) async throws -> TicketSnapshot? {
-        try await pool.query("SELECT customer_id, agent_id, team_id, priority, coalesce(desk->>'channelType', 'UNKNOWN') FROM tickets WHERE id = $1",
+        try await database.query("SELECT customer_id, agent_id, team_id, priority, coalesce(desk->>'channelType', 'UNKNOWN') FROM tickets WHERE id = $1",
                              [ticketId]).first.map { row in
             TicketSnapshot(customerId: try row.decode(0), agentId: try row.decodeIfPresent(1), teamId: try row.decodeIfPresent(2),
                      priority: TicketPriority(rawValue: try row.decode(3)) ?? .medium, channelType: try row.decode(4))

@@ -3,15 +3,15 @@ import Postgres
 
 /// Desk webhooks as received: stored once per event (redeliveries collapse), applied later in arrival order.
 public struct WebhookInbox: WebhookEventInbox {
-    let pool: Database
+    let database: Database
 
-    public init(pool: Database) {
-        self.pool = pool
+    public init(database: Database) {
+        self.database = database
     }
 
     /// Returns false when the event was already received.
     public func receive(dedupeKey: String, type: String, body: String) async throws -> Bool {
-        !(try await pool.query("""
+        !(try await database.query("""
             INSERT INTO webhook_events (dedupe_key, event_type, body) VALUES ($1, $2, $3::jsonb)
             ON CONFLICT (dedupe_key) DO NOTHING RETURNING 1
             """, [dedupeKey, type, body])).isEmpty
@@ -33,7 +33,7 @@ public struct WebhookInbox: WebhookEventInbox {
     /// With `lanes`, this pass takes lane `lane` of the tickets only (their ids hashed).
     public func process(limit: Int, lane: Int = 0, lanes: Int = 1,
                         apply: @escaping @Sendable (InboxEvent, any InboxTransaction) throws -> InboxOutcome) async throws -> InboxPass {
-        try await pool.transaction { tx in
+        try await database.transaction { tx in
             let ticketKey = "coalesce(body #>> '{data,id}', body #>> '{data,ticket,id}', body #>> '{ticket,id}', body ->> 'id', '')"
             let rows = try tx.query("""
                 SELECT id, event_type, body::text, \(ticketKey), set_config('synchronous_commit', 'off', true) FROM webhook_events
@@ -80,19 +80,19 @@ public struct WebhookInbox: WebhookEventInbox {
 
     /// Events waiting to be applied, and the age in seconds of the oldest.
     public func backlog() async throws -> (pending: Int, oldestSeconds: Double) {
-        let row = try await pool.query("""
+        let row = try await database.query("""
             SELECT count(*), coalesce(extract(epoch FROM now() - min(received_at)), 0)::float8 FROM webhook_events WHERE status = 'pending'
             """)[0]
         return (try row.decode(0), try row.decode(1))
     }
 
     public func pending() async throws -> Int {
-        try await pool.query("SELECT count(*) FROM webhook_events WHERE status = 'pending'")[0].decode(0)
+        try await database.query("SELECT count(*) FROM webhook_events WHERE status = 'pending'")[0].decode(0)
     }
 
     /// Marks the events with one of `statuses` pending again (`desk-gateway webhooks replay`); returns how many.
     public func replay(statuses: [String]) async throws -> Int {
-        try await pool.query("""
+        try await database.query("""
             UPDATE webhook_events SET status = 'pending', processed_at = NULL, attempts = 0, last_error = NULL
              WHERE status = ANY($1::text[])
             """, [statuses]).affectedRows
@@ -101,7 +101,7 @@ public struct WebhookInbox: WebhookEventInbox {
     /// How many events are in each status.
     public func counts() async throws -> [String: Int] {
         var result: [String: Int] = [:]
-        for row in try await pool.query("SELECT status, count(*) FROM webhook_events GROUP BY status") {
+        for row in try await database.query("SELECT status, count(*) FROM webhook_events GROUP BY status") {
             result[try row.decode(0)] = try row.decode(1)
         }
         return result

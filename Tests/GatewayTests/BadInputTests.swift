@@ -39,7 +39,7 @@ import TestSupport
     @Test func forgedCursorsAreInvalidQueriesNotServerErrors() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)
-            let key = try await APIKeyStore(pool: app.pool).create(name: "t", scopes: ["reports"]).key
+            let key = try await APIKeyStore(database: app.database).create(name: "t", scopes: ["reports"]).key
             for payload in ["99999999999999999999:1", "-5:1", "9223372036854775807:1", "1000:0", "1000:-3", "1000", "a:b", "1000:1:2"] {
                 let cursor = Codec.base64URL(Array(payload.utf8))
                 let tickets = try await customer.send("GET", "/v1/tickets?cursor=\(cursor)")

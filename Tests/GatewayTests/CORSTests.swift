@@ -92,7 +92,7 @@ import TestSupport
                                          ("DELETE", "/v1/tickets", nil), ("POST", "/v1/tickets", "not json")] as [(String, String, String?)] {
                 Self.expectOnce(try await call(method, path, body, headers: auth), "\(method) \(path)")
             }
-            let key = try await APIKeyStore(pool: app.pool).create(name: "cors", scopes: ["reports"]).key
+            let key = try await APIKeyStore(database: app.database).create(name: "cors", scopes: ["reports"]).key
             Self.expectOnce(try await call("GET", "/v1/reports/csat", headers: [("X-API-Key", key)]), "report")
             Self.expectOnce(try await call("GET", "/v1/reports/csat/responses?format=csv", headers: [("X-API-Key", key)]), "csv")
             Self.expectOnce(try await call("GET", "/v1/reports/csat"), "report without key")

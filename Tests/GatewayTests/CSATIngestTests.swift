@@ -40,7 +40,7 @@ import TestSupport
             emulator.setMessageFault(ticketId: ticket, "broken-message")
             let summary = try await app.sync.run()
             #expect(summary.failedTickets == 0 && summary.skippedMessages == 1, "\(summary)")
-            let rows = try await app.pool.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1", [ticket])
+            let rows = try await app.database.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1", [ticket])
             #expect(rows.count == 1)
             #expect(try rows.first?.decode(0, as: Int.self) != 0 && rows.first?.decode(1, as: Int.self) == 4)
             #expect(try await Self.responses(app) == 1)
@@ -58,7 +58,7 @@ import TestSupport
             let state = try await httpRequest(port: app.emulator!.port, "GET", "/emulator/tickets/\(ticket)")
             #expect(state.text.contains("\\\"state\\\":\\\"WAITING\\\""), "\(state.text.prefix(400))")
             _ = try await app.sync.run()
-            let rows = try await app.pool.query("SELECT message_id, score, comment FROM csat_ratings WHERE ticket_id = $1", [ticket])
+            let rows = try await app.database.query("SELECT message_id, score, comment FROM csat_ratings WHERE ticket_id = $1", [ticket])
             #expect(rows.count == 1)
             #expect(try rows.first?.decode(0, as: Int.self) == message, "the answer belongs to the request it answers")
             #expect(try rows.first?.decode(1, as: Int.self) == 2 && rows.first?.decode(2, as: String.self) == "slow")
@@ -96,26 +96,26 @@ import TestSupport
             var tickets: [Int] = []
             for index in 0..<3 { tickets.append(try await SyncRobustnessTests.ratedTicket(app, customer, index: 10 + index, score: 3 + index)) }
             _ = try await app.sync.run()
-            let audit = CSATAudit(desk: app.desk, ratings: CSATStore(pool: app.pool), state: SyncStateStore(pool: app.pool),
+            let audit = CSATAudit(desk: app.desk, ratings: CSATStore(database: app.database), state: SyncStateStore(database: app.database),
                                   logger: Logger(label: "audit"))
             let today = ISOTimestamp.format(Date().timeIntervalSince1970).prefix(10)
             let from = ISOTimestamp.format(Date().timeIntervalSince1970 - 86_400).prefix(10)
             #expect(try await audit.run(from: String(from), to: String(today), repair: false).differences.isEmpty)
             // A rating goes missing from the database (rollups too), and another is wrong.
             let (gone, wrong) = (tickets[0], tickets[1])
-            try await app.pool.transaction { tx in
+            try await app.database.transaction { tx in
                 try tx.query("DELETE FROM csat_ratings WHERE ticket_id = $1", [gone])
                 try tx.query("UPDATE csat_ratings SET score = 1 WHERE ticket_id = $1", [wrong])
             }
             let found = try await audit.run(from: String(from), to: String(today), repair: false)
             #expect(found.differences.map(\.kind).sorted { $0.rawValue < $1.rawValue } == [.different, .missing], "\(found.differences)")
             #expect(found.differences.first { $0.kind == .missing }?.ticketId == tickets[0])
-            let figure: String = try await app.pool.query("SELECT value FROM sync_state WHERE name = 'csat.audit.differences'")[0].decode(0)
+            let figure: String = try await app.database.query("SELECT value FROM sync_state WHERE name = 'csat.audit.differences'")[0].decode(0)
             #expect(figure == "2")
             let repaired = try await audit.run(from: String(from), to: String(today), repair: true)
             #expect(repaired.repaired == 2, "\(repaired.differences)")
             for (ticket, score) in [(tickets[0], 3), (tickets[1], 4)] {
-                let restored = try await app.pool.query("SELECT score FROM csat_ratings WHERE ticket_id = $1", [ticket])
+                let restored = try await app.database.query("SELECT score FROM csat_ratings WHERE ticket_id = $1", [ticket])
                 #expect(try restored.first?.decode(0, as: Int.self) == score, "\(ticket)")
             }
             #expect(try await audit.run(from: String(from), to: String(today), repair: false).differences.isEmpty)
@@ -126,7 +126,7 @@ import TestSupport
     /// drift from the raw ratings; the audit names the zone and --repair counts its rollups anew.
     @Test func theAuditFindsRollupsThatDriftFromTheRawRatingsAndRepairRebuildsThem() async throws {
         try await withGateway(configure: { $0.reportTimeZones = ["UTC", "Asia/Tokyo"] }) { app in
-            let store = CSATStore(pool: app.pool)
+            let store = CSATStore(database: app.database)
             let base = Date().timeIntervalSince1970 - 86_400 * 2
             for ticket in 1...6 {
                 try await store.recordRequest(ticketId: ticket, messageId: 100 + ticket, agentId: 500 + ticket % 3, teamId: 11,
@@ -136,7 +136,7 @@ import TestSupport
                                                     customerSendbirdId: "c", ratedAt: base + 60 + Double(ticket), source: .webhook))
             }
             #expect(try await store.rollupDrift().isEmpty)
-            try await app.pool.transaction { tx in
+            try await app.database.transaction { tx in
                 try tx.query("DELETE FROM csat_ratings WHERE ticket_id = 2")
                 try tx.query("""
                     INSERT INTO csat_ratings (ticket_id, message_id, score, agent_id, team_id, rated_at, source)
@@ -200,17 +200,17 @@ import TestSupport
             settings.requestsPerSecond = 1000
             settings.pageSize = 10
             let reader = InterruptedDesk(app.desk, failAt: 2)
-            let sync = DeskSync(desk: reader, state: SyncStateStore(pool: app.pool), ratings: CSATStore(pool: app.pool),
+            let sync = DeskSync(desk: reader, state: SyncStateStore(database: app.database), ratings: CSATStore(database: app.database),
                                 logger: Logger(label: "backfill"), settings: settings)
             let since = String(ISOTimestamp.format(Date().timeIntervalSince1970 - 7 * 86_400).prefix(10))
             let until = String(ISOTimestamp.format(Date().timeIntervalSince1970).prefix(10))
             await #expect(throws: DomainError.self) { _ = try await sync.backfill(since: since, until: until) }
-            #expect(try await app.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 10)
+            #expect(try await app.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 10)
             reader.failAt = nil
             let resumed = try await sync.backfill(since: since, until: until)
             // From where it stopped to the end, then the whole list once more: what changed meanwhile is not missed.
             #expect(resumed.resumedAt == 10 && resumed.tickets == 25 && resumed.passes == 2 && resumed.isComplete, "\(resumed)")
-            #expect(try await app.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 25)
+            #expect(try await app.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 25)
             #expect(try await Self.responses(app) == 25)
             // Done: the position is gone, so the same range read again starts from the beginning (and adds nothing).
             let again = try await sync.backfill(since: since, until: until)
@@ -249,12 +249,12 @@ import TestSupport
                     guard page == 1 else { return }
                     for ticket in first { try await Self.reopenOnDesk(deskPort: port, ticket: ticket) }
                 }
-                let sync = DeskSync(desk: reader, state: SyncStateStore(pool: app.pool), ratings: CSATStore(pool: app.pool),
+                let sync = DeskSync(desk: reader, state: SyncStateStore(database: app.database), ratings: CSATStore(database: app.database),
                                     logger: Logger(label: "backfill"), settings: settings)
                 let since = String(ISOTimestamp.format(Date().timeIntervalSince1970 - 7 * 86_400).prefix(10))
                 let until = String(ISOTimestamp.format(Date().timeIntervalSince1970).prefix(10))
                 let summary = try await sync.backfill(since: since, until: until)
-                let stored: Int = try await app.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
+                let stored: Int = try await app.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
                 if passes > 1 {
                     #expect(summary.isComplete && summary.passes == 2, "\(summary)")
                     #expect(stored == 30)
@@ -286,7 +286,7 @@ import TestSupport
             try await rateOnDesk(deskPort: app.emulator!.port, ticket: ticket, message: message, score: 4, comment: "late")
             let second = try await app.sync.run()
             #expect(second.isComplete && second.newRatings == 1, "\(second)")
-            let rows = try await app.pool.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1", [ticket])
+            let rows = try await app.database.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1", [ticket])
             #expect(rows.count == 1)
             #expect(try rows.first?.decode(0, as: Int.self) == message && rows.first?.decode(1, as: Int.self) == 4)
         }
@@ -295,13 +295,13 @@ import TestSupport
     /// A run killed without giving its lease back holds it only until the lease expires; a live one keeps it.
     @Test func aLeaseLeftByADeadRunIsTakenOverOnceItExpires() async throws {
         try await withGateway { app in
-            let state = SyncStateStore(pool: app.pool)
+            let state = SyncStateStore(database: app.database)
             #expect(try await state.takeLease("killed"))
             #expect(!(try await state.takeLease("next")))
-            try await app.pool.query("UPDATE sync_state SET updated_at = now() - make_interval(secs => $1) WHERE name = 'lease'",
+            try await app.database.query("UPDATE sync_state SET updated_at = now() - make_interval(secs => $1) WHERE name = 'lease'",
                                      [SyncLease.seconds - 5])
             #expect(!(try await state.takeLease("next")), "renewed within its expiry: still held")
-            try await app.pool.query("UPDATE sync_state SET updated_at = now() - make_interval(secs => $1) WHERE name = 'lease'",
+            try await app.database.query("UPDATE sync_state SET updated_at = now() - make_interval(secs => $1) WHERE name = 'lease'",
                                      [SyncLease.seconds + 1])
             #expect(try await state.takeLease("next"))
         }

@@ -9,7 +9,7 @@ import TestSupport
 /// One customer cannot touch another's CSAT results, and the report follows Desk's final answer.
 @Suite struct CSATIntegrityTests {
     static func ratings(_ app: GatewayApplication, ticket: Int) async throws -> [(score: Int?, source: String)] {
-        try await app.pool.query("SELECT score, source FROM csat_ratings WHERE ticket_id = $1 ORDER BY id", [ticket]).map {
+        try await app.database.query("SELECT score, source FROM csat_ratings WHERE ticket_id = $1 ORDER BY id", [ticket]).map {
             (try $0.decodeIfPresent(0), try $0.decode(1))
         }
     }
@@ -17,7 +17,7 @@ import TestSupport
     /// Waits until the CSAT request Desk sent reaches the gateway (webhook).
     static func waitForRequest(_ app: GatewayApplication, ticket: Int, message: Int) async throws {
         for _ in 0..<100 {
-            let seen = try await app.pool.query("SELECT 1 FROM csat_requests WHERE ticket_id = $1 AND message_id = $2", [ticket, message])
+            let seen = try await app.database.query("SELECT 1 FROM csat_requests WHERE ticket_id = $1 AND message_id = $2", [ticket, message])
             if !seen.isEmpty { return }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -26,12 +26,12 @@ import TestSupport
 
     /// Responses and each score's count from the UTC one-day blocks, against the same counted from the raw ratings.
     static func rollupsMatchRawRatings(_ app: GatewayApplication) async throws {
-        let rollups = try await app.pool.query("""
+        let rollups = try await app.database.query("""
             SELECT coalesce(sum(responses), 0)::bigint, coalesce(sum(s1), 0)::bigint, coalesce(sum(s2), 0)::bigint, coalesce(sum(s3), 0)::bigint,
                    coalesce(sum(s4), 0)::bigint, coalesce(sum(s5), 0)::bigint
               FROM csat_blocks WHERE level = 0 AND zone_id = (SELECT id FROM report_zones WHERE zone = 'UTC')
             """)[0]
-        let raw = try await app.pool.query("""
+        let raw = try await app.database.query("""
             SELECT count(*), count(*) FILTER (WHERE score = 1), count(*) FILTER (WHERE score = 2), count(*) FILTER (WHERE score = 3),
                    count(*) FILTER (WHERE score = 4), count(*) FILTER (WHERE score = 5) FROM csat_ratings
             """)[0]
@@ -43,7 +43,7 @@ import TestSupport
     /// Waits until every stored webhook event has been applied.
     static func waitForInbox(_ app: GatewayApplication) async throws {
         for _ in 0..<100 {
-            let pending: Int = try await app.pool.query("SELECT count(*) FROM webhook_events WHERE status = 'pending'")[0].decode(0)
+            let pending: Int = try await app.database.query("SELECT count(*) FROM webhook_events WHERE status = 'pending'")[0].decode(0)
             if pending == 0 { return }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -52,7 +52,7 @@ import TestSupport
 
     /// Responses per agent and team from the UTC one-day blocks, against the same counted from the raw ratings.
     static func rollupsMatchRawRatingsByAgent(_ app: GatewayApplication) async throws {
-        let difference: Int = try await app.pool.query("""
+        let difference: Int = try await app.database.query("""
             WITH rollup AS (SELECT agent_id, team_id, sum(responses)::bigint AS n, sum(s5)::bigint AS s5 FROM csat_blocks
                              WHERE level = 0 AND zone_id = (SELECT id FROM report_zones WHERE zone = 'UTC') GROUP BY 1, 2
                             HAVING sum(responses) <> 0),
@@ -90,7 +90,7 @@ import TestSupport
             let madeUpRating = try await owner.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":123457,"score":5,"comment":null}"#)
             #expect(madeUpRating.status >= 400 && madeUpRating.status < 500, "\(madeUpRating.text)")
             #expect(try await Self.ratings(app, ticket: id).isEmpty)
-            #expect(try await app.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 0)
+            #expect(try await app.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 0)
 
             // The real answer still counts afterwards.
             let rated = try await owner.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":4,"comment":"ok"}"#)
@@ -111,12 +111,12 @@ import TestSupport
             try await agent.post("/tickets/\(id)/close")
             try await agent.post("/webhooks", #"{"urls":[],"secret":"held"}"#)
             let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
-            let known = try await app.pool.query("SELECT 1 FROM csat_requests WHERE ticket_id = $1", [id])
+            let known = try await app.database.query("SELECT 1 FROM csat_requests WHERE ticket_id = $1", [id])
             #expect(known.isEmpty)
             let declined = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":null,"comment":"no thanks"}"#)
             #expect(declined.status == 200, "\(declined.text)")
             #expect(try await Self.ratings(app, ticket: id).map(\.score) == [nil])
-            let requests: Int = try await app.pool.query("SELECT count(*) FROM csat_requests WHERE ticket_id = $1 AND message_id = $2", [id, csat])[0].decode(0)
+            let requests: Int = try await app.database.query("SELECT count(*) FROM csat_requests WHERE ticket_id = $1 AND message_id = $2", [id, csat])[0].decode(0)
             #expect(requests == 1)
             // A message id Desk does not hold as this ticket's CSAT request is still refused.
             let madeUp = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat + 1000),"score":null,"comment":null}"#)
@@ -152,7 +152,7 @@ import TestSupport
 
     @Test func laterAnswersReplaceEarlierOnesInEveryRollup() async throws {
         try await withGateway(configure: { $0.reportTimeZones = ["UTC", "Asia/Kolkata"] }) { app in
-            let store = CSATStore(pool: app.pool)
+            let store = CSATStore(database: app.database)
             let base = Date().timeIntervalSince1970 - 86_400 * 3
             func answer(_ ticket: Int, _ score: Int?, at offset: Double, source: RatingSource = .webhook) async throws -> Bool {
                 try await store.record(RatingRecord(ticketId: ticket, messageId: 7, score: score, comment: score.map { "s\($0)" }, agentId: 501,
@@ -169,7 +169,7 @@ import TestSupport
             #expect(try await Self.ratings(app, ticket: 2).map(\.score) == [1])
             try await Self.rollupsMatchRawRatings(app)
             // Every level and both zones hold exactly one response per ticket, with the final scores.
-            let levels = try await app.pool.query("""
+            let levels = try await app.database.query("""
                 SELECT z.zone, b.level, sum(b.responses)::bigint, sum(b.s5)::bigint, sum(b.s1)::bigint, sum(b.s3)::bigint
                   FROM csat_blocks b JOIN report_zones z ON z.id = b.zone_id GROUP BY 1, 2 ORDER BY 1, 2
                 """)
@@ -178,7 +178,7 @@ import TestSupport
                 #expect(try row.decode(2, as: Int.self) == 2 && row.decode(3, as: Int.self) == 1 && row.decode(4, as: Int.self) == 1
                         && row.decode(5, as: Int.self) == 0, "\(row)")
             }
-            let detail: Int = try await app.pool.query("SELECT sum(responses)::bigint FROM csat_detail_blocks WHERE level = 9")[0].decode(0)
+            let detail: Int = try await app.database.query("SELECT sum(responses)::bigint FROM csat_detail_blocks WHERE level = 9")[0].decode(0)
             #expect(detail == 4)   // two zones × two responses
         }
     }
@@ -202,7 +202,7 @@ import TestSupport
             let second = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
             try await Self.waitForRequest(app, ticket: id, message: second)
             try await Self.waitForInbox(app)
-            let rows = try await app.pool.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1 ORDER BY id", [id])
+            let rows = try await app.database.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1 ORDER BY id", [id])
             #expect(rows.count == 1)
             #expect(try rows.first?.decode(0, as: Int.self) == first && rows.first?.decode(1, as: Int.self) == 5)
             let report = try await reporter(app).get("")
@@ -229,7 +229,7 @@ import TestSupport
             let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
             let declined = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":null,"comment":""}"#)
             #expect(declined.status == 200, "\(declined.text)")
-            let row = try #require(try await app.pool.query(
+            let row = try #require(try await app.database.query(
                 "SELECT agent_id, team_id, score, comment, attribution_inferred FROM csat_ratings WHERE ticket_id = $1", [id]).first)
             #expect(try row.decodeIfPresent(0, as: Int.self) == 502)
             #expect(try row.decodeIfPresent(1, as: Int.self) == team)
@@ -244,7 +244,7 @@ import TestSupport
     /// moves to the request's when Desk's request arrives.
     @Test func theTicketsOwnScoreAnswersOnlyARequestWithoutAnAnswer() async throws {
         try await withGateway { app in
-            let store = CSATStore(pool: app.pool)
+            let store = CSATStore(database: app.database)
             let base = Date().timeIntervalSince1970 - 3_600
             func request(_ ticket: Int, _ message: Int, at offset: Double, agent: Int? = 501) async throws -> Bool {
                 try await store.recordRequest(ticketId: ticket, messageId: message, agentId: agent, teamId: 11, channelType: "SENDBIRD",
@@ -257,7 +257,7 @@ import TestSupport
                              inferred: inferred, attributionInferred: attributionInferred)
             }
             func answers(_ ticket: Int) async throws -> [String] {
-                try await app.pool.query("""
+                try await app.database.query("""
                     SELECT message_id, score, coalesce(comment, '-'), inferred, agent_id FROM csat_ratings WHERE ticket_id = $1 ORDER BY message_id
                     """, [ticket]).map {
                     "\(try $0.decode(0, as: Int.self)):\(try $0.decodeIfPresent(1, as: Int.self).map(String.init) ?? "nil"):\(try $0.decode(2, as: String.self))"

@@ -83,7 +83,7 @@ struct Reporter {
 }
 
 func reporter(_ app: GatewayApplication) async throws -> Reporter {
-    let created = try await APIKeyStore(pool: app.pool).create(name: "test", scopes: ["reports"])
+    let created = try await APIKeyStore(database: app.database).create(name: "test", scopes: ["reports"])
     return Reporter(port: app.port, key: created.key)
 }
 
@@ -97,7 +97,7 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
             let teams = [11, 12, 13]
             let channels = ["SENDBIRD_JAVASCRIPT", "SENDBIRD_IOS", "SENDBIRD_ANDROID"]
             let priorities = ["LOW", "MEDIUM", "HIGH", "URGENT"]
-            try await app.pool.transaction { tx in
+            try await app.database.transaction { tx in
                 for agent in agents { try tx.query("INSERT INTO agents (id, display_name) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET display_name = $2", [agent, "Agent \(agent)"]) }
                 for team in teams { try tx.query("INSERT INTO teams (id, key, name) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET name = $3", [team, "t\(team)", "Team \(team)"]) }
             }
@@ -108,7 +108,7 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
                          "2026-11-01T03:59:59Z", "2026-11-01T04:00:01Z", "2026-11-02T04:59:59Z", "2026-11-02T05:00:01Z",
                          "2026-06-14T18:29:59Z", "2026-06-14T18:30:01Z", "2026-06-14T18:14:59Z", "2026-06-14T18:15:01Z"].map { ISOTimestamp.parse($0)! }
             var events: [GeneratedEvent] = []
-            let store = CSATStore(pool: app.pool)
+            let store = CSATStore(database: app.database)
             for index in 0..<700 {
                 let at = index < edges.count * 2 ? edges[index % edges.count] : Double.random(in: start...end, using: &generator)
                 let agent = Bool.random(using: &generator) || index % 7 != 0 ? agents.randomElement(using: &generator) : nil
@@ -188,7 +188,7 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
 
     @Test func daysFollowDaylightSavingInTheRequestedZone() async throws {
         try await withGateway(configure: { $0.reportTimeZones = ["UTC", "America/New_York"] }) { app in
-            let store = CSATStore(pool: app.pool)
+            let store = CSATStore(database: app.database)
             // New York switches to EDT on 2026-03-08: local midnight of the 9th is 04:00Z, not 05:00Z.
             for (index, instant) in ["2026-03-09T03:59:00Z", "2026-03-09T04:01:00Z", "2026-03-08T04:59:00Z"].enumerated() {
                 try await store.record(RatingRecord(ticketId: 1 + index, messageId: 1, score: 5, comment: nil, agentId: 501, teamId: 11,
@@ -211,8 +211,8 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
 
     @Test func csvAndJSONAgree() async throws {
         try await withGateway { app in
-            let store = CSATStore(pool: app.pool)
-            try await app.pool.query("INSERT INTO agents (id, display_name) VALUES (501, 'Ada, \"the\" Agent') ON CONFLICT (id) DO UPDATE SET display_name = EXCLUDED.display_name")
+            let store = CSATStore(database: app.database)
+            try await app.database.query("INSERT INTO agents (id, display_name) VALUES (501, 'Ada, \"the\" Agent') ON CONFLICT (id) DO UPDATE SET display_name = EXCLUDED.display_name")
             for index in 0..<40 {
                 try await store.record(RatingRecord(ticketId: index, messageId: 1, score: index % 5 + 1, comment: "c\(index)", agentId: index % 2 == 0 ? 501 : 502,
                                                     teamId: 11, channelType: "SENDBIRD_IOS", priority: .low, customerSendbirdId: nil,
@@ -244,7 +244,7 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
 
     @Test func responsesAreListedNewestFirstPagedAndFiltered() async throws {
         try await withGateway { app in
-            let store = CSATStore(pool: app.pool)
+            let store = CSATStore(database: app.database)
             for index in 0..<25 {
                 try await store.record(RatingRecord(ticketId: index, messageId: 1, score: index % 5 + 1, comment: "comment \(index)", agentId: 501,
                                                     teamId: 11, channelType: "SENDBIRD_IOS", priority: .low, customerSendbirdId: nil,
@@ -288,7 +288,7 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
                 #expect(response.json?["code"] as? String == "invalid_query")
             }
             // Keys are stored hashed.
-            let stored = try await app.pool.query("SELECT encode(key_hash, 'hex') FROM api_keys")
+            let stored = try await app.database.query("SELECT encode(key_hash, 'hex') FROM api_keys")
             #expect(stored.allSatisfy { !($0[0] ?? "").contains(reporter.key) })
         }
     }
@@ -312,7 +312,7 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
                 let summary = try await app.sync.run()
                 #expect(!summary.skipped)
             }
-            let ratings = try await app.pool.query("SELECT agent_id, team_id, source FROM csat_ratings WHERE ticket_id = $1", [id])
+            let ratings = try await app.database.query("SELECT agent_id, team_id, source FROM csat_ratings WHERE ticket_id = $1", [id])
             #expect(ratings.count == 1)
             #expect(ratings.first?[0] == "501")
             #expect(ratings.first?[1] == "11")
@@ -355,17 +355,17 @@ func parseCSVLine(_ line: String) -> [String] {
 @Suite struct TeamScopedKeyTests {
     @Test func aTeamKeySeesItsTeamsOnlyEvenFromTheCache() async throws {
         try await withGateway(configure: { $0.reportCacheSeconds = 30 }) { app in
-            try await app.pool.transaction { tx in
+            try await app.database.transaction { tx in
                 try tx.query("INSERT INTO teams (id, key, name) VALUES (31, 'front', 'Front'), (32, 'back', 'Back') ON CONFLICT (id) DO NOTHING")
             }
-            let store = CSATStore(pool: app.pool)
+            let store = CSATStore(database: app.database)
             let now = Date().timeIntervalSince1970
             for ticket in 1...30 {
                 try await store.record(RatingRecord(ticketId: 9100 + ticket, messageId: 1, score: 1 + ticket % 5, comment: ticket % 3 == 0 ? "c\(ticket)" : nil,
                                                     agentId: 600 + ticket % 2, teamId: ticket % 3 == 0 ? 32 : 31, channelType: "SENDBIRD",
                                                     priority: .medium, customerSendbirdId: "c", ratedAt: now - Double(ticket) * 60, source: .webhook))
             }
-            let keys = APIKeyStore(pool: app.pool)
+            let keys = APIKeyStore(database: app.database)
             let everyone = Reporter(port: app.port, key: try await keys.create(name: "all", scopes: ["reports"]).key)
             let lead = Reporter(port: app.port, key: try await keys.create(name: "front lead", scopes: ["reports"], teams: ["front"]).key)
             await #expect(throws: APIKeyStore.UnknownTeams.self) { _ = try await keys.create(name: "x", scopes: ["reports"], teams: ["nowhere"]) }

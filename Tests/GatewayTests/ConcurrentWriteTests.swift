@@ -25,21 +25,21 @@ import TestSupport
             defer { first.shutdown(); second.shutdown() }
             _ = try await first.migrate(directory: TestPostgres.repositoryRoot + "/sql")
             try await first.query("INSERT INTO customers (id, sendbird_id) VALUES (1, 'c-1')")
-            try await body(TicketStore(pool: first), TicketStore(pool: second), first)
+            try await body(TicketStore(database: first), TicketStore(database: second), first)
         }
     }
 
     @Test func aTicketWrittenByTwoPathsAtOnceIsOneRowAndNoError() async throws {
-        try await Self.withStores { create, webhook, pool in
+        try await Self.withStores { create, webhook, database in
             for id in 1...60 {
                 // The create's answer and the webhook of the same creation, a millisecond apart in Desk's clock.
                 async let a = create.upsert([Self.row(id, customer: 1, agent: nil, updatedAt: 1_700_000_000)])
                 async let b = webhook.upsert([Self.row(id, customer: 1, agent: nil, updatedAt: 1_700_000_000.001)])
                 _ = try await (a, b)
             }
-            let rows: Int = try await pool.query("SELECT count(*) FROM tickets")[0].decode(0)
+            let rows: Int = try await database.query("SELECT count(*) FROM tickets")[0].decode(0)
             #expect(rows == 60)
-            let newest: Int = try await pool.query("SELECT count(*) FROM tickets WHERE updated_at = to_timestamp(1700000000.001)")[0].decode(0)
+            let newest: Int = try await database.query("SELECT count(*) FROM tickets WHERE updated_at = to_timestamp(1700000000.001)")[0].decode(0)
             #expect(newest == 60)
         }
     }
@@ -59,7 +59,7 @@ import TestSupport
             // Seen before `held` has passed since the request left, the row can only be the webhook's.
             var webhookRow: Int?
             while webhookRow == nil, ContinuousClock.now - started < .milliseconds(held - 1_000) {
-                webhookRow = try await app.pool.query("SELECT id FROM tickets WHERE title = 'Overtaken'").first?.decode(0)
+                webhookRow = try await app.database.query("SELECT id FROM tickets WHERE title = 'Overtaken'").first?.decode(0)
                 if webhookRow == nil { try await Task.sleep(for: .milliseconds(20)) }
             }
             let response = try await created
@@ -68,7 +68,7 @@ import TestSupport
             #expect(response.status == 201, "\(response.text)")
             let id = try #require(response.json?["id"] as? Int)
             #expect(id == webhookRow)
-            let rows: Int = try await app.pool.query("SELECT count(*) FROM tickets WHERE id = $1", [id])[0].decode(0)
+            let rows: Int = try await app.database.query("SELECT count(*) FROM tickets WHERE id = $1", [id])[0].decode(0)
             #expect(rows == 1)
             let read = try await customer.send("GET", "/v1/tickets/\(id)")
             #expect(read.status == 200 && read.json?["title"] as? String == "Overtaken", "\(read.text)")
@@ -76,7 +76,7 @@ import TestSupport
     }
 
     @Test func writersNamingTheSameAgentsInOtherOrdersNeitherDeadlockNorFail() async throws {
-        try await Self.withStores { first, second, pool in
+        try await Self.withStores { first, second, database in
             for round in 0..<40 {
                 let at = 1_700_000_000 + Double(round)
                 // Each side renames both agents (so their rows really change), in opposite orders of ticket id.
@@ -86,12 +86,12 @@ import TestSupport
                                              Self.row(4, customer: 1, agent: 501, agentName: "Ada \(round)x", updatedAt: at)])
                 _ = try await (a, b)
             }
-            let agents: Int = try await pool.query("SELECT count(*) FROM agents")[0].decode(0)
+            let agents: Int = try await database.query("SELECT count(*) FROM agents")[0].decode(0)
             #expect(agents == 2)
             // Not merely retried: PostgreSQL saw no deadlock at all (its statistics arrive within a second).
             try await Task.sleep(for: .milliseconds(1500))
-            try await pool.query("SELECT pg_stat_clear_snapshot()")
-            let deadlocks: Int = try await pool.query("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0].decode(0)
+            try await database.query("SELECT pg_stat_clear_snapshot()")
+            let deadlocks: Int = try await database.query("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0].decode(0)
             #expect(deadlocks == 0)
         }
     }

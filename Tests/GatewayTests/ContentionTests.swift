@@ -122,7 +122,7 @@ import TestSupport
             let agents = Dictionary(uniqueKeysWithValues: seen.tickets.map { ($0.id, $0.agent) })
             var stored: [String: Int?] = [:]
             var misattributed = 0
-            for row in try await app.pool.query("SELECT ticket_id, message_id, score, agent_id FROM csat_ratings") {
+            for row in try await app.database.query("SELECT ticket_id, message_id, score, agent_id FROM csat_ratings") {
                 let ticket: Int = try row.decode(0)
                 stored["\(ticket):\(try row.decode(1, as: Int.self))"] = .some(try row.decodeIfPresent(2))
                 if try row.decodeIfPresent(3, as: Int.self) != agents[ticket] { misattributed += 1 }
@@ -143,7 +143,7 @@ import TestSupport
     /// PostgreSQL's deadlock count for the test database (its statistics arrive within a second).
     static func deadlocks(_ app: GatewayApplication) async throws -> Int {
         try await Task.sleep(for: .milliseconds(1200))
-        return try await app.pool.withConnection { connection in
+        return try await app.database.withConnection { connection in
             try connection.query("SELECT pg_stat_clear_snapshot()")
             return try connection.query("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0].decode(0)
         }
@@ -156,7 +156,7 @@ import TestSupport
         var lastProgress = ContinuousClock.now
         let started = ContinuousClock.now
         while ContinuousClock.now - lastProgress < .seconds(stall) {
-            let row = try await app.pool.query("""
+            let row = try await app.database.query("""
                 SELECT (SELECT count(*) FROM webhook_events WHERE status = 'pending') + (SELECT count(*) FROM outbox WHERE status = 'pending')
                 """)[0]
             let backlog: Int = try row.decode(0)

@@ -127,7 +127,7 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             #expect((rated.json?["satisfaction"] as? [String: Any])?["score"] as? Int == 4)
             let twice = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":5,"comment":null}"#)
             #expect(twice.status == 409)
-            let rows = try await app.pool.query("SELECT score, comment, agent_id, team_id, source FROM csat_ratings WHERE ticket_id = $1", [id])
+            let rows = try await app.database.query("SELECT score, comment, agent_id, team_id, source FROM csat_ratings WHERE ticket_id = $1", [id])
             #expect(rows.count == 1)
             #expect(rows.first?[0] == "4")
             #expect(rows.first?[1] == "Quick")
@@ -243,14 +243,14 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             let customer = try await Customer.signIn(app)
             #expect(try await customer.send("GET", "/v1/tickets").status == 200)
             // Only the hash is stored; the Desk token is sealed.
-            let stored = try await app.pool.query("SELECT encode(token_hash, 'hex'), encode(desk_token_sealed, 'escape') FROM sessions")
+            let stored = try await app.database.query("SELECT encode(token_hash, 'hex'), encode(desk_token_sealed, 'escape') FROM sessions")
             #expect(stored.allSatisfy { !($0[0] ?? "").contains(customer.token) && !($0[1] ?? "").contains("desk-") })
 
             #expect(try await customer.send("DELETE", "/v1/sessions/current").status == 204)
             #expect(try await customer.send("GET", "/v1/tickets").status == 401)
 
             let other = try await Customer.signIn(app)
-            try await app.pool.query("UPDATE sessions SET expires_at = now() - interval '1 second' WHERE revoked_at IS NULL")
+            try await app.database.query("UPDATE sessions SET expires_at = now() - interval '1 second' WHERE revoked_at IS NULL")
             let expired = try await other.send("GET", "/v1/tickets")
             #expect(expired.status == 401)
         }

@@ -65,10 +65,10 @@ func rateOnDesk(deskPort: Int, ticket: Int, message: Int, score: Int, comment: S
     #expect(rated.status == 200, "\(rated.text)")
 }
 
-func waitForEmptyOutbox(_ pool: Database, seconds: Double = 90) async throws {
+func waitForEmptyOutbox(_ database: Database, seconds: Double = 90) async throws {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
-        let pending: Int = try await pool.query("SELECT count(*) FROM outbox WHERE status = 'pending'")[0].decode(0)
+        let pending: Int = try await database.query("SELECT count(*) FROM outbox WHERE status = 'pending'")[0].decode(0)
         if pending == 0 { return }
         try await Task.sleep(for: .milliseconds(200))
     }
@@ -135,9 +135,9 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             await first.stop()
             let second = try await TestGateway.start(config)
             try desk.start()
-            try await waitForEmptyOutbox(second.pool)
+            try await waitForEmptyOutbox(second.database)
 
-            let statuses = try await second.pool.query("SELECT status, count(*) FROM outbox GROUP BY status")
+            let statuses = try await second.database.query("SELECT status, count(*) FROM outbox GROUP BY status")
             #expect(statuses.map { "\($0[0] ?? ""):\($0[1] ?? "")" } == ["delivered:250"])
             for (index, item) in prepared.enumerated() {
                 let (_, ticket, message, csat) = item
@@ -151,7 +151,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
                     #expect(state.state == (index % 2 == 0 ? "CONFIRMED" : "DECLINED"))
                 }
             }
-            let ratings: Int = try await second.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
+            let ratings: Int = try await second.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
             #expect(ratings == 200)
             let reporter = try await reporter(second)
             let report = try JSONParser.parse(try await reporter.get("?groupBy=team").body)
@@ -183,15 +183,15 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
                 #expect(response.status == 202)
             }
             try desk.start()
-            try await waitForEmptyOutbox(a.pool)
+            try await waitForEmptyOutbox(a.database)
             for item in items {
                 let state = try await messageState(desk.port, ticket: item.1, message: item.2)
                 #expect(state.state == "CONFIRMED")
                 #expect(state.attempts == 1, "ticket \(item.1) answered \(state.attempts) times")
             }
-            let delivered: Int = try await a.pool.query("SELECT count(*) FROM outbox WHERE status = 'delivered'")[0].decode(0)
+            let delivered: Int = try await a.database.query("SELECT count(*) FROM outbox WHERE status = 'delivered'")[0].decode(0)
             #expect(delivered == 30)
-            let ratings: Int = try await a.pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
+            let ratings: Int = try await a.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
             #expect(ratings == 30)
             await a.stop()
             await b.stop()
@@ -211,7 +211,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect(queued.status == 202)
             let operation = try #require(queued.json?["id"] as? Int)
             try desk.start()
-            try await waitForEmptyOutbox(app.pool)
+            try await waitForEmptyOutbox(app.database)
             let finished = try await customer.send("GET", "/v1/operations/\(operation)")
             #expect(finished.json?["status"] as? String == "failed")
             #expect((finished.json?["reason"] as? String)?.hasPrefix("ticket_state_conflict") == true)
@@ -250,7 +250,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             let deadline = ContinuousClock.now + .seconds(10)
             var status = ""
             while ContinuousClock.now < deadline, status != "foreign" {
-                status = try await app.pool.query("SELECT status FROM webhook_events WHERE body::text LIKE '%otherapp%'")[0].decode(0)
+                status = try await app.database.query("SELECT status FROM webhook_events WHERE body::text LIKE '%otherapp%'")[0].decode(0)
                 if status != "foreign" { try await Task.sleep(for: .milliseconds(50)) }
             }
             #expect(status == "foreign")
@@ -264,7 +264,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect([404, 503].contains(theirs.status) && !theirs.text.contains("Mine"), "\(theirs.status) \(theirs.text)")
             let list = try await intruder.send("GET", "/v1/tickets")
             #expect((list.json?["items"] as? [Any])?.isEmpty == true, "\(list.text)")
-            #expect(try await WebhookInbox(pool: app.pool).replay(statuses: ["foreign"]) == 1)
+            #expect(try await WebhookInbox(database: app.database).replay(statuses: ["foreign"]) == 1)
         }
     }
 
@@ -302,14 +302,14 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             let deadline = ContinuousClock.now + .seconds(10)
             var ratings: [PostgresRow] = []
             while ContinuousClock.now < deadline {
-                ratings = Array(try await app.pool.query("SELECT score, comment, source FROM csat_ratings WHERE ticket_id = $1", [ticket]))
+                ratings = Array(try await app.database.query("SELECT score, comment, source FROM csat_ratings WHERE ticket_id = $1", [ticket]))
                 if !ratings.isEmpty { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
             #expect(ratings.count == 1)
             #expect(ratings.first?[0] == "2")
             #expect(ratings.first?[2] == "webhook")
-            let events: Int = try await app.pool.query("SELECT count(*) FROM webhook_events")[0].decode(0)
+            let events: Int = try await app.database.query("SELECT count(*) FROM webhook_events")[0].decode(0)
             #expect(events == 1)
             await app.stop()
         }
@@ -327,7 +327,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             let deadline = ContinuousClock.now + .seconds(60)
             var sources: [String] = []
             while ContinuousClock.now < deadline {
-                sources = try await app.pool.query("SELECT source FROM csat_ratings WHERE ticket_id = $1", [ticket]).compactMap { $0[0] }
+                sources = try await app.database.query("SELECT source FROM csat_ratings WHERE ticket_id = $1", [ticket]).compactMap { $0[0] }
                 if !sources.isEmpty { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -335,7 +335,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             // The sync then reads the same rating from the Platform API: still one.
             let summary = try await app.sync.run()
             #expect(summary.ratings >= 1)
-            let after = try await app.pool.query("SELECT source FROM csat_ratings WHERE ticket_id = $1", [ticket]).compactMap { $0[0] }
+            let after = try await app.database.query("SELECT source FROM csat_ratings WHERE ticket_id = $1", [ticket]).compactMap { $0[0] }
             #expect(after == ["webhook"])
             let reporter = try await reporter(app)
             let report = try JSONParser.parse(try await reporter.get("?groupBy=team").body)

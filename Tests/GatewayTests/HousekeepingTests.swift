@@ -7,7 +7,7 @@ import TestSupport
 @Suite struct HousekeepingTests {
     @Test func theGatewayLoopRemovesExpiredSessionsAndShowsItsMetrics() async throws {
         try await withGateway(configure: { $0.housekeepingIntervalSeconds = 1 }) { app in
-            _ = try await RetentionSeed.seed(app.pool, scale: 10)
+            _ = try await RetentionSeed.seed(app.database, scale: 10)
             let deadline = ContinuousClock.now + .seconds(20)
             var metrics = ""
             while ContinuousClock.now < deadline {
@@ -18,7 +18,7 @@ import TestSupport
             #expect(metrics.contains(#"housekeeping_rows_removed_total{table="sessions"} 20"#), "\(metrics.split(separator: "\n").filter { $0.contains("housekeeping") })")
             #expect(metrics.contains(#"housekeeping_oldest_row_age_seconds{table="webhook_events_unapplied"}"#))
             #expect(metrics.contains("housekeeping_last_run_timestamp_seconds"))
-            let expired: Int = try await app.pool.query("SELECT count(*) FROM sessions WHERE expires_at < now() - interval '1 day' AND id NOT IN (SELECT session_id FROM outbox)")[0].decode(0)
+            let expired: Int = try await app.database.query("SELECT count(*) FROM sessions WHERE expires_at < now() - interval '1 day' AND id NOT IN (SELECT session_id FROM outbox)")[0].decode(0)
             #expect(expired == 0)
         }
     }

@@ -12,7 +12,7 @@ import TestSupport
 /// statement timeout is a 503, while customers keep being served.
 @Suite struct ReportLimitTests {
     static func seed(_ app: GatewayApplication, ratings: Int, agents: Int) async throws {
-        try await app.pool.transaction { tx in
+        try await app.database.transaction { tx in
             try tx.query("INSERT INTO agents (id, display_name) SELECT 600 + g, 'Agent ' || g FROM generate_series(1, $1::int) g "
                          + "ON CONFLICT (id) DO NOTHING", [agents])
             // Straight into the table, as ratings recorded before a zone existed: no rollups behind them.
@@ -73,7 +73,7 @@ import TestSupport
             let key = try await reporter(app).key
             // Another session holds the table, so the report's query waits until the statement timeout ends it.
             // One connection, so BEGIN, LOCK and ROLLBACK share it.
-            let holder = PostgresPool(configuration: PostgresConfiguration.forTests(app.pool.connectionString, poolSize: 1))
+            let holder = PostgresPool(configuration: PostgresConfiguration.forTests(app.database.connectionString, poolSize: 1))
             defer { holder.shutdown() }
             try await holder.query("BEGIN")
             try await holder.query("LOCK TABLE csat_ratings IN ACCESS EXCLUSIVE MODE")
@@ -134,7 +134,7 @@ extension Sequence where Element: Sendable {
     @Test func cachedReportsStayWithinTheirBytesAndShuffledParametersAreOneEntry() async throws {
         try await withGateway(configure: { $0.reportCacheSeconds = 2; $0.reportCacheMaxMegabytes = 1 }) { app in
             let reporter = try await reporter(app)
-            let store = CSATStore(pool: app.pool)
+            let store = CSATStore(database: app.database)
             for agent in 501...527 {
                 for month in 1...12 {
                     let at = ISOTimestamp.parse("2026-\(String(format: "%02d", month))-15T12:00:00Z")!
@@ -194,7 +194,7 @@ extension Sequence where Element: Sendable {
         }) { app in
             let first = try await reporter(app)
             let second = try await reporter(app)
-            let store = CSATStore(pool: app.pool)
+            let store = CSATStore(database: app.database)
             let now = Date().timeIntervalSince1970
             for ticket in 1...200 {
                 try await store.record(RatingRecord(ticketId: ticket, messageId: 1, score: 1 + ticket % 5, comment: nil, agentId: 501, teamId: 11,
@@ -216,7 +216,7 @@ extension Sequence where Element: Sendable {
             #expect(try await waiting.status == 200)
             #expect(try await other.status == 200)
             // The no-match listing of one agent reads that agent's index, not the whole range.
-            let plan = try await app.pool.query("""
+            let plan = try await app.database.query("""
                 EXPLAIN SELECT r.id FROM csat_ratings r WHERE r.rated_at >= now() - interval '30 days' AND coalesce(r.agent_id, 0) = ANY('{999}'::bigint[])
                  ORDER BY r.rated_at DESC, r.id DESC LIMIT 51
                 """).map { try $0.decode(0, as: String.self) }.joined(separator: "\n")
@@ -268,7 +268,7 @@ final class RatingsLock: Sendable {
     init(_ app: GatewayApplication) throws {
         watcher = Database.forTests(try #require(app.config.databaseURL), poolSize: 1)
         task.withLock { $0 = Task { [self] in
-            try await app.pool.transaction { tx in
+            try await app.database.transaction { tx in
                 try tx.query("LOCK TABLE csat_ratings IN ACCESS EXCLUSIVE MODE")
                 let deadline = Date().addingTimeInterval(60)
                 while !self.released.load(ordering: .acquiring), Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
@@ -313,7 +313,7 @@ final class RatingsLock: Sendable {
             config.reportCacheSeconds = 15
             let second = try await TestGateway.start(config)
             do {
-                let created = try await APIKeyStore(pool: app.pool).create(name: "soon revoked", scopes: ["reports"])
+                let created = try await APIKeyStore(database: app.database).create(name: "soon revoked", scopes: ["reports"])
                 let onFirst = Reporter(port: app.port, key: created.key)
                 let onSecond = Reporter(port: second.port, key: created.key)
                 // Both instances know the key now (and hold the same report in their caches).
@@ -321,7 +321,7 @@ final class RatingsLock: Sendable {
                     #expect(try await reporter.get("").status == 200)
                     #expect(try await reporter.get("").status == 200)
                 }
-                #expect(try await APIKeyStore(pool: app.pool).revoke(id: created.id))
+                #expect(try await APIKeyStore(database: app.database).revoke(id: created.id))
                 try await Task.sleep(for: .milliseconds(500))
                 for reporter in [onFirst, onSecond] {
                     let refused = try await reporter.get("")

@@ -45,7 +45,7 @@ import TestSupport
     @Test func onlyAReportsKeyOpensThePageAndRevokingItEndsTheSession() async throws {
         // More sign-ins than one address may make by default (10 at once): the limit is not what is tested here.
         try await withGateway(configure: { $0.signInBurst = 100; $0.authFailuresPerMinute = 100; $0.authFailureBurst = 100 }) { app in
-            let keys = APIKeyStore(pool: app.pool)
+            let keys = APIKeyStore(database: app.database)
             let key = try await keys.create(name: "lead", scopes: ["reports"])
             let other = try await keys.create(name: "ops", scopes: ["ops"])
             // Anonymous: the sign-in form (200: a visit is not a failed authentication), with the page's headers.
@@ -115,11 +115,11 @@ import TestSupport
     @Test func thePageShowsTheJSONAPIsNumbers() async throws {
         try await withGateway(configure: { $0.reportTimeZones = ["UTC"] }) { app in
             let agents = [701, 702, 703]
-            try await app.pool.transaction { tx in
+            try await app.database.transaction { tx in
                 try tx.query("INSERT INTO agents (id, display_name) VALUES (701, 'Ann'), (702, '<script>alert(1)</script>'), (703, 'Bo \"&\" Co')")
                 try tx.query("INSERT INTO teams (id, key, name) VALUES (71, 't71', 'Front'), (72, 't72', 'Back')")
             }
-            let store = CSATStore(pool: app.pool)
+            let store = CSATStore(database: app.database)
             let day = ISOTimestamp.parse("2026-10-01T12:00:00Z")!
             var index = 0
             // Ten days with ratings, one day without (a gap), then a request-only day.
@@ -280,7 +280,7 @@ private func idOrZero(_ value: Any?) -> Int { (value as? Int) ?? 0 }
         for trusted in [false, true] {
             try await withGateway(configure: { if trusted { $0.trustedProxies = ["127.0.0.1/32"] } }) { app in
                 let page = ReportPageTests()
-                let key = try await APIKeyStore(pool: app.pool).create(name: "lead", scopes: ["reports"]).key
+                let key = try await APIKeyStore(database: app.database).create(name: "lead", scopes: ["reports"]).key
                 func signIn(_ headers: [(String, String)]) async throws -> TestResponse { try await page.signIn(app, key: key, headers: headers) }
                 // Another port, another scheme, another host: refused. No Origin from a cross-site fetch: refused.
                 for origin in ["http://127.0.0.1:8081", "https://127.0.0.1", "http://evil.example", "null"] {

@@ -17,12 +17,12 @@ import TestSupport
 
     @Test func anUpsertFromDeskWithAnotherCustomerMovesTheTicket() async throws {
         try await TestPostgres.withDatabase { url in
-            let pool = Database.forTests(url, poolSize: 1)
-            defer { pool.shutdown() }
-            _ = try await pool.migrate(directory: TestPostgres.repositoryRoot + "/sql")
-            let first: Int = try await pool.query("INSERT INTO customers (sendbird_id) VALUES ('first') RETURNING id")[0].decode(0)
-            let second: Int = try await pool.query("INSERT INTO customers (sendbird_id) VALUES ('second') RETURNING id")[0].decode(0)
-            let store = TicketStore(pool: pool)
+            let database = Database.forTests(url, poolSize: 1)
+            defer { database.shutdown() }
+            _ = try await database.migrate(directory: TestPostgres.repositoryRoot + "/sql")
+            let first: Int = try await database.query("INSERT INTO customers (sendbird_id) VALUES ('first') RETURNING id")[0].decode(0)
+            let second: Int = try await database.query("INSERT INTO customers (sendbird_id) VALUES ('second') RETURNING id")[0].decode(0)
+            let store = TicketStore(database: database)
             #expect(try await store.upsert([Self.row(id: 1001, customer: first, channel: "old-channel", updatedAt: 2_000_000_000)]).isEmpty)
             // Another Desk's ticket 1001: older timestamps, another customer and channel. Desk wins anyway.
             let moved = try await store.upsert([Self.row(id: 1001, customer: second, channel: "new-channel", updatedAt: 1_800_000_000, title: "theirs")])
@@ -51,7 +51,7 @@ import TestSupport
             let first = try await TestGateway.start(gatewayConfig(database: url, desk: deskA))
             let customer = try await Customer.signIn(first)
             _ = try await customer.createTicket("kept until the reset")
-            try await first.pool.query("""
+            try await first.database.query("""
                 INSERT INTO csat_ratings (ticket_id, message_id, score, agent_id, team_id, channel_type, priority, customer_sendbird_id, rated_at, source)
                 VALUES (1, 1, 5, 501, 11, 'SENDBIRD', 'MEDIUM', 'demo-customer', now(), 'gateway')
                 """)
@@ -64,13 +64,13 @@ import TestSupport
             #expect(error?.configured == "\(deskB.baseURL) (app emulated-app)")
             #expect(error?.description.contains("desk-gateway cache reset") == true)
 
-            let pool = Database.forTests(url, poolSize: 1)
-            let summary = try await resetCache(pool)
+            let database = Database.forTests(url, poolSize: 1)
+            let summary = try await resetCache(database)
             #expect(summary.counts.first { $0.table == "tickets" }?.rows == 1)
-            #expect(try await pool.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 1)
-            pool.shutdown()
+            #expect(try await database.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 1)
+            database.shutdown()
             let second = try await TestGateway.start(gatewayConfig(database: url, desk: deskB))
-            let recorded: String = try await second.pool.query("SELECT value FROM gateway_settings WHERE key = 'desk_identity'")[0].decode(0)
+            let recorded: String = try await second.database.query("SELECT value FROM gateway_settings WHERE key = 'desk_identity'")[0].decode(0)
             #expect(recorded == "\(deskB.baseURL) (app emulated-app)")
             await second.stop()
         }
@@ -85,7 +85,7 @@ import TestSupport
             var config = gatewayConfig(database: url, desk: deskB)
             config.cacheResetOnDeskChange = true
             let app = try await TestGateway.start(config)
-            let recorded: String = try await app.pool.query("SELECT value FROM gateway_settings WHERE key = 'desk_identity'")[0].decode(0)
+            let recorded: String = try await app.database.query("SELECT value FROM gateway_settings WHERE key = 'desk_identity'")[0].decode(0)
             #expect(recorded == "\(deskB.baseURL) (app emulated-app)")
             await app.stop()
         }

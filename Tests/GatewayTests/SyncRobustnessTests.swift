@@ -18,7 +18,7 @@ import TestSupport
 
     static func ratings(_ app: GatewayApplication) async throws -> [Int: [Int]] {
         var result: [Int: [Int]] = [:]
-        for row in try await app.pool.query("SELECT ticket_id, message_id FROM csat_ratings ORDER BY ticket_id, message_id") {
+        for row in try await app.database.query("SELECT ticket_id, message_id FROM csat_ratings ORDER BY ticket_id, message_id") {
             result[try row.decode(0), default: []].append(try row.decode(1))
         }
         return result
@@ -64,7 +64,7 @@ import TestSupport
             let report = try JSONParser.parse(try await reporter.get("?groupBy=team").body)
             #expect(report["totals"]?["responses"]?.intValue == 5, "\(report)")
             // The incremental window uses the documented dates: synced through today.
-            let through: String = try await app.pool.query("SELECT value FROM sync_state WHERE name = 'tickets.synced_through'")[0].decode(0)
+            let through: String = try await app.database.query("SELECT value FROM sync_state WHERE name = 'tickets.synced_through'")[0].decode(0)
             #expect(through.count == 10 && through.hasPrefix("20"))
         }
     }

@@ -59,7 +59,7 @@ import TestSupport
     static func waitForInbox(_ app: GatewayApplication, seconds: Double = 20) async throws {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline {
-            if try await WebhookInbox(pool: app.pool).pending() == 0 { return }
+            if try await WebhookInbox(database: app.database).pending() == 0 { return }
             try await Task.sleep(for: .milliseconds(100))
         }
         Issue.record("webhook events still pending after \(seconds) s")
@@ -78,7 +78,7 @@ import TestSupport
                 #expect(response.status == 200, "\(response.text)")
                 try await Self.waitForInbox(app)
             }
-            #expect(try await TicketStore(pool: app.pool).find(id: 4201)?.status == "CLOSED")
+            #expect(try await TicketStore(database: app.database).find(id: 4201)?.status == "CLOSED")
         }
     }
 
@@ -97,14 +97,14 @@ import TestSupport
                 #expect(response.json?["status"] as? String == "accepted", "\(name)")
                 try await Self.waitForInbox(app)
             }
-            let cached = try #require(try await TicketStore(pool: app.pool).find(id: 4101))
+            let cached = try #require(try await TicketStore(database: app.database).find(id: 4101))
             #expect(cached.status == "CLOSED")
-            let ratings = try await app.pool.query("SELECT message_id, score, comment, agent_id, team_id FROM csat_ratings WHERE ticket_id = 4101")
+            let ratings = try await app.database.query("SELECT message_id, score, comment, agent_id, team_id FROM csat_ratings WHERE ticket_id = 4101")
             #expect(ratings.count == 1, "\(ratings.rows)")
             #expect(try ratings.first?.decode(0, as: Int.self) == 880012)
             #expect(try ratings.first?.decode(1, as: Int.self) == 4)
             try await CSATIntegrityTests.rollupsMatchRawRatings(app)
-            let statuses = try await WebhookInbox(pool: app.pool).counts()
+            let statuses = try await WebhookInbox(database: app.database).counts()
             #expect(statuses["unrecognized"] == 1, "\(statuses)")
             #expect(statuses["applied"] == Self.shapes.count, "\(statuses)")
             #expect(app.metrics.render().contains(#"webhook_events_total{outcome="unrecognized"} 1"#))
@@ -114,7 +114,7 @@ import TestSupport
             let stored = try await httpRequest(port: app.port, "POST", "/v1/webhooks/desk", headers: [("x-hub-signature", signature)], body: garbage)
             #expect(stored.status == 200, "\(stored.text)")
             try await Self.waitForInbox(app)
-            #expect(try await WebhookInbox(pool: app.pool).counts()["unrecognized"] == 2)
+            #expect(try await WebhookInbox(database: app.database).counts()["unrecognized"] == 2)
         }
     }
 
@@ -122,16 +122,16 @@ import TestSupport
         try await withGateway { app in
             // As an older gateway would have left it: a ticket event it could not read, kept as unrecognized.
             let body = try JSONParser.parse(try Self.fixture("nested-data-ticket.json")).serialized()
-            try await app.pool.query("""
+            try await app.database.query("""
                 INSERT INTO webhook_events (dedupe_key, event_type, body, status, attempts) VALUES ('old-1', 'TICKET.CSAT.UPDATED', $1::jsonb, 'unrecognized', 1)
                 """, [body])
             try await Task.sleep(for: .milliseconds(500))
-            #expect(try await TicketStore(pool: app.pool).find(id: 4101) == nil)
-            #expect(try await WebhookInbox(pool: app.pool).replay(statuses: ["unrecognized"]) == 1)
+            #expect(try await TicketStore(database: app.database).find(id: 4101) == nil)
+            #expect(try await WebhookInbox(database: app.database).replay(statuses: ["unrecognized"]) == 1)
             try await Self.waitForInbox(app)
-            #expect(try await TicketStore(pool: app.pool).find(id: 4101)?.status == "CLOSED")
-            #expect(try await WebhookInbox(pool: app.pool).counts()["applied"] == 1)
-            #expect(try await app.pool.query("SELECT count(*) FROM csat_ratings WHERE ticket_id = 4101")[0].decode(0, as: Int.self) == 1)
+            #expect(try await TicketStore(database: app.database).find(id: 4101)?.status == "CLOSED")
+            #expect(try await WebhookInbox(database: app.database).counts()["applied"] == 1)
+            #expect(try await app.database.query("SELECT count(*) FROM csat_ratings WHERE ticket_id = 4101")[0].decode(0, as: Int.self) == 1)
         }
     }
 
@@ -148,7 +148,7 @@ import TestSupport
             try await agent.post("/tickets/\(id)/idle")
             var status = ""
             for _ in 0..<100 {
-                status = try await TicketStore(pool: app.pool).find(id: id)?.status ?? ""
+                status = try await TicketStore(database: app.database).find(id: id)?.status ?? ""
                 if status == "IDLE" { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -159,11 +159,11 @@ import TestSupport
             #expect(rated.status == 200, "\(shape): \(rated.text)")
             try await Task.sleep(for: .milliseconds(600))
             try await Self.waitForInbox(app)
-            let ratings = try await app.pool.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1", [id])
+            let ratings = try await app.database.query("SELECT message_id, score FROM csat_ratings WHERE ticket_id = $1", [id])
             #expect(ratings.count == 1, "\(shape): \(ratings.rows)")
             #expect(try ratings.first?.decode(1, as: Int.self) == 5, "\(shape)")
             try await CSATIntegrityTests.rollupsMatchRawRatings(app)
-            #expect(try await WebhookInbox(pool: app.pool).counts()["unrecognized"] == nil, "\(shape)")
+            #expect(try await WebhookInbox(database: app.database).counts()["unrecognized"] == nil, "\(shape)")
         }
     }
 }

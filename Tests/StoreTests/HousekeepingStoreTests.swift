@@ -19,25 +19,25 @@ import TestSupport
     }
 
     @Test func rowsPastRetentionGoOnceAndRowsInsideItStay() async throws {
-        try await Self.withDatabase { pool, other in
+        try await Self.withDatabase { database, other in
             let scale = 2500   // more than two batches of 1,000 per rule
-            let due = try await RetentionSeed.seed(pool, scale: scale)
-            let before = try await RetentionSeed.counts(pool)
+            let due = try await RetentionSeed.seed(database, scale: scale)
+            let before = try await RetentionSeed.counts(database)
             var policy = RetentionPolicy.defaults
             policy.batchSize = 1000
             // Two instances (two pools) at once, then passes until one finishes without yielding to another.
-            async let first = HousekeepingStore(pool: pool).run(policy, pause: .milliseconds(1))
-            async let second = HousekeepingStore(pool: other).run(policy, pause: .milliseconds(1))
+            async let first = HousekeepingStore(database: database).run(policy, pause: .milliseconds(1))
+            async let second = HousekeepingStore(database: other).run(policy, pause: .milliseconds(1))
             let concurrent = [try await first, try await second]
             // What a yielding instance left, one more pass finishes (nobody else holds the lock now).
-            let last = try await HousekeepingStore(pool: pool).run(policy)
+            let last = try await HousekeepingStore(database: database).run(policy)
             #expect(!last.yielded)
             let runs = concurrent + [last]
             // Nothing is ever counted twice.
             var removed: [String: Int] = [:]
             for run in runs { for (rule, count) in run.removed { removed[rule, default: 0] += count } }
             #expect(removed == due, "\(removed) vs \(due)")
-            let after = try await RetentionSeed.counts(pool)
+            let after = try await RetentionSeed.counts(database)
             #expect(after["sessions"] == before["sessions"]! - 2 * scale)
             #expect(after["outbox"] == before["outbox"]! - 2 * scale)
             #expect(after["idempotency_keys"] == scale)
@@ -47,22 +47,22 @@ import TestSupport
             // The quiet customer's last listing, older than the closed-ticket window, goes; the active one's stays.
             #expect(after["customer_syncs"] == 1)
             // The rows that stay are exactly the ones inside retention.
-            let expiredLeft: Int = try await pool.query("SELECT count(*) FROM sessions WHERE expires_at < now() - interval '1 day'")[0].decode(0)
+            let expiredLeft: Int = try await database.query("SELECT count(*) FROM sessions WHERE expires_at < now() - interval '1 day'")[0].decode(0)
             #expect(expiredLeft == 2)   // held by outbox rows
-            let pendingEvents: Int = try await pool.query("SELECT count(*) FROM webhook_events WHERE status = 'pending'")[0].decode(0)
+            let pendingEvents: Int = try await database.query("SELECT count(*) FROM webhook_events WHERE status = 'pending'")[0].decode(0)
             #expect(pendingEvents == scale)
-            let activeClosed: Int = try await pool.query("SELECT count(*) FROM tickets WHERE customer_id = 2")[0].decode(0)
+            let activeClosed: Int = try await database.query("SELECT count(*) FROM tickets WHERE customer_id = 2")[0].decode(0)
             #expect(activeClosed == scale)
             // A second pass finds nothing more.
-            #expect(try await HousekeepingStore(pool: pool).run(policy).removed.values.reduce(0, +) == 0)
+            #expect(try await HousekeepingStore(database: database).run(policy).removed.values.reduce(0, +) == 0)
         }
     }
 
     /// Retention in fractions of its unit: minutes of idempotency keys and closed tickets (what the soak uses), and
     /// the replay window follows the idempotency retention instead of a fixed day.
     @Test func fractionalRetentionAndTheReplayWindowAgree() async throws {
-        try await Self.withDatabase { pool, _ in
-            try await pool.transaction { tx in
+        try await Self.withDatabase { database, _ in
+            try await database.transaction { tx in
                 try tx.query("INSERT INTO customers (id, sendbird_id) VALUES (1, 'c')")
                 try tx.query("""
                     INSERT INTO idempotency_keys (principal, key, request_hash, status, headers, body, created_at)
@@ -75,23 +75,23 @@ import TestSupport
                            (2, 1, 'b', 'CLOSED', 'LOW', 't', now() - interval '1 day', now(), now() - interval '2 minutes', '{}', '{}')
                     """)
             }
-            let store = IdempotencyStore(pool: pool, windowHours: 0.5)
+            let store = IdempotencyStore(database: database, windowHours: 0.5)
             guard case .replay = try await store.claim(principal: "p", key: "new", requestHash: [1]) else {
                 Issue.record("a key 20 minutes old replays inside a 30-minute window"); return
             }
             guard case .claimed = try await store.claim(principal: "p", key: "old", requestHash: [1]) else {
                 Issue.record("a key 40 minutes old is past a 30-minute window and is taken over"); return
             }
-            try await pool.query("UPDATE idempotency_keys SET created_at = now() - interval '40 minutes' WHERE key = 'old'")
+            try await database.query("UPDATE idempotency_keys SET created_at = now() - interval '40 minutes' WHERE key = 'old'")
             var policy = RetentionPolicy.defaults
             policy.idempotencyHours = 0.5
             policy.closedTicketDays = 5.0 / 1440   // 5 minutes
-            let run = try await HousekeepingStore(pool: pool).run(policy)
+            let run = try await HousekeepingStore(database: database).run(policy)
             #expect(run.removed["idempotency_keys"] == 1)
             #expect(run.removed["tickets_closed"] == 1)
-            let keys = try await pool.query("SELECT key FROM idempotency_keys").map { try $0.decode(0, as: String.self) }
+            let keys = try await database.query("SELECT key FROM idempotency_keys").map { try $0.decode(0, as: String.self) }
             #expect(keys == ["new"])
-            let tickets = try await pool.query("SELECT id FROM tickets").map { try $0.decode(0, as: Int.self) }
+            let tickets = try await database.query("SELECT id FROM tickets").map { try $0.decode(0, as: Int.self) }
             #expect(tickets == [2])
         }
     }

@@ -9,7 +9,7 @@ import TestSupport
     @Test func eachTicketsOperationsAreClaimedOneAtATimeInOrder() async throws {
         try await withStore { db in
             let (customer, session) = try await customerWithSession(db)
-            let outbox = OutboxStore(pool: db)
+            let outbox = OutboxStore(database: db)
             var ids: [Int: [Int]] = [:]
             for (ticket, kind) in [(1, OperationKind.feedback), (1, .close), (2, .reopen), (1, .reopen)] {
                 let queued = try await outbox.enqueue(ticketId: ticket, customerId: customer, sessionId: session, kind: kind, payload: "{}",
@@ -35,7 +35,7 @@ import TestSupport
     @Test func aLeaseKeepsOthersOutUntilItRunsOutAndARescheduleWaits() async throws {
         try await withStore { db in
             let (customer, session) = try await customerWithSession(db)
-            let outbox = OutboxStore(pool: db)
+            let outbox = OutboxStore(database: db)
             let queued = try await outbox.enqueue(ticketId: 5, customerId: customer, sessionId: session, kind: .feedback, payload: "{}",
                                                   owner: "api", leaseSeconds: 30)
             // Claimed at enqueue: no relay takes it while the lease holds.
@@ -53,13 +53,13 @@ import TestSupport
     @Test func theTicketsPendingListFollowsItsOperations() async throws {
         try await withStore { db in
             let (customer, session) = try await customerWithSession(db)
-            try await TicketStore(pool: db).upsert([TicketStoreTests.row(9, customer: customer, status: "ACTIVE", updatedAt: 1_000)])
-            let outbox = OutboxStore(pool: db)
+            try await TicketStore(database: db).upsert([TicketStoreTests.row(9, customer: customer, status: "ACTIVE", updatedAt: 1_000)])
+            let outbox = OutboxStore(database: db)
             let queued = try await outbox.enqueue(ticketId: 9, customerId: customer, sessionId: session, kind: .close, payload: "{}",
                                                   owner: "api", leaseSeconds: 30)
-            #expect(try await TicketStore(pool: db).pendingOperations(ticketId: 9).contains("\"id\": \(queued.operation.id)"))
+            #expect(try await TicketStore(database: db).pendingOperations(ticketId: 9).contains("\"id\": \(queued.operation.id)"))
             try await outbox.finish(queued.operation, delivered: true, error: nil)
-            #expect(try await TicketStore(pool: db).pendingOperations(ticketId: 9) == "[]")
+            #expect(try await TicketStore(database: db).pendingOperations(ticketId: 9) == "[]")
         }
     }
 }
@@ -69,7 +69,7 @@ import TestSupport
 @Suite struct IdempotencyStoreTests {
     @Test func claimReplayMismatchReleaseAndTakeOver() async throws {
         try await withStore { db in
-            let keys = IdempotencyStore(pool: db, windowHours: 24)
+            let keys = IdempotencyStore(database: db, windowHours: 24)
             let hash: [UInt8] = [1, 2, 3], other: [UInt8] = [9]
             guard case .claimed = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not claimed"); return }
             guard case .inProgress = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not in progress"); return }

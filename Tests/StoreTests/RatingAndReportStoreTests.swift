@@ -30,7 +30,7 @@ import TestSupport
 
     @Test func aLaterAnswerReplacesTheRatingInItsRowAndEveryRollup() async throws {
         try await withStore { db in
-            let store = CSATStore(pool: db)
+            let store = CSATStore(database: db)
             _ = try await store.ensureZones(["UTC"])
             #expect(try await store.record(Self.rating(1, score: 2)))
             #expect(try await Self.dayBlock(db) == [1, 0, 1, 0, 0, 0])
@@ -50,7 +50,7 @@ import TestSupport
 
     @Test func rollupBlocksEqualTheRawRatingsForAnyRangeAndBucket() async throws {
         try await withStore { db in
-            let store = CSATStore(pool: db)
+            let store = CSATStore(database: db)
             _ = try await store.ensureZones(["UTC"])
             var generator = SystemRandomNumberGenerator()
             for ticket in 1...300 {
@@ -59,7 +59,7 @@ import TestSupport
                                                        agent: 500 + ticket % 4, team: 10 + ticket % 3,
                                                        channel: ticket % 2 == 0 ? "SENDBIRD_IOS" : "SENDBIRD", at: Self.noon - day))
             }
-            let reports = ReportStore(pool: db)
+            let reports = ReportStore(database: db)
             for query in [[("from", "2026-08-01"), ("to", "2026-11-20")], [("from", "2026-09-03"), ("to", "2026-10-17"), ("bucket", "week")],
                           [("from", "2026-10-01"), ("to", "2026-11-20"), ("groupBy", "team"), ("bucket", "month")],
                           [("from", "2026-10-10"), ("to", "2026-11-20"), ("channelType", "SENDBIRD_IOS"), ("teamId", "11")]] {
@@ -90,12 +90,12 @@ import TestSupport
 
     @Test func listingsPageEveryRatingOnceAndCommentsComeLowestFirst() async throws {
         try await withStore { db in
-            let store = CSATStore(pool: db)
+            let store = CSATStore(database: db)
             for ticket in 1...120 {
                 _ = try await store.record(Self.rating(ticket, score: 1 + ticket % 5, comment: ticket % 4 == 0 ? "comment \(ticket)" : (ticket % 9 == 0 ? "" : nil),
                                                        agent: 500 + ticket % 3, team: ticket % 2 == 0 ? 11 : 12, at: Self.noon - Double(ticket % 7) * 3_600))
             }
-            let reports = ReportStore(pool: db)
+            let reports = ReportStore(database: db)
             var p = try reportParameters([("from", "2026-11-19"), ("to", "2026-11-21")], listing: true)
             var seen: [Int] = []
             var cursor: (ratedAt: Double, id: Int)?

@@ -15,7 +15,7 @@ import TestSupport
     @Test func anOlderStateNeverOverwritesANewerOneInEitherOrder() async throws {
         try await withStore { db in
             let (customer, _) = try await customerWithSession(db)
-            let store = TicketStore(pool: db)
+            let store = TicketStore(database: db)
             let newer = Self.row(1, customer: customer, status: "CLOSED", updatedAt: 2_000)
             let older = Self.row(1, customer: customer, status: "ACTIVE", updatedAt: 1_500)
             for order in [[newer, older], [older, newer]] {
@@ -34,7 +34,7 @@ import TestSupport
         try await withStore { db in
             let (first, _) = try await customerWithSession(db, sendbirdId: "first")
             let (second, _) = try await customerWithSession(db, sendbirdId: "second")
-            let store = TicketStore(pool: db)
+            let store = TicketStore(database: db)
             try await store.upsert([Self.row(1, customer: first, status: "ACTIVE", updatedAt: 2_000)])
             // An older state naming another customer: ownership moves, and the change is reported.
             let changes = try await store.upsert([Self.row(1, customer: second, status: "ACTIVE", updatedAt: 1_000)])

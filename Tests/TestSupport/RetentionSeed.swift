@@ -4,8 +4,8 @@ import Store
 /// Rows on both sides of every retention rule, for the rules' own tests (StoreTests) and the gateway's loop.
 public enum RetentionSeed {
     /// Rows on both sides of every retention rule; returns how many of each rule's rows are past retention.
-    public static func seed(_ pool: Database, scale: Int) async throws -> [String: Int] {
-        try await pool.transaction { tx in
+    public static func seed(_ database: Database, scale: Int) async throws -> [String: Int] {
+        try await database.transaction { tx in
             try tx.query("INSERT INTO customers (id, sendbird_id) VALUES (1, 'quiet'), (2, 'active')")
             try tx.query("INSERT INTO customer_syncs (customer_id, synced_at) VALUES (1, now() - interval '40 days'), (2, now())")
             func sessions(_ count: Int, expires: String, revoked: String = "NULL", from offset: Int) throws {
@@ -79,10 +79,10 @@ public enum RetentionSeed {
         }
     }
 
-    public static func counts(_ pool: Database) async throws -> [String: Int] {
+    public static func counts(_ database: Database) async throws -> [String: Int] {
         var result: [String: Int] = [:]
         for table in ["sessions", "outbox", "idempotency_keys", "webhook_events", "tickets", "report_sessions", "customer_syncs"] {
-            result[table] = try await pool.query("SELECT count(*) FROM \(table)")[0].decode(0)
+            result[table] = try await database.query("SELECT count(*) FROM \(table)")[0].decode(0)
         }
         return result
     }
