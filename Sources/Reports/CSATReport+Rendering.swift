@@ -1,20 +1,7 @@
 public import JSON
 
 extension CSATFigures {
-    public var json: [(String, JSONValue)] {
-        [
-            ("responses", .integer(responses)),
-            ("averageScore", averageScore.map(JSONValue.number) ?? .null),
-            ("csatPercent", csatPercent.map(JSONValue.number) ?? .null),
-            ("distribution", .object((1...5).map { (String($0), .integer(distribution[$0 - 1])) })),
-            ("requests", .integer(requests)),
-            ("responseRate", responseRate.map(JSONValue.number) ?? .null),
-        ]
-    }
-}
-
-extension CSATFigures {
-    /// The members of `json`, without the braces.
+    /// The figures' members of a report's JSON (`Report` in openapi.yaml), without the braces.
     func write(to out: inout JSONWriter) {
         out.raw("\"responses\":")
         out.integer(responses)
@@ -40,32 +27,8 @@ extension CSATFigures {
 }
 
 extension CSATReport {
-    public var json: JSONValue {
-        let rowsJSON: [JSONValue] = rows.map { row in
-            var fields: [(String, JSONValue)] = [("id", row.groupId == 0 ? .null : .integer(row.groupId)), ("name", .string(row.name))]
-            if let start = row.bucketStart, let end = row.bucketEnd {
-                fields.append(("bucket", .object([("start", .string(start.description)), ("end", .string(end.description))])))
-            }
-            fields += row.figures.json
-            if let previous = row.previous { fields.append(("previous", .object(previous.json))) }
-            return .object(fields)
-        }
-        let previous = parameters.previous
-        return .object([
-            ("groupBy", .string(parameters.groupBy.rawValue)),
-            ("from", .string(parameters.from.description)),
-            ("to", .string(parameters.to.description)),
-            ("timeZone", .string(parameters.timeZone)),
-            ("bucket", .string(parameters.bucket.rawValue)),
-            ("source", .string(source)),
-            ("rows", .array(rowsJSON)),
-            ("totals", .object(totals.json)),
-            ("previousPeriod", .object([("from", .string(previous.from.description)), ("to", .string(previous.to.description)),
-                                        ("totals", .object(previousTotals.json))])),
-        ])
-    }
-
-    /// `json`'s bytes, written without the tree (byte for byte the same; a test holds them equal).
+    /// The report as JSON (`Report` in openapi.yaml), written straight into bytes (a weekly agents' report has
+    /// thousands of rows; a tree of values was a third of its cost).
     public func jsonBytes() -> [UInt8] {
         var out = JSONWriter(capacity: 512 + rows.count * 280)
         out.raw("{\"groupBy\":")

@@ -153,8 +153,25 @@ import Testing
 }
 
 @Suite struct ReportJSONTests {
-    /// The report's JSON is written without building a tree; it must be the tree's bytes exactly, for any rows.
-    @Test func writtenBytesEqualTheTreesForRandomReports() throws {
+    /// The figures as the JSON writes them: every member present, numbers equal to the figures' own.
+    func matches(_ json: JSONValue?, _ figures: CSATFigures) -> Bool {
+        func number(_ value: JSONValue?) -> Double? {
+            switch value {
+            case .number(let d)?: return d
+            case .integer(let i)?: return Double(i)
+            default: return nil
+            }
+        }
+        guard let json else { return false }
+        return json["responses"]?.intValue == figures.responses && json["requests"]?.intValue == figures.requests
+            && number(json["averageScore"]) == figures.averageScore && number(json["csatPercent"]) == figures.csatPercent
+            && number(json["responseRate"]) == figures.responseRate
+            && (1...5).allSatisfy { json["distribution"]?[String($0)]?.intValue == figures.distribution[$0 - 1] }
+    }
+
+    /// The report's JSON is written straight into bytes; parsed back it holds every row, figure and name of the
+    /// report, for any rows (names that need escaping, empty reports, every bucket).
+    @Test func writtenBytesParseBackToTheReportForRandomReports() throws {
         var generator = SystemRandomNumberGenerator()
         let names: [Int: String] = [1: "Ann \"the\" Agent", 2: "Zoë\n\\tab", 3: "Bob", 4: "\u{1}ctl"]
         for bucket in ["", "day", "week", "month"] {
@@ -174,7 +191,20 @@ import Testing
                     (group: Int.random(in: 0...5, using: &generator), figures: CSATFigures(requests: 3, responses: 1, distribution: [0, 0, 1, 0, 0]))
                 }
                 let report = CSATReportShaper.shape(parameters: p, source: "rollup", current: entries, previous: previous, names: names)
-                #expect(report.jsonBytes() == report.json.bytes(), "\(bucket) \(entries.count) rows")
+                let json = try JSONParser.parse(report.jsonBytes())
+                #expect(json["groupBy"]?.stringValue == "agent" && json["bucket"]?.stringValue == (bucket.isEmpty ? "none" : bucket))
+                #expect(json["from"]?.stringValue == "2026-03-01" && json["to"]?.stringValue == "2026-04-20" && json["source"]?.stringValue == "rollup")
+                let rows = try #require(json["rows"]?.arrayValue)
+                #expect(rows.count == report.rows.count, "\(bucket) \(entries.count) rows")
+                for (row, written) in zip(report.rows, rows) {
+                    #expect(written["id"]?.intValue == (row.groupId == 0 ? nil : row.groupId) && written["name"]?.stringValue == row.name)
+                    #expect(written["bucket"]?["start"]?.stringValue == row.bucketStart?.description)
+                    #expect(written["bucket"]?["end"]?.stringValue == row.bucketEnd?.description)
+                    #expect(matches(written, row.figures))
+                    #expect(row.previous.map { matches(written["previous"], $0) } ?? (written["previous"] == nil))
+                }
+                #expect(matches(json["totals"], report.totals) && matches(json["previousPeriod"]?["totals"], report.previousTotals))
+                #expect(json["previousPeriod"]?["from"]?.stringValue == p.previous.from.description)
             }
         }
     }

@@ -1,4 +1,3 @@
-import DeskClient
 import Domain
 import Foundation
 import HTTPServer

@@ -41,7 +41,7 @@ public struct ReportRoutes: Sendable {
     let settings: ReportSettings
     let knownZones: Set<String>
     let sessions: any SessionDirectory
-    private let cache = KeyCache()
+    private let knownKeys = TTLCache<String, KnownKey>(ttl: 30)
     private let verified: VerifiedCallers
     private let results: ResultCache
 
@@ -58,7 +58,7 @@ public struct ReportRoutes: Sendable {
     }
 
     /// Forgets every API key it knows: one was revoked (`RevocationListener`); the others are looked up again.
-    public func forgetCredentials() { cache.forgetKeys() }
+    public func forgetCredentials() { knownKeys.removeAll() }
 
     /// What the report cache holds now (expired answers are let go first).
     public var cachedReports: (entries: Int, bytes: Int) { results.usage() }
@@ -91,9 +91,9 @@ public struct ReportRoutes: Sendable {
         }
         if key.hasPrefix("dgk_") {
             let known: KnownKey?
-            if let cached = cache.get(key) { known = cached } else {
+            if let cached = knownKeys.get(key) { known = cached } else {
                 known = try await keys.live(key).map { KnownKey(id: $0.id, scopes: $0.scopes, teamIds: $0.teamIds) }
-                if let known { cache.put(key, known) }
+                if let known { knownKeys.put(key, known) }
             }
             guard let known else {
                 throw APIError(.unauthorized, detail: "The API key is unknown or revoked.",
@@ -138,7 +138,7 @@ public struct ReportRoutes: Sendable {
     /// A cached answer for an already authorised key and the very same query, without any I/O.
     func cachedReport(_ request: HTTPRequest) -> HTTPResponse? {
         guard settings.cacheSeconds > 0, let key = request.header("x-api-key") ?? Authenticator.bearer(request),
-              key.hasPrefix("dgk_"), let known = cache.get(key), known.scopes.contains("reports") else { return nil }
+              key.hasPrefix("dgk_"), let known = knownKeys.get(key), known.scopes.contains("reports") else { return nil }
         return results.get(Self.cacheKey(request, teams: known.teamIds))
     }
 
@@ -261,16 +261,6 @@ struct KnownKey: Sendable {
     let id: Int
     let scopes: [String]
     let teamIds: [Int]?
-}
-
-final class KeyCache: Sendable {
-    private let keys = TTLCache<String, KnownKey>(ttl: 30)
-
-    func get(_ key: String) -> KnownKey? { keys.get(key) }
-
-    func put(_ key: String, _ known: KnownKey) { keys.put(key, known) }
-
-    func forgetKeys() { keys.removeAll() }
 }
 
 /// Where a full export stands: the first page (read before answering), then the cursor of each next one.

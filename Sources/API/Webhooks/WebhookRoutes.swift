@@ -1,6 +1,5 @@
 import Crypto
 import Synchronization
-import DeskClient
 public import Domain
 import Foundation
 import HTTPServer
@@ -15,15 +14,12 @@ public import Telemetry
 public struct WebhookRoutes: Sendable {
     /// Keys a signature may be made with: the webhook secret and the API token (Sendbird's page names the token).
     let secrets: [String]
-    /// The configured Sendbird application: events naming another are stored as `foreign` and never applied.
-    let appId: String
     let inbox: any WebhookEventInbox
     let metrics: MetricsRegistry
     let processor: WebhookProcessor
 
     public init(secrets: [String], appId: String, inbox: any WebhookEventInbox, customer: CustomerRoutes, metrics: MetricsRegistry, logger: Logger) {
         self.secrets = secrets.filter { !$0.isEmpty }
-        self.appId = appId
         self.inbox = inbox
         self.metrics = metrics
         let backlog = InboxBacklog()
