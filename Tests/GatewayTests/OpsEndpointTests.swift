@@ -34,7 +34,9 @@ import Telemetry
             #expect(degraded.json?["status"] as? String == "warn")
             let deskDown = ((degraded.json?["checks"] as? [String: Any])?["desk"] as? [[String: Any]])?.first
             #expect(deskDown?["status"] as? String == "warn")
-            #expect((deskDown?["output"] as? String)?.contains("503") == true)
+            // Background syncs hitting the downed Desk may open the breaker first; either output says why.
+            let output = deskDown?["output"] as? String ?? ""
+            #expect(output.contains("503") || output.contains("circuit breaker open"), "output: \(output)")
         }
     }
 
