@@ -40,7 +40,9 @@ public final class APIResponder: HTTPResponder {
     private let ids = RequestIDs()
     private let cors: CORS
     private let admission: Admission
-    private let steps: MiddlewareChain
+    /// Access log, server spans, request id, CORS, admission, ETags: entered in this order, left in reverse.
+    typealias Steps = Chained<AccessLog, Chained<ServerSpans, Chained<RequestIDs, Chained<CORS, Chained<Admission, ConditionalGET>>>>>
+    private let steps: MiddlewareChain<Steps>
     private let idempotency: (any IdempotencyKeys)?
     private let problems: ProblemMapper
     private let inFlight = Atomic<Int>(0)
@@ -53,7 +55,7 @@ public final class APIResponder: HTTPResponder {
         self.idempotency = idempotency
         problems = ProblemMapper(logger: logger)
         let accessLog = AccessLog(metrics: metrics, logger: logger, routes: routes.router.templates + Self.pseudoRoutes)
-        steps = MiddlewareChain(steps: [accessLog, ServerSpans(spans: spans), ids, cors, admission, ConditionalGET()])
+        steps = MiddlewareChain(steps: accessLog.then(ServerSpans(spans: spans).then(ids.then(cors.then(admission.then(ConditionalGET()))))))
         metrics.gauge("http_requests_in_flight", help: "Requests currently waiting on async work.") { [weak self] in
             [([], Double(self?.inFlight.load(ordering: .relaxed) ?? 0))]
         }
