@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "Telemetry", dependencies: ["CBuildInfo", "JSON", "Domain", "CurlHTTP", "System", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "Store", dependencies: ["Postgres", "JSON", "Domain", "Reports", .product(name: "Crypto", package: "swift-crypto")],
                 swiftSettings: strict),
-        .target(name: "API", dependencies: ["CurlHTTP", "System", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain", "DeskClient",
+        .target(name: "API", dependencies: ["CurlHTTP", "System", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain",
                                             .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "GatewayApp", dependencies: ["API", "Services", "Store", "HTTPServer", "Telemetry", "DeskClient", "DeskEmulator", "Domain", "System",
                                                    .product(name: "Logging", package: "swift-log")], swiftSettings: strict),

@@ -51,13 +51,19 @@ read -r old_token old_id < <(customer 18631)
 read -r new_token new_id < <(customer 18632)
 results=.build/compare-results.txt
 : >"$results"
+# One scenario on both builds, the order swapped every round so neither build always runs second.
+pair() {  # round scenario old-url new-url [auth]
+  local first=old second=new
+  [ $(($1 % 2)) -eq 0 ] && first=new second=old
+  for which in $first $second; do
+    if [ "$which" = old ]; then echo "$2 old $(measure "${pids[0]}" "$3" "${5:-}")"
+    else echo "$2 new $(measure "${pids[1]}" "$4" "${6:-}")"; fi
+  done | tee -a "$results"
+}
 for round in $(seq 1 "$rounds"); do
-  echo "livez old $(measure "${pids[0]}" http://127.0.0.1:18631/livez)" | tee -a "$results"
-  echo "livez new $(measure "${pids[1]}" http://127.0.0.1:18632/livez)" | tee -a "$results"
-  echo "ticket old $(measure "${pids[0]}" "http://127.0.0.1:18631/v1/tickets/$old_id" "$old_token")" | tee -a "$results"
-  echo "ticket new $(measure "${pids[1]}" "http://127.0.0.1:18632/v1/tickets/$new_id" "$new_token")" | tee -a "$results"
-  echo "list old $(measure "${pids[0]}" "http://127.0.0.1:18631/v1/tickets?status=open" "$old_token")" | tee -a "$results"
-  echo "list new $(measure "${pids[1]}" "http://127.0.0.1:18632/v1/tickets?status=open" "$new_token")" | tee -a "$results"
+  pair "$round" livez http://127.0.0.1:18631/livez http://127.0.0.1:18632/livez
+  pair "$round" ticket "http://127.0.0.1:18631/v1/tickets/$old_id" "http://127.0.0.1:18632/v1/tickets/$new_id" "$old_token" "$new_token"
+  pair "$round" list "http://127.0.0.1:18631/v1/tickets?status=open" "http://127.0.0.1:18632/v1/tickets?status=open" "$old_token" "$new_token"
 done
 python3 - "$results" <<'PY'
 import statistics, sys
@@ -66,6 +72,10 @@ for scenario in ("livez", "ticket", "list"):
     med = {which: (statistics.median(float(r[2]) for r in rows if r[0] == scenario and r[1] == which),
                    statistics.median(float(r[3]) for r in rows if r[0] == scenario and r[1] == which)) for which in ("old", "new")}
     change = (med["new"][0] / med["old"][0] - 1) * 100
+    # Each round's two runs are neighbours in time: the median of their ratios is less exposed to drift.
+    olds = [float(r[2]) for r in rows if r[0] == scenario and r[1] == "old"]
+    news = [float(r[2]) for r in rows if r[0] == scenario and r[1] == "new"]
+    paired = (statistics.median(n / o for o, n in zip(olds, news)) - 1) * 100
     print(f"{scenario}: old {med['old'][0]:.0f} req/s {med['old'][1]:.1f} µs, new {med['new'][0]:.0f} req/s {med['new'][1]:.1f} µs, "
-          f"requests/s {change:+.1f} %")
+          f"requests/s {change:+.1f} % (median of paired rounds {paired:+.1f} %)")
 PY

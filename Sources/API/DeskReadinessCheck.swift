@@ -1,20 +1,19 @@
-import Domain
-public import DeskClient
+public import Domain
 
 /// Desk is reported `warn` (never `fail`): the cache keeps reads working while Desk is away.
 public struct DeskReadinessCheck: ReadinessCheck {
     public let name = "desk"
     public let componentType = "component"
-    let client: DeskClient
+    let client: any DeskHealthProbe
     let timeout: Duration
 
-    public init(client: DeskClient, timeout: Duration = .seconds(2)) {
+    public init(client: any DeskHealthProbe, timeout: Duration = .seconds(2)) {
         self.client = client
         self.timeout = timeout
     }
 
     public func check() async -> CheckResult {
-        if client.breaker.state == .open {
+        if client.isPaused {
             return CheckResult(status: .warn, output: "circuit breaker open: Desk calls are failing fast")
         }
         let started = ContinuousClock.now

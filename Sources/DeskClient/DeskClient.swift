@@ -66,28 +66,7 @@ public final class DeskClient: Sendable {
         return DeskSession(token: token)
     }
 
-    public struct NewTicket: Sendable {
-        public var title: String
-        public var userName: String
-        public var userId: String
-        public var groupKey: String?
-        public var customFields: [(key: String, value: String)]?
-        public var priority: TicketPriority?
-        public var relatedChannelUrls: [String]?
-        public var channelType = "SENDBIRD_JAVASCRIPT"
-
-        public init(title: String, userName: String, userId: String, groupKey: String? = nil,
-                    customFields: [(key: String, value: String)]? = nil, priority: TicketPriority? = nil,
-                    relatedChannelUrls: [String]? = nil) {
-            self.title = title
-            self.userName = userName
-            self.userId = userId
-            self.groupKey = groupKey
-            self.customFields = customFields
-            self.priority = priority
-            self.relatedChannelUrls = relatedChannelUrls
-        }
-    }
+    public typealias NewTicket = NewDeskTicket
 
     /// Not retried: a repeated create would open a second ticket.
     public func createTicket(_ session: DeskSession, _ ticket: NewTicket) async throws(DomainError) -> DeskTicket {
@@ -401,3 +380,19 @@ extension DeskClient: DeskTicketWriter {
         try await setRelatedChannels(DeskSession(token: deskToken), ticketId: ticketId, urls)
     }
 }
+
+extension DeskClient: DeskCustomerAPI {
+    public func signIn(userId: String, accessToken: String) async throws(DomainError) -> String {
+        try await authenticate(userId: userId, accessToken: accessToken).token
+    }
+
+    public func createTicket(_ ticket: NewDeskTicket, deskToken: String) async throws(DomainError) -> DeskTicket {
+        try await createTicket(DeskSession(token: deskToken), ticket)
+    }
+
+    public func setCustomerCustomFields(_ fields: [(key: String, value: String)], deskToken: String) async throws(DomainError) -> DeskCustomer {
+        try await setCustomerCustomFields(DeskSession(token: deskToken), fields)
+    }
+}
+
+extension DeskClient: DeskHealthProbe {}

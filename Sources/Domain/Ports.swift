@@ -214,6 +214,43 @@ public protocol DeskTicketWriter: DeskTicketSource {
     var isPaused: Bool { get }
 }
 
+/// A ticket a customer opens through Desk's customer API.
+public struct NewDeskTicket: Sendable {
+    public var title: String
+    public var userName: String
+    public var userId: String
+    public var groupKey: String?
+    public var customFields: [(key: String, value: String)]?
+    public var priority: TicketPriority?
+    public var relatedChannelUrls: [String]?
+    public var channelType = "SENDBIRD_JAVASCRIPT"
+
+    public init(title: String, userName: String, userId: String, groupKey: String? = nil,
+                customFields: [(key: String, value: String)]? = nil, priority: TicketPriority? = nil,
+                relatedChannelUrls: [String]? = nil) {
+        (self.title, self.userName, self.userId, self.groupKey) = (title, userName, userId, groupKey)
+        (self.customFields, self.priority, self.relatedChannelUrls) = (customFields, priority, relatedChannelUrls)
+    }
+}
+
+/// All of Desk's customer API the customer routes use: reads and ticket writes, plus sign-in, new tickets and the
+/// customer's own fields.
+public protocol DeskCustomerAPI: DeskCustomerReader, DeskTicketWriter {
+    /// Desk's session token for a Sendbird user (`unauthorized` when Sendbird refuses the access token).
+    func signIn(userId: String, accessToken: String) async throws(DomainError) -> String
+    /// Not retried: a repeated create would open a second ticket.
+    func createTicket(_ ticket: NewDeskTicket, deskToken: String) async throws(DomainError) -> DeskTicket
+    func setCustomerCustomFields(_ fields: [(key: String, value: String)], deskToken: String) async throws(DomainError) -> DeskCustomer
+}
+
+/// Desk as the readiness check sees it.
+public protocol DeskHealthProbe: Sendable {
+    /// True while calls fail fast without reaching Desk (the circuit breaker is open).
+    var isPaused: Bool { get }
+    /// Why Desk is not usable now, or nil when it answered as expected.
+    func probe() async -> String?
+}
+
 /// A cached ticket that Desk reports with another customer or channel than the cache held.
 public struct OwnershipChange: Sendable, Equatable {
     public let ticketId: Int

@@ -238,7 +238,7 @@ func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
             try? await ticketStore.upsertTeams(page.results.map { (id: $0.id, key: $0.key, name: $0.name) })
         }
     }
-    let customer = CustomerRoutes(desk: desk, sessions: SessionStore(database: database, vault: TokenVault(key: wiring.sessionKey)),
+    let customer = CustomerRoutes(desk: desk, platform: desk.configuration.apiToken == nil ? nil : desk, sessions: SessionStore(database: database, vault: TokenVault(key: wiring.sessionKey)),
                                   ticketStore: ticketStore, ratings: CSATStore(database: database), previews: LinkPreviewFetcher(settings: config.linkPreviewSettings),
                                   settings: config.customerAPISettings, outbox: OutboxStore(database: database), outboxSettings: config.outboxSettings,
                                   metrics: wiring.metrics, logger: wiring.logger, verified: wiring.verified)

@@ -50,7 +50,7 @@ public final class TeamDirectory: Sendable {
 /// through to PostgreSQL and the memory cache.
 public final class CustomerTickets: TicketCache {
     let desk: any DeskCustomerReader
-    public let store: any TicketRepository
+    let store: any TicketRepository
     public let memory: TicketMemoryCache
     public let teams: TeamDirectory
     let settings: TicketFreshness
@@ -91,6 +91,23 @@ public final class CustomerTickets: TicketCache {
                        document: ticket.document, fetchedAt: ticket.fetchedAt, pending: ticket.pendingOperations)
         }
         return Self.served(ticket, freshness)
+    }
+
+    /// The customer's cached tickets (call `refreshList` first): newest first, keyset-paged after (createdAt, id);
+    /// `customFields` is a JSON object every match must contain.
+    public func list(_ session: SessionRecord, closed: Bool?, customFields: String?, after cursor: (createdAt: Double, id: Int)?,
+                     limit: Int) async throws -> [CachedTicket] {
+        try await store.list(customerId: session.customerId, closed: closed, customFields: customFields, after: cursor, limit: limit)
+    }
+
+    public func openCount(_ session: SessionRecord) async throws -> Int {
+        try await store.openCount(customerId: session.customerId)
+    }
+
+    /// Who a rating on the ticket counts for now; nil unless the cache holds the ticket as this customer's.
+    public func snapshot(_ id: Int, session: SessionRecord) async throws -> TicketSnapshot? {
+        guard let snapshot = try await store.snapshot(ticketId: id), snapshot.customerId == session.customerId else { return nil }
+        return snapshot
     }
 
     public func get(channelUrl: String, session: SessionRecord) async throws -> ServedTicket {

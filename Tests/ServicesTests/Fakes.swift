@@ -203,3 +203,13 @@ final class FakeRatings: RatingStore {
         return try await record(latest.map { rating.answering(messageId: $0.messageId) } ?? rating)
     }
 }
+
+extension FakeRatings: FeedbackRatings {
+    func isRequest(ticketId: Int, messageId: Int) async throws -> Bool {
+        state.withLock { $0.requests.contains { $0.ticketId == ticketId && $0.messageId == messageId } }
+    }
+
+    func storedAnswer(ticketId: Int, messageId: Int) async throws -> Int?? {
+        state.withLock { state in state.ratings.first { $0.ticketId == ticketId && $0.messageId == messageId }.map(\.score) }
+    }
+}

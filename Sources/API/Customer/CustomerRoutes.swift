@@ -1,4 +1,3 @@
-public import DeskClient
 public import Domain
 import Foundation
 public import HTTPServer
@@ -47,7 +46,8 @@ public struct CustomerRoutes: Sendable {
     let authenticator: Authenticator
     let tickets: CustomerTickets
     let ratings: any FeedbackRatings
-    let desk: DeskClient
+    let desk: any DeskCustomerAPI
+    let feedbackRules: CSATFeedback
     let previews: LinkPreviewFetcher
     let settings: CustomerAPISettings
     let operations: CustomerWrites
@@ -55,10 +55,12 @@ public struct CustomerRoutes: Sendable {
     let signInFailures: RateLimiter
     let clients: ClientAddressResolver
 
-    public init(desk: DeskClient, sessions: any SessionDirectory, ticketStore: any TicketRepository, ratings: any FeedbackRatings,
+    /// `platform`: Desk's Platform API when a token is configured (a decline is then checked with Desk).
+    public init(desk: any DeskCustomerAPI, platform: (any DeskPlatformReader)?, sessions: any SessionDirectory, ticketStore: any TicketRepository, ratings: any FeedbackRatings,
                 previews: LinkPreviewFetcher, settings: CustomerAPISettings, outbox: any OutboxQueue, outboxSettings: OutboxSettings,
                 metrics: MetricsRegistry, logger: Logger, verified: VerifiedCallers = VerifiedCallers()) {
         self.desk = desk
+        feedbackRules = CSATFeedback(ratings: ratings, platform: platform)
         self.sessions = sessions
         self.ratings = ratings
         self.previews = previews
@@ -112,7 +114,7 @@ public struct CustomerRoutes: Sendable {
         routes.add("GET", "/v1/tickets/open-count", .async { request, _ in
             let session = try await authenticator.authenticate(request)
             let stale = try await tickets.refreshList(session)
-            let count = try await tickets.store.openCount(customerId: session.customerId)
+            let count = try await tickets.openCount(session)
             return .json(.object([("count", .integer(count)), ("stale", .bool(stale))]),
                          headers: [("X-Cache", stale ? "STALE" : "HIT")])
         })
@@ -184,7 +186,7 @@ public struct CustomerRoutes: Sendable {
             let fields = body.fieldMap("customFields", required: true, maxCount: DeskLimits.maxCustomFields,
                                        keyLength: DeskLimits.customFieldKeyLength, valueLength: DeskLimits.customFieldValueLength)
             try body.finish()
-            let customer = try await desk.setCustomerCustomFields(DeskSession(token: session.deskToken), fields ?? [])
+            let customer = try await desk.setCustomerCustomFields(fields ?? [], deskToken: session.deskToken)
             return .json(.object([("userId", .string(session.sendbirdId)),
                                   ("customFields", .object(customer.customFields.map { ($0.key, .string($0.value)) }))]))
         })
@@ -225,15 +227,15 @@ public struct CustomerRoutes: Sendable {
             throw APIError(.rateLimited, detail: "Too many failed sign-ins for this user from this address; retry after \(retry) s.",
                            headers: [("Retry-After", String(retry))])
         }
-        let deskSession: DeskSession
+        let deskToken: String
         do throws(DomainError) {
-            deskSession = try await desk.authenticate(userId: userId!, accessToken: accessToken!)
+            deskToken = try await desk.signIn(userId: userId!, accessToken: accessToken!)
         } catch {
             guard error.code == .unauthorized else { throw error }
             _ = signInFailures.take(failures)
             throw APIError(.invalidCredentials, detail: "Sendbird did not accept this user id and access token.")
         }
-        let opened = try await sessions.open(sendbirdId: userId!, displayName: nil, deskCustomerId: nil, deskToken: deskSession.token,
+        let opened = try await sessions.open(sendbirdId: userId!, displayName: nil, deskCustomerId: nil, deskToken: deskToken,
                                              lifetimeSeconds: settings.sessionLifetimeSeconds)
         authenticator.remember(token: opened.token, opened.record)
         return .json(.object([
@@ -264,9 +266,9 @@ public struct CustomerRoutes: Sendable {
     func createTicket(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try await authenticator.authenticate(request)
         let new = try Self.newTicket(request)
-        let ticket = try await desk.createTicket(DeskSession(token: session.deskToken), .init(
+        let ticket = try await desk.createTicket(NewDeskTicket(
             title: new.title, userName: new.userName, userId: session.sendbirdId, groupKey: new.groupKey, customFields: new.customFields,
-            priority: new.priority, relatedChannelUrls: new.related))
+            priority: new.priority, relatedChannelUrls: new.related), deskToken: session.deskToken)
         let served = CustomerTickets.served(try await tickets.save(ticket, customerId: session.customerId))
         return Self.respond(served, status: 201, extraHeaders: [("Location", "/v1/tickets/\(ticket.id)")])
     }
@@ -305,9 +307,8 @@ public struct CustomerRoutes: Sendable {
                            extensions: ["errors": .array(problems.map { .object([("field", .string($0.0)), ("message", .string($0.1))]) })])
         }
         let stale = try await tickets.refreshList(session)
-        let rows = try await tickets.store.list(customerId: session.customerId, closed: closed,
-                                                customFields: filter.isEmpty ? nil : JSONValue.object(filter).serialized(),
-                                                after: cursor, limit: limit + 1)
+        let rows = try await tickets.list(session, closed: closed, customFields: filter.isEmpty ? nil : JSONValue.object(filter).serialized(),
+                                          after: cursor, limit: limit + 1)
         let page = rows.prefix(limit)
         var body = "{\"items\":["
         for (index, row) in page.enumerated() {
@@ -360,54 +361,25 @@ public struct CustomerRoutes: Sendable {
         try body.finish()
         // The ticket must be the caller's by Desk's word (a ticket the cache does not hold is read from Desk first).
         try await tickets.confirmOwnership(id, session: session, requireCached: true)
-        let snapshot = try await tickets.store.snapshot(ticketId: id)
-        guard let snapshot, snapshot.customerId == session.customerId else { throw APIError.notFound("No ticket has this id.") }
+        guard let snapshot = try await tickets.snapshot(id, session: session) else { throw APIError.notFound("No ticket has this id.") }
         let now = Date().timeIntervalSince1970
         let context = RatingContext(ticketId: id, agentId: snapshot.agentId, teamId: snapshot.teamId, channelType: snapshot.channelType,
                                     priority: snapshot.priority, customerSendbirdId: session.sendbirdId)
         guard let score else {
-            // A decline never reaches Desk (its CSAT message cannot hold an empty score), so it is recorded only for a
-            // CSAT request Desk sent on this very ticket: known from its webhook, or else read from Desk now (the
-            // customer may answer before the webhook has been applied).
-            var known = try await ratings.isRequest(ticketId: id, messageId: messageId!)
-            if !known { known = try await confirmCSATRequestWithDesk(context, messageId: messageId!) }
-            guard known else {
+            switch try await feedbackRules.decline(context, messageId: messageId!, comment: comment, at: now) {
+            case .recorded:
+                return Self.respond(try await tickets.get(id, session: session))
+            case .notARequest:
                 throw APIError(.validationFailed, detail: "messageId is not a CSAT request of this ticket.",
                                extensions: ["errors": .array([.object([("field", .string("messageId")),
                                                                        ("message", .string("is not a CSAT request of this ticket"))])]),
                                             "errorCount": .integer(1)])
-            }
-            _ = try await ratings.record(RatingRecorder.decline(context, messageId: messageId!, comment: comment, at: now))
-            // A decline never replaces a score: Desk holds one for this request, so it was answered already.
-            if case .some(.some) = try await ratings.storedAnswer(ticketId: id, messageId: messageId!) {
+            case .alreadyScored:
                 throw DomainError(.conflict, OperationKind.feedback.stateConflict)
             }
-            return Self.respond(try await tickets.get(id, session: session))
         }
         let payload = RatingRecorder.feedbackPayload(context, messageId: messageId!, score: score, comment: comment, at: now)
         return try await operations.submit(session: session, ticketId: id, kind: .feedback, payload: payload)
-    }
-}
-
-extension CustomerRoutes {
-    /// Whether Desk's own message list of the ticket holds `messageId` as a CSAT request; when it does, the request
-    /// is recorded as the webhook would have, with Desk's ticket as it is now. Needs the Platform API token (without it only webhooks tell).
-    func confirmCSATRequestWithDesk(_ context: RatingContext, messageId: Int) async throws -> Bool {
-        guard desk.configuration.apiToken != nil else { return false }
-        var found: DeskMessage?
-        try await forEachDeskPage(maxItems: 1000) { offset in
-            try await desk.chatMessages(ticketId: context.ticketId, limit: 100, offset: offset)
-        } each: { page in
-            if found == nil { found = page.first { $0.messageId == messageId } }
-        }
-        guard let message = found, message.isCSATRequest else { return false }
-        // Desk's agent and team, not the cache's: the cache may not have seen the assignment yet, and the decline
-        // takes the request's attribution.
-        let ticket = try await desk.platformTicket(id: context.ticketId)
-        _ = try await ratings.recordRequest(CSATRequestRecord(ticketId: context.ticketId, messageId: messageId, agentId: ticket.agent?.id,
-                                                              teamId: ticket.groupId, channelType: ticket.channelType ?? context.channelType,
-                                                              priority: ticket.priority, requestedAt: message.createdAt ?? Date().timeIntervalSince1970))
-        return true
     }
 }
 
