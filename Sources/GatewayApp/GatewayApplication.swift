@@ -232,12 +232,14 @@ func registerOps(_ wiring: inout Wiring, assets: String, watchdog: Watchdog) {
 func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
     let (config, database, desk) = (wiring.config, wiring.database, wiring.desk)
     let ticketStore = TicketStore(database: database)
-    // Team names for ticket documents (the sync job keeps them current later); Desk gets two seconds at start-up.
-    _ = await withDeadline(.seconds(2)) {
+    // Team names for ticket documents (the sync job keeps them current later). Start-up waits two seconds for Desk;
+    // a slower answer is still stored when it comes (the ticket service reloads teams it is missing).
+    let teamLoad = Task {
         if let page = try? await desk.teams(limit: 500) {
             try? await ticketStore.upsertTeams(page.results.map { (id: $0.id, key: $0.key, name: $0.name) })
         }
     }
+    _ = await withDeadline(.seconds(2)) { await teamLoad.value }
     let customer = CustomerRoutes(desk: desk, platform: desk.configuration.apiToken == nil ? nil : desk, sessions: SessionStore(database: database, vault: TokenVault(key: wiring.sessionKey)),
                                   ticketStore: ticketStore, ratings: CSATStore(database: database), previews: LinkPreviewFetcher(settings: config.linkPreviewSettings),
                                   settings: config.customerAPISettings, outbox: OutboxStore(database: database), outboxSettings: config.outboxSettings,

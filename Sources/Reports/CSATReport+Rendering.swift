@@ -47,7 +47,11 @@ extension CSATReport {
         for (index, row) in rows.enumerated() {
             if index > 0 { out.raw(",") }
             out.raw("{\"id\":")
-            if row.groupId == 0 { out.raw("null") } else { out.integer(row.groupId) }
+            switch row.key {
+            case .none: out.raw("null")
+            case .id(let id): out.integer(id)
+            case .text(let text): out.string(text)
+            }
             out.raw(",\"name\":")
             out.string(row.name)
             if let start = row.bucketStart, let end = row.bucketEnd {
@@ -81,7 +85,8 @@ extension CSATReport {
 
     /// One line per row, then a TOTAL line; numbers as in the JSON, empty cells for nulls.
     public var csv: String {
-        var lines = ["\(parameters.groupBy.rawValue)Id,name,bucketStart,bucketEnd,responses,averageScore,csatPercent,score1,score2,score3,score4,score5,requests,responseRate"]
+        let dimension = parameters.groupBy
+        var lines = ["\(dimension.rawValue)\(dimension.hasIds ? "Id" : ""),name,bucketStart,bucketEnd,responses,averageScore,csatPercent,score1,score2,score3,score4,score5,requests,responseRate"]
         func cells(_ figures: CSATFigures) -> String {
             var numbers: [String] = [String(figures.responses)]
             numbers.append(figures.averageScore.map(CSV.number) ?? "")
@@ -92,7 +97,13 @@ extension CSATReport {
             return numbers.joined(separator: ",")
         }
         for row in rows {
-            lines.append([row.groupId == 0 ? "" : String(row.groupId), CSV.field(row.name), row.bucketStart?.description ?? "",
+            let key: String
+            switch row.key {
+            case .none: key = ""
+            case .id(let id): key = String(id)
+            case .text(let text): key = CSV.field(text)
+            }
+            lines.append([key, CSV.field(row.name), row.bucketStart?.description ?? "",
                           row.bucketEnd?.description ?? "", cells(row.figures)].joined(separator: ","))
         }
         lines.append(["TOTAL", "", parameters.from.description, parameters.to.description, cells(totals)].joined(separator: ","))

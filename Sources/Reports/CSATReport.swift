@@ -72,9 +72,11 @@ public struct CSATFigures: Sendable, Equatable {
     }
 }
 
-/// One report row: a group (agent or team; id 0 = none) and, when bucketed, the bucket it covers.
+/// One report row: a group and, when bucketed, the bucket it covers.
 public struct CSATRow: Sendable {
-    public let groupId: Int
+    public let key: ReportKey
+    /// The agent's or team's id; 0 for none or a text dimension.
+    public var groupId: Int { key.id }
     public var name: String
     public let bucketStart: LocalDate?
     public let bucketEnd: LocalDate?
@@ -114,10 +116,10 @@ public enum CSATReportShaper {
         }
     }
 
-    public static func shape(parameters: ReportParameters, source: String, current: [(group: Int, bucketStart: LocalDate?, figures: CSATFigures)],
-                             previous: [(group: Int, figures: CSATFigures)], names: [Int: String]) -> CSATReport {
+    public static func shape(parameters: ReportParameters, source: String, current: [ReportEntry],
+                             previous: [(group: ReportKey, figures: CSATFigures)], names: [Int: String]) -> CSATReport {
         struct Key: Hashable {
-            let group: Int
+            let group: ReportKey
             let bucket: Int?
         }
         var index: [Key: Int] = [:]
@@ -131,11 +133,11 @@ public enum CSATReportShaper {
                 rows[at].figures.add(figures)
             } else {
                 index[key] = rows.count
-                rows.append(CSATRow(groupId: entry.group, name: name(entry.group, names), bucketStart: range?.0, bucketEnd: range?.1,
+                rows.append(CSATRow(key: entry.group, name: name(entry.group, names), bucketStart: range?.0, bucketEnd: range?.1,
                                     figures: figures, previous: nil))
             }
         }
-        var previousByGroup: [Int: CSATFigures] = [:]
+        var previousByGroup: [ReportKey: CSATFigures] = [:]
         var previousTotals = CSATFigures()
         for entry in previous {
             let figures = entry.figures.restricted(to: parameters.scores)
@@ -143,21 +145,25 @@ public enum CSATReportShaper {
             previousTotals.add(figures)
         }
         if parameters.bucket == .none {
-            for position in rows.indices { rows[position].previous = previousByGroup[rows[position].groupId] ?? CSATFigures() }
+            for position in rows.indices { rows[position].previous = previousByGroup[rows[position].key] ?? CSATFigures() }
         }
         // By name, id and bucket: the groups are ranked once, so thousands of bucketed rows compare integers.
-        var rank: [Int: Int] = [:]
-        for row in rows where rank[row.groupId] == nil { rank[row.groupId] = rank.count }
+        var rank: [ReportKey: Int] = [:]
+        for row in rows where rank[row.key] == nil { rank[row.key] = rank.count }
         let order = rank.keys.sorted { (name($0, names), $0) < (name($1, names), $1) }
         for (position, group) in order.enumerated() { rank[group] = position }
-        let keys = rows.map { (rank[$0.groupId] ?? 0, $0.bucketStart?.dayNumber ?? 0) }
+        let keys = rows.map { (rank[$0.key] ?? 0, $0.bucketStart?.dayNumber ?? 0) }
         rows = rows.indices.sorted { keys[$0] < keys[$1] }.map { rows[$0] }
         var totals = CSATFigures()
         for row in rows { totals.add(row.figures) }
         return CSATReport(parameters: parameters, source: source, rows: rows, totals: totals, previousTotals: previousTotals)
     }
 
-    static func name(_ id: Int, _ names: [Int: String]) -> String {
-        id == 0 ? "(none)" : names[id] ?? "#\(id)"
+    static func name(_ key: ReportKey, _ names: [Int: String]) -> String {
+        switch key {
+        case .none: return "(none)"
+        case .id(let id): return names[id] ?? "#\(id)"
+        case .text(let text): return text
+        }
     }
 }

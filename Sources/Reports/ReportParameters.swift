@@ -50,12 +50,32 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 }
 
-public enum ReportGroup: String, Sendable, CaseIterable { case agent, team }
+/// What a report's rows are grouped by. A new dimension is a case here and its column in `Store`'s extension (plus a
+/// migration when the rollup blocks do not carry the column yet); everything between keeps rows by `ReportKey`.
+public enum ReportDimension: String, Sendable, CaseIterable {
+    case agent, team, channelType, priority
+
+    /// Desk ids with display names (agents, teams), or values shown as they are (channel types, priorities).
+    public var hasIds: Bool { self == .agent || self == .team }
+}
+
+/// A report row's group: a Desk id, a value of a text dimension, or none (ratings without an agent or a team).
+public enum ReportKey: Hashable, Sendable, Comparable {
+    case none
+    case id(Int)
+    case text(String)
+
+    /// The id, or 0 for a text value or none (the page's agent and team links).
+    public var id: Int {
+        if case .id(let id) = self { return id }
+        return 0
+    }
+}
 public enum ReportBucket: String, Sendable, CaseIterable { case none, day, week, month }
 
 /// Everything a CSAT report or response listing is asked for, validated.
 public struct ReportParameters: Sendable {
-    public var groupBy: ReportGroup = .agent
+    public var groupBy: ReportDimension = .agent
     public var from: LocalDate
     public var to: LocalDate
     public var timeZone = "UTC"
@@ -103,9 +123,9 @@ extension ReportParameters {
         let known: Set<String> = ["groupBy", "from", "to", "tz", "bucket", "agentId", "teamId", "channelType", "priority", "score",
                                   "format", "limit", "cursor", "hasComment"]
         for item in query where !known.contains(item.name) { reader.problems.append((item.name, "is not a known query parameter")) }
-        var groupBy = ReportGroup.agent
+        var groupBy = ReportDimension.agent
         if let text = reader.single("groupBy") {
-            if let parsed = ReportGroup(rawValue: text) { groupBy = parsed } else { reader.problems.append(("groupBy", "must be agent or team")) }
+            if let parsed = ReportDimension(rawValue: text) { groupBy = parsed } else { reader.problems.append(("groupBy", "must be agent, team, channelType or priority")) }
         }
         var bucket = ReportBucket.none
         if let text = reader.single("bucket") {

@@ -3,11 +3,11 @@
 public protocol ReportReader: Sendable {
     /// Both periods from the zone's rollup blocks: the current period's sums per group and bucket, the previous
     /// period's per group.
-    func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [ReportEntry], previous: [(group: Int, figures: CSATFigures)])
+    func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)])
     /// One period's sums from the raw ratings, at most `limit` rows.
     func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, limit: Int) async throws -> [ReportEntry]
-    /// Display names of agents or teams by id.
-    func names(_ group: ReportGroup) async throws -> [Int: String]
+    /// Display names of agents or teams by id (empty for a dimension without ids).
+    func names(_ group: ReportDimension) async throws -> [Int: String]
     /// Channel types that have ratings in the rollups.
     func channelTypes() async throws -> [String]
     /// Agents rated in these teams.
@@ -21,7 +21,7 @@ public protocol ReportReader: Sendable {
 }
 
 /// One group's (and bucket's) sums.
-public typealias ReportEntry = (group: Int, bucketStart: LocalDate?, figures: CSATFigures)
+public typealias ReportEntry = (group: ReportKey, bucketStart: LocalDate?, figures: CSATFigures)
 
 /// One rated response as listings and exports show it.
 public struct ResponseItem: Sendable {

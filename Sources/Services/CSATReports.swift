@@ -53,7 +53,7 @@ public final class CSATReports: Sendable {
     let maxCells: Int
     let admission: ReportAdmission
     private let rollupZones = CachedValue<Set<String>>(ttl: 1)
-    private let displayNames = TTLCache<ReportGroup, [Int: String]>(ttl: 30)
+    private let displayNames = TTLCache<ReportDimension, [Int: String]>(ttl: 30)
     private let teamAgents = TTLCache<[Int], Set<Int>>(ttl: 60)
     private let channels = CachedValue<[String]>(ttl: 60)
 
@@ -68,7 +68,7 @@ public final class CSATReports: Sendable {
         let p = try caller.scope(asked)
         let useRollups = try await hasRollups(p.timeZone)
         async let names = names(p.groupBy)
-        let sums: (current: [ReportEntry], previous: [(group: Int, figures: CSATFigures)])
+        let sums: (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)])
         do {
             if useRollups {
                 sums = try await reader.fromBlocks(p, plan: BlockPlan(p))
@@ -96,12 +96,12 @@ public final class CSATReports: Sendable {
     }
 
     /// Agents' or teams' display names by id (briefly cached).
-    public func names(_ group: ReportGroup) async throws -> [Int: String] {
+    public func names(_ group: ReportDimension) async throws -> [Int: String] {
         try await displayNames.value(group) { try await reader.names(group) }
     }
 
     /// Agents' or teams' names a caller may pick from: a team-scoped key sees its teams, and the agents rated in them.
-    public func names(_ group: ReportGroup, for caller: ReportCaller) async throws -> [Int: String] {
+    public func names(_ group: ReportDimension, for caller: ReportCaller) async throws -> [Int: String] {
         let all = try await names(group)
         guard let teams = caller.teamIds else { return all }
         let allowed = group == .team ? Set(teams) : try await teamAgents.value(teams) { try await reader.agents(inTeams: teams) }
@@ -115,7 +115,7 @@ public final class CSATReports: Sendable {
 
     /// Both periods' sums from the raw ratings: at once on two connections when the admission granted two, else one
     /// after the other on one; each query returns at most enough rows to tell that the report is too large.
-    func rawSums(_ p: ReportParameters, connections: Int) async throws -> (current: [ReportEntry], previous: [(group: Int, figures: CSATFigures)]) {
+    func rawSums(_ p: ReportParameters, connections: Int) async throws -> (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)]) {
         // Ratings and requests come as separate rows: twice the cells, plus one to see the excess.
         let limit = 2 * maxCells + 1
         let previous = p.previous

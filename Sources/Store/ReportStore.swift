@@ -51,24 +51,26 @@ public struct ReportStore: ReportReader {
     /// Both periods of a report from the zone's rollup blocks, in one query: the current period's sums per group and
     /// bucket, and the previous period's per group. Reports narrowed by channel type or priority read the detail
     /// blocks, all others the agent × team ones.
-    public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [Entry], previous: [(group: Int, figures: CSATFigures)]) {
+    public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [Entry], previous: [(group: ReportKey, figures: CSATFigures)]) {
         let group = "b." + p.groupBy.column
+        // Channel type and priority are kept only in the detail blocks.
+        let detail = p.filtersDimensions || !p.groupBy.inAgentTeamBlocks
         var f = Filters(binds: [p.timeZone, plan.parts.map { $0.block.level }, plan.parts.map { $0.block.firstDay.dayNumber },
                                 plan.parts.map { $0.tag }])
-        f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: p.filtersDimensions)
+        f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: detail)
         let (binds, filters) = (f.binds, f.sql)
         let sql = """
             SELECT \(group), q.tag, sum(b.requests), sum(b.responses), sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)
               FROM unnest($2::int[], $3::int[], $4::int[]) AS q(level, first_day, tag)
-              JOIN \(p.filtersDimensions ? "csat_detail_blocks" : "csat_blocks") b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
+              JOIN \(detail ? "csat_detail_blocks" : "csat_blocks") b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
                                 AND b.first_day = date '1970-01-01' + q.first_day
              WHERE true\(filters)
              GROUP BY 1, 2
             """
         var current: [Entry] = []
-        var previous: [(group: Int, figures: CSATFigures)] = []
+        var previous: [(group: ReportKey, figures: CSATFigures)] = []
         for row in try await reads.run({ try await $0.query(sql, binds) }) {
-            let group: Int = try row.decode(0)
+            let group = try p.groupBy.key(row)
             let tag: Int = try row.decode(1)
             let distribution = [try row.decode(4, as: Int.self), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8)]
             let figures = CSATFigures(requests: try row.decode(2), responses: try row.decode(3), distribution: distribution)
@@ -83,7 +85,7 @@ public struct ReportStore: ReportReader {
 
     /// The same sums computed from raw ratings and requests with days cut in `zone`.
     public func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, limit: Int) async throws -> [Entry] {
-        let group = "coalesce(\(p.groupBy.column), 0)"
+        let group = p.groupBy.hasIds ? "coalesce(\(p.groupBy.column), 0)" : p.groupBy.column
         var f = Filters(binds: [p.timeZone, from.description, to.description])
         f.addDimensions(p, nullableIds: true)
         let (binds, filters) = (f.binds, f.sql)
@@ -104,11 +106,8 @@ public struct ReportStore: ReportReader {
              GROUP BY 1, 2
             """
         let bounded = limit == .max ? sql : "SELECT * FROM (\(sql)) AS sums LIMIT \(limit)"
-        return try await reads.run { try await $0.query(bounded, binds) }.map(Self.entry)
-    }
-
-    static func entry(_ row: PostgresRow) throws -> Entry {
-        (try row.decode(0), decodeDate(row[1]), try figures(row))
+        let dimension = p.groupBy
+        return try await reads.run { try await $0.query(bounded, binds) }.map { (try dimension.key($0), Self.decodeDate($0[1]), try Self.figures($0)) }
     }
 
     /// Columns 2…10: requests, responses, scored, score sum, counts of 1…5.
@@ -118,8 +117,8 @@ public struct ReportStore: ReportReader {
     }
 
     /// Display names of agents or teams (kept current by sync).
-    public func names(_ group: ReportGroup) async throws -> [Int: String] {
-        let sql = group.namesQuery
+    public func names(_ group: ReportDimension) async throws -> [Int: String] {
+        guard let sql = group.namesQuery else { return [:] }
         var names: [Int: String] = [:]
         for row in try await reads.run({ try await $0.query(sql) }) { names[try row.decode(0)] = try row.decode(1) }
         return names
@@ -225,21 +224,35 @@ public struct ReportStore: ReportReader {
     }
 }
 
-/// Where each report dimension lives in the tables: its id column (in the ratings, requests and every rollup block)
-/// and its display names. A new dimension with integer ids is a case of `ReportGroup` and its two lines here (and a
-/// migration when the rollup blocks do not carry its column yet).
-extension ReportGroup {
+/// Where each report dimension lives in the tables: its column (in the ratings, the requests and the detail blocks;
+/// agents and teams also in the agent × team blocks), its display names, and how a row's value becomes a `ReportKey`.
+/// A new dimension is a case of `ReportDimension` and its lines here (and a migration when the rollup blocks do not
+/// carry its column yet).
+extension ReportDimension {
     var column: String {
         switch self {
         case .agent: return "agent_id"
         case .team: return "team_id"
+        case .channelType: return "channel_type"
+        case .priority: return "priority"
         }
     }
 
-    var namesQuery: String {
+    /// Whether the agent × team blocks (smaller than the detail blocks) can answer a report grouped by this.
+    var inAgentTeamBlocks: Bool { hasIds }
+
+    var namesQuery: String? {
         switch self {
         case .agent: return "SELECT id, display_name FROM agents"
         case .team: return "SELECT id, name FROM teams"
+        case .channelType, .priority: return nil
         }
+    }
+
+    /// Column 0 of a report row: an id (0 for none) or a text value.
+    func key(_ row: PostgresRow) throws -> ReportKey {
+        guard hasIds else { return .text(try row.decode(0)) }
+        let id: Int = try row.decode(0)
+        return id == 0 ? .none : .id(id)
     }
 }

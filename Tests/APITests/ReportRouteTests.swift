@@ -13,10 +13,10 @@ import Testing
 /// keys and scopes, the choice of rollups or raw ratings, a team lead's scope, shaping and the problems.
 @Suite struct ReportRouteTests {
     static let agentsNow: [ReportEntry] = [
-        (7, nil, CSATFigures(requests: 5, responses: 4, distribution: [0, 0, 1, 1, 2])),
-        (8, nil, CSATFigures(requests: 2, responses: 1, distribution: [1, 0, 0, 0, 0])),
+        (.id(7), nil, CSATFigures(requests: 5, responses: 4, distribution: [0, 0, 1, 1, 2])),
+        (.id(8), nil, CSATFigures(requests: 2, responses: 1, distribution: [1, 0, 0, 0, 0])),
     ]
-    static let agentsBefore: [(group: Int, figures: CSATFigures)] = [(7, CSATFigures(requests: 1, responses: 1, distribution: [0, 0, 0, 1, 0]))]
+    static let agentsBefore: [(group: ReportKey, figures: CSATFigures)] = [(.id(7), CSATFigures(requests: 1, responses: 1, distribution: [0, 0, 0, 1, 0]))]
 
     func app(zones: Set<String> = ["UTC"]) -> (APIResponder, FakeReportReader) {
         let reader = FakeReportReader(current: Self.agentsNow, previous: Self.agentsBefore, zones: zones,
@@ -115,13 +115,13 @@ import Testing
 /// Stored sums and names, handed back as they were given; records what it was asked.
 final class FakeReportReader: ReportReader {
     let current: [ReportEntry]
-    let previous: [(group: Int, figures: CSATFigures)]
+    let previous: [(group: ReportKey, figures: CSATFigures)]
     let zones: Set<String>
-    let groupNames: [ReportGroup: [Int: String]]
+    let groupNames: [ReportDimension: [Int: String]]
     let calls = Mutex<[String]>([])
     let asked = Mutex<[ReportParameters]>([])
 
-    init(current: [ReportEntry], previous: [(group: Int, figures: CSATFigures)], zones: Set<String>, names: [ReportGroup: [Int: String]]) {
+    init(current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)], zones: Set<String>, names: [ReportDimension: [Int: String]]) {
         (self.current, self.previous, self.zones, self.groupNames) = (current, previous, zones, names)
     }
 
@@ -130,7 +130,7 @@ final class FakeReportReader: ReportReader {
         asked.withLock { $0.append(p) }
     }
 
-    func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [ReportEntry], previous: [(group: Int, figures: CSATFigures)]) {
+    func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)]) {
         note("blocks", p)
         return (current, previous)
     }
@@ -140,7 +140,7 @@ final class FakeReportReader: ReportReader {
         return from == p.from ? current : previous.map { ($0.group, nil, $0.figures) }
     }
 
-    func names(_ group: ReportGroup) async throws -> [Int: String] { groupNames[group] ?? [:] }
+    func names(_ group: ReportDimension) async throws -> [Int: String] { groupNames[group] ?? [:] }
     func channelTypes() async throws -> [String] { [] }
     func agents(inTeams teams: [Int]) async throws -> Set<Int> { [] }
     func responses(_ p: ReportParameters, after cursor: (ratedAt: Double, id: Int)?, limit: Int) async throws -> [ResponseItem] { [] }

@@ -27,7 +27,7 @@ func localDate(_ seconds: Double, _ zone: String) -> LocalDate {
 }
 
 /// Reports computed the slow, obvious way from the generated events.
-func bruteForce(_ events: [GeneratedEvent], zone: String, from: LocalDate, to: LocalDate, groupBy: ReportGroup, bucket: ReportBucket,
+func bruteForce(_ events: [GeneratedEvent], zone: String, from: LocalDate, to: LocalDate, groupBy: ReportDimension, bucket: ReportBucket,
                 agents: [Int], teams: [Int], channels: [String], priorities: [String], scores: [Int]) -> [String: CSATFigures] {
     var result: [String: CSATFigures] = [:]
     for event in events {
@@ -49,18 +49,29 @@ func bruteForce(_ events: [GeneratedEvent], zone: String, from: LocalDate, to: L
                 figures.distribution[score - 1] = 1
             }
         }
-        let group = (groupBy == .agent ? event.agent : event.team) ?? 0
+        let group: String
+        switch groupBy {
+        case .agent: group = String(event.agent ?? 0)
+        case .team: group = String(event.team ?? 0)
+        case .channelType: group = event.channel
+        case .priority: group = event.priority
+        }
         let start = CSATReportShaper.bucket(of: day, bucket, from: from, to: to)?.0
         result["\(group)|\(start?.description ?? "-")", default: CSATFigures()].add(figures)
     }
     return result.filter { $0.value != CSATFigures() }
 }
 
+/// A row's id as `bruteForce` writes it: an agent's or team's id (0 for none), or a text dimension's value.
+func rowKey(_ row: JSONValue) -> String {
+    row["id"]?.intValue.map { String($0) } ?? row["id"]?.stringValue ?? "0"
+}
+
 /// Report JSON rows keyed like `bruteForce`.
 func rowsByKey(_ json: JSONValue) -> [String: CSATFigures] {
     var result: [String: CSATFigures] = [:]
     for row in json["rows"]?.arrayValue ?? [] {
-        let group = row["id"]?.intValue ?? 0
+        let group = rowKey(row)
         let start = row["bucket"]?["start"]?.stringValue ?? "-"
         let distribution = (1...5).map { row["distribution"]?[String($0)]?.intValue ?? -1 }
         let scored = distribution.reduce(0, +)
@@ -135,7 +146,7 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
             let zones = rollupZones + ["Australia/Adelaide", "America/Chicago"]
             for round in 0..<48 {
                 let zone = zones[round % zones.count]
-                let groupBy: ReportGroup = round % 2 == 0 ? .agent : .team
+                let groupBy = ReportDimension.allCases[(round + round / 8) % ReportDimension.allCases.count]
                 let bucket = ReportBucket.allCases[(round / 2) % 4]
                 // Ranges that start before the data, end after it, and span up to a year, so rollup blocks of every
                 // size (one day to 512 days) are read.
@@ -177,7 +188,7 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
                 #expect(json["previousPeriod"]?["totals"]?["responses"]?.intValue == previous.values.reduce(0) { $0 + $1.responses }, "\(query)")
                 if bucket == .none {
                     for row in json["rows"]?.arrayValue ?? [] {
-                        let expectedPrevious = previous["\(row["id"]?.intValue ?? 0)|-"] ?? CSATFigures()
+                        let expectedPrevious = previous["\(rowKey(row))|-"] ?? CSATFigures()
                         #expect(row["previous"]?["responses"]?.intValue == expectedPrevious.responses, "\(query)")
                         #expect(row["previous"]?["requests"]?.intValue == expectedPrevious.requests, "\(query)")
                     }
@@ -215,31 +226,41 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
             try await app.database.query("INSERT INTO agents (id, display_name) VALUES (501, 'Ada, \"the\" Agent') ON CONFLICT (id) DO UPDATE SET display_name = EXCLUDED.display_name")
             for index in 0..<40 {
                 try await store.record(RatingRecord(ticketId: index, messageId: 1, score: index % 5 + 1, comment: "c\(index)", agentId: index % 2 == 0 ? 501 : 502,
-                                                    teamId: 11, channelType: "SENDBIRD_IOS", priority: .low, customerSendbirdId: nil,
-                                                    ratedAt: ISOTimestamp.parse("2026-05-0\(index % 9 + 1)T12:00:00Z")!, source: .gateway))
+                                                    teamId: 11, channelType: index % 3 == 0 ? "SENDBIRD_IOS" : "=HYPERLINK(1)", priority: .low,
+                                                    customerSendbirdId: nil, ratedAt: ISOTimestamp.parse("2026-05-0\(index % 9 + 1)T12:00:00Z")!,
+                                                    source: .gateway))
             }
             let reporter = try await reporter(app)
-            let query = "?bucket=week&from=2026-05-01&to=2026-05-31"
-            let json = try JSONParser.parse(try await reporter.get(query).body)
-            let csvResponse = try await reporter.get(query, accept: "text/csv")
-            #expect(csvResponse.header("Content-Type")?.hasPrefix("text/csv") == true)
-            let viaFormat = try await reporter.get(query + "&format=csv")
-            #expect(viaFormat.text == csvResponse.text)
-            let lines = csvResponse.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
-            let rows = json["rows"]?.arrayValue ?? []
-            #expect(lines.count == rows.count + 2)
-            for (line, row) in zip(lines.dropFirst(), rows) {
-                let cells = parseCSVLine(line)
-                #expect(cells[0] == (row["id"]?.intValue.map(String.init) ?? ""))
-                #expect(cells[1] == row["name"]?.stringValue)
-                #expect(cells[2] == row["bucket"]?["start"]?.stringValue)
-                #expect(Int(cells[4]) == row["responses"]?.intValue)
-                #expect(cells[5] == (row["averageScore"].map { $0.isNull ? "" : $0.serialized() } ?? ""))
-                #expect((7...11).map { Int(cells[$0]) } == (1...5).map { row["distribution"]?[String($0)]?.intValue })
+            for (query, header) in [("?bucket=week&from=2026-05-01&to=2026-05-31", "agentId"),
+                                    ("?groupBy=channelType&bucket=week&from=2026-05-01&to=2026-05-31", "channelType")] {
+                try await Self.compareCSV(reporter, query, header: header)
             }
-            #expect(lines.last?.hasPrefix("TOTAL,") == true)
-            #expect(Int(parseCSVLine(lines.last!)[4]) == json["totals"]?["responses"]?.intValue)
         }
+    }
+
+    /// Every row of the CSV equals the JSON's; cells that a spreadsheet would run as a formula are prefixed with '.
+    static func compareCSV(_ reporter: Reporter, _ query: String, header: String) async throws {
+        func shown(_ text: String?) -> String? { text.map { "=+-@".contains($0.first ?? " ") ? "'" + $0 : $0 } }
+        let json = try JSONParser.parse(try await reporter.get(query).body)
+        let csvResponse = try await reporter.get(query, accept: "text/csv")
+        #expect(csvResponse.header("Content-Type")?.hasPrefix("text/csv") == true)
+        let viaFormat = try await reporter.get(query + "&format=csv")
+        #expect(viaFormat.text == csvResponse.text)
+        let lines = csvResponse.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        let rows = json["rows"]?.arrayValue ?? []
+        #expect(lines.count == rows.count + 2)
+        #expect(lines.first?.hasPrefix(header + ",name,") == true, "\(query)")
+        for (line, row) in zip(lines.dropFirst(), rows) {
+            let cells = parseCSVLine(line)
+            #expect(cells[0] == (row["id"]?.intValue.map(String.init) ?? shown(row["id"]?.stringValue) ?? ""))
+            #expect(cells[1] == shown(row["name"]?.stringValue))
+            #expect(cells[2] == row["bucket"]?["start"]?.stringValue)
+            #expect(Int(cells[4]) == row["responses"]?.intValue)
+            #expect(cells[5] == (row["averageScore"].map { $0.isNull ? "" : $0.serialized() } ?? ""))
+            #expect((7...11).map { Int(cells[$0]) } == (1...5).map { row["distribution"]?[String($0)]?.intValue })
+        }
+        #expect(lines.last?.hasPrefix("TOTAL,") == true)
+        #expect(Int(parseCSVLine(lines.last!)[4]) == json["totals"]?["responses"]?.intValue)
     }
 
     @Test func responsesAreListedNewestFirstPagedAndFiltered() async throws {

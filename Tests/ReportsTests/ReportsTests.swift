@@ -175,29 +175,41 @@ import Testing
         var generator = SystemRandomNumberGenerator()
         let names: [Int: String] = [1: "Ann \"the\" Agent", 2: "Zoë\n\\tab", 3: "Bob", 4: "\u{1}ctl"]
         for bucket in ["", "day", "week", "month"] {
-            for _ in 0..<20 {
-                var query: [(name: String, value: String)] = [("from", "2026-03-01"), ("to", "2026-04-20")]
+            for round in 0..<20 {
+                // Ids (with none) and text values, such as channel types, through the same shaper and writer.
+                let dimension: ReportDimension = round % 3 == 2 ? .channelType : .agent
+                func key() -> ReportKey {
+                    guard dimension.hasIds else { return .text(["SENDBIRD_IOS", "=SUM(A1)", "a \"quoted\", value"].randomElement(using: &generator)!) }
+                    let id = Int.random(in: 0...5, using: &generator)
+                    return id == 0 ? .none : .id(id)
+                }
+                var query: [(name: String, value: String)] = [("from", "2026-03-01"), ("to", "2026-04-20"), ("groupBy", dimension.rawValue)]
                 if !bucket.isEmpty { query.append(("bucket", bucket)) }
                 if Bool.random(using: &generator) { query.append(("score", "4")); query.append(("score", "5")) }
                 let p = try ReportParameters.parse(query, accept: nil, today: { _ in LocalDate("2026-06-30") }, isKnownZone: { $0 == "UTC" },
                                                    maxDays: 100, listing: false)
                 let entries = (0..<Int.random(in: 0...40, using: &generator)).map { _ in
-                    (group: Int.random(in: 0...5, using: &generator),
+                    (group: key(),
                      bucketStart: bucket.isEmpty ? nil : LocalDate("2026-03-01")!.adding(days: Int.random(in: 0...50, using: &generator)),
                      figures: CSATFigures(requests: Int.random(in: 0...30, using: &generator), responses: Int.random(in: 0...9, using: &generator),
                                           distribution: (0..<5).map { _ in Int.random(in: 0...3, using: &generator) }))
                 }
                 let previous = (0..<Int.random(in: 0...4, using: &generator)).map { _ in
-                    (group: Int.random(in: 0...5, using: &generator), figures: CSATFigures(requests: 3, responses: 1, distribution: [0, 0, 1, 0, 0]))
+                    (group: key(), figures: CSATFigures(requests: 3, responses: 1, distribution: [0, 0, 1, 0, 0]))
                 }
                 let report = CSATReportShaper.shape(parameters: p, source: "rollup", current: entries, previous: previous, names: names)
                 let json = try JSONParser.parse(report.jsonBytes())
-                #expect(json["groupBy"]?.stringValue == "agent" && json["bucket"]?.stringValue == (bucket.isEmpty ? "none" : bucket))
+                #expect(json["groupBy"]?.stringValue == dimension.rawValue && json["bucket"]?.stringValue == (bucket.isEmpty ? "none" : bucket))
                 #expect(json["from"]?.stringValue == "2026-03-01" && json["to"]?.stringValue == "2026-04-20" && json["source"]?.stringValue == "rollup")
                 let rows = try #require(json["rows"]?.arrayValue)
                 #expect(rows.count == report.rows.count, "\(bucket) \(entries.count) rows")
                 for (row, written) in zip(report.rows, rows) {
-                    #expect(written["id"]?.intValue == (row.groupId == 0 ? nil : row.groupId) && written["name"]?.stringValue == row.name)
+                    switch row.key {
+                    case .none: #expect(written["id"]?.isNull == true && row.name == "(none)")
+                    case .id(let id): #expect(written["id"]?.intValue == id)
+                    case .text(let text): #expect(written["id"]?.stringValue == text && row.name == text)
+                    }
+                    #expect(written["name"]?.stringValue == row.name)
                     #expect(written["bucket"]?["start"]?.stringValue == row.bucketStart?.description)
                     #expect(written["bucket"]?["end"]?.stringValue == row.bucketEnd?.description)
                     #expect(matches(written, row.figures))

@@ -62,7 +62,9 @@ import TestSupport
             let reports = ReportStore(database: db)
             for query in [[("from", "2026-08-01"), ("to", "2026-11-20")], [("from", "2026-09-03"), ("to", "2026-10-17"), ("bucket", "week")],
                           [("from", "2026-10-01"), ("to", "2026-11-20"), ("groupBy", "team"), ("bucket", "month")],
-                          [("from", "2026-10-10"), ("to", "2026-11-20"), ("channelType", "SENDBIRD_IOS"), ("teamId", "11")]] {
+                          [("from", "2026-10-10"), ("to", "2026-11-20"), ("channelType", "SENDBIRD_IOS"), ("teamId", "11")],
+                          [("from", "2026-08-01"), ("to", "2026-11-20"), ("groupBy", "channelType"), ("bucket", "week")],
+                          [("from", "2026-09-01"), ("to", "2026-11-20"), ("groupBy", "priority"), ("teamId", "10")]] {
                 let p = try reportParameters(query)
                 let blocks = try await reports.fromBlocks(p, plan: BlockPlan(p))
                 let raw = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: .max)
@@ -76,7 +78,7 @@ import TestSupport
     }
 
     /// Responses and score counts per group and (clipped) bucket (requests aside: these ratings have none), empty ones dropped.
-    static func sums(_ entries: [(Int, LocalDate?, CSATFigures)], bucket p: ReportParameters) -> [String: [Int]] {
+    static func sums(_ entries: [(ReportKey, LocalDate?, CSATFigures)], bucket p: ReportParameters) -> [String: [Int]] {
         var result: [String: [Int]] = [:]
         for (group, start, figures) in entries {
             // Raw sums name the calendar bucket (a week from its Monday); the report clips it to the range, as here.
