@@ -1,4 +1,4 @@
-public import Synchronization
+import Synchronization
 
 // The records the HTTP side keeps through PostgreSQL, as ports: `Store` implements them, the routes and services are
 // wired to them in GatewayApp, and route tests use in-memory fakes.

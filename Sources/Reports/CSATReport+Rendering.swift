@@ -1,4 +1,4 @@
-public import JSON
+import JSON
 
 extension CSATFigures {
     /// The figures' members of a report's JSON (`Report` in openapi.yaml), without the braces.
@@ -47,7 +47,7 @@ extension CSATReport {
         for (index, row) in rows.enumerated() {
             if index > 0 { out.raw(",") }
             out.raw("{\"id\":")
-            switch row.key {
+            switch row.key.value {
             case .none: out.raw("null")
             case .id(let id): out.integer(id)
             case .text(let text): out.string(text)
@@ -98,7 +98,7 @@ extension CSATReport {
         }
         for row in rows {
             let key: String
-            switch row.key {
+            switch row.key.value {
             case .none: key = ""
             case .id(let id): key = String(id)
             case .text(let text): key = CSV.field(text)

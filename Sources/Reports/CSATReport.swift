@@ -120,7 +120,8 @@ public enum CSATReportShaper {
                              previous: [(group: ReportKey, figures: CSATFigures)], names: [Int: String]) -> CSATReport {
         struct Key: Hashable {
             let group: ReportKey
-            let bucket: Int?
+            /// The bucket's first day, `Int.min` without buckets.
+            let bucket: Int
         }
         var index: [Key: Int] = [:]
         index.reserveCapacity(current.count)
@@ -128,7 +129,7 @@ public enum CSATReportShaper {
         for entry in current {
             let figures = entry.figures.restricted(to: parameters.scores)
             let range = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to) }
-            let key = Key(group: entry.group, bucket: range?.0.dayNumber)
+            let key = Key(group: entry.group, bucket: range?.0.dayNumber ?? .min)
             if let at = index[key] {
                 rows[at].figures.add(figures)
             } else {
@@ -150,7 +151,7 @@ public enum CSATReportShaper {
         // By name, id and bucket: the groups are ranked once, so thousands of bucketed rows compare integers.
         var rank: [ReportKey: Int] = [:]
         for row in rows where rank[row.key] == nil { rank[row.key] = rank.count }
-        let order = rank.keys.sorted { (name($0, names), $0) < (name($1, names), $1) }
+        let order = rank.keys.sorted { (name($0, names), $0.raw) < (name($1, names), $1.raw) }
         for (position, group) in order.enumerated() { rank[group] = position }
         let keys = rows.map { (rank[$0.key] ?? 0, $0.bucketStart?.dayNumber ?? 0) }
         rows = rows.indices.sorted { keys[$0] < keys[$1] }.map { rows[$0] }
@@ -160,7 +161,7 @@ public enum CSATReportShaper {
     }
 
     static func name(_ key: ReportKey, _ names: [Int: String]) -> String {
-        switch key {
+        switch key.value {
         case .none: return "(none)"
         case .id(let id): return names[id] ?? "#\(id)"
         case .text(let text): return text

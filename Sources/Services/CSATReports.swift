@@ -1,4 +1,4 @@
-public import Domain
+import Domain
 public import Reports
 
 /// Why a report or a listing was not computed; the API maps each to its problem.

@@ -1,4 +1,4 @@
-public import Domain
+import Domain
 import Foundation
 
 /// The hottest tickets as ready-to-send documents, in front of the PostgreSQL cache. Entries follow the same

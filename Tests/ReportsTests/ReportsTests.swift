@@ -204,7 +204,7 @@ import Testing
                 let rows = try #require(json["rows"]?.arrayValue)
                 #expect(rows.count == report.rows.count, "\(bucket) \(entries.count) rows")
                 for (row, written) in zip(report.rows, rows) {
-                    switch row.key {
+                    switch row.key.value {
                     case .none: #expect(written["id"]?.isNull == true && row.name == "(none)")
                     case .id(let id): #expect(written["id"]?.intValue == id)
                     case .text(let text): #expect(written["id"]?.stringValue == text && row.name == text)
