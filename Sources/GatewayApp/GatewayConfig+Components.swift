@@ -16,7 +16,8 @@ extension GatewayConfig {
     }
 
     public var customerAPISettings: CustomerAPISettings {
-        CustomerAPISettings(cacheTTLSeconds: Double(self.cacheTTLSeconds), staleReadBudgetSeconds: Double(self.deskStaleReadBudgetMilliseconds) / 1000,
+        CustomerAPISettings(freshness: TicketFreshness(cacheTTLSeconds: Double(self.cacheTTLSeconds),
+                                                       staleReadBudgetSeconds: Double(self.deskStaleReadBudgetMilliseconds) / 1000),
                             sessionLifetimeSeconds: self.sessionTTLSeconds, sessionCacheSeconds: Double(self.sessionCacheSeconds),
                             signInPerUserPerMinute: self.signInPerUserPerMinute, signInPerUserBurst: self.signInPerUserBurst, trustedProxies: proxies)
     }

@@ -12,7 +12,7 @@ public struct TicketFreshness: Sendable {
     /// Tickets read per customer when refreshing a list (newest first).
     public var maxListTickets: Int
 
-    public init(cacheTTLSeconds: Double, staleReadBudgetSeconds: Double, maxListTickets: Int) {
+    public init(cacheTTLSeconds: Double, staleReadBudgetSeconds: Double, maxListTickets: Int = 1000) {
         (self.cacheTTLSeconds, self.staleReadBudgetSeconds, self.maxListTickets) = (cacheTTLSeconds, staleReadBudgetSeconds, maxListTickets)
     }
 }

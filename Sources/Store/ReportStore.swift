@@ -249,10 +249,8 @@ extension ReportDimension {
         }
     }
 
-    /// Column 0 of a report row: an id (0 for none) or a text value.
+    /// Column 0 of a report row: an id (0, the coalesced NULL, is none) or a text value.
     func key(_ row: PostgresRow) throws -> ReportKey {
-        guard hasIds else { return .text(try row.decode(0)) }
-        let id: Int = try row.decode(0)
-        return id == 0 ? .none : .id(id)
+        hasIds ? .id(try row.decode(0)) : .text(try row.decode(0))
     }
 }

@@ -2,17 +2,14 @@ public import Domain
 import Foundation
 public import HTTPServer
 import JSON
-import Services
+public import Services
 public import Telemetry
 public import Logging
 
 /// Freshness and size settings of the customer API.
 public struct CustomerAPISettings: Sendable {
-    /// A cached ticket, or a customer's list, younger than this is served without asking Desk.
-    public var cacheTTLSeconds: Double
-    /// A read that has a cached copy to fall back on waits this long for Desk in all (every attempt), then serves
-    /// the copy marked stale.
-    public var staleReadBudgetSeconds: Double
+    /// How fresh tickets and lists must be, and how long Desk may take before a cached copy is served instead.
+    public var freshness: TicketFreshness
     public var sessionLifetimeSeconds: Int
     public var sessionCacheSeconds: Double
     /// Failed sign-ins per Sendbird user id and client address (beside the limit on all sign-ins per address): a
@@ -21,17 +18,10 @@ public struct CustomerAPISettings: Sendable {
     public var signInPerUserBurst: Int
     /// Proxies whose forwarding headers name the client (the same list the rate limits use).
     public var trustedProxies: [CIDR]
-    /// Tickets read per customer when refreshing a list (newest first).
-    public var maxSyncTickets = 1000
 
-    var freshness: TicketFreshness {
-        TicketFreshness(cacheTTLSeconds: cacheTTLSeconds, staleReadBudgetSeconds: staleReadBudgetSeconds, maxListTickets: maxSyncTickets)
-    }
-
-    public init(cacheTTLSeconds: Double, staleReadBudgetSeconds: Double, sessionLifetimeSeconds: Int, sessionCacheSeconds: Double,
+    public init(freshness: TicketFreshness, sessionLifetimeSeconds: Int, sessionCacheSeconds: Double,
                 signInPerUserPerMinute: Int, signInPerUserBurst: Int, trustedProxies: [CIDR]) {
-        self.cacheTTLSeconds = cacheTTLSeconds
-        self.staleReadBudgetSeconds = staleReadBudgetSeconds
+        self.freshness = freshness
         self.sessionLifetimeSeconds = sessionLifetimeSeconds
         self.sessionCacheSeconds = sessionCacheSeconds
         self.signInPerUserPerMinute = signInPerUserPerMinute
