@@ -13,6 +13,23 @@ public struct JSONWriter {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
+    /// A civil date as a JSON string, YYYY-MM-DD (years 0–9999), digit by digit: a weekly report writes thousands.
+    public mutating func date(year: Int, month: Int, day: Int) {
+        let zero = UInt8(ascii: "0"), quote = UInt8(ascii: "\""), dash = UInt8(ascii: "-")
+        bytes.append(quote)
+        bytes.append(zero + UInt8(year / 1000 % 10))
+        bytes.append(zero + UInt8(year / 100 % 10))
+        bytes.append(zero + UInt8(year / 10 % 10))
+        bytes.append(zero + UInt8(year % 10))
+        bytes.append(dash)
+        bytes.append(zero + UInt8(month / 10 % 10))
+        bytes.append(zero + UInt8(month % 10))
+        bytes.append(dash)
+        bytes.append(zero + UInt8(day / 10 % 10))
+        bytes.append(zero + UInt8(day % 10))
+        bytes.append(quote)
+    }
+
     public mutating func string(_ text: String) {
         JSONText.append(text, to: &bytes)
     }

@@ -161,7 +161,7 @@ public final class PostgresConnection {
         guard let result else { throw failure(nil) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
-            return PostgresRows(columns: [], rows: [], affectedRows: affected(result))
+            return PostgresRows(cells: .empty, affectedRows: affected(result))
         case PGRES_TUPLES_OK:
             return copyRows(result)
         default:
@@ -195,21 +195,28 @@ public final class PostgresConnection {
         var columns: [String] = []
         columns.reserveCapacity(columnCount)
         for c in 0..<columnCount { columns.append(String(cString: PQfname(result, Int32(c)))) }
-        var rows: [PostgresRow] = []
-        rows.reserveCapacity(rowCount)
-        for r in 0..<rowCount {
-            var values: [String?] = []
-            values.reserveCapacity(columnCount)
-            for c in 0..<columnCount {
-                if PQgetisnull(result, Int32(r), Int32(c)) == 1 {
-                    values.append(nil)
-                } else {
-                    values.append(String(cString: PQgetvalue(result, Int32(r), Int32(c))))
+        var total = 0
+        for r in 0..<Int32(rowCount) { for c in 0..<Int32(columnCount) { total += Int(PQgetlength(result, r, c)) } }
+        var text: [UInt8] = []
+        text.reserveCapacity(total)
+        var starts: [Int] = [], ends: [Int] = []
+        starts.reserveCapacity(rowCount * columnCount)
+        ends.reserveCapacity(rowCount * columnCount)
+        for r in 0..<Int32(rowCount) {
+            for c in 0..<Int32(columnCount) {
+                if PQgetisnull(result, r, c) == 1 {
+                    starts.append(-1)
+                    ends.append(-1)
+                    continue
                 }
+                starts.append(text.count)
+                PQgetvalue(result, r, c).withMemoryRebound(to: UInt8.self, capacity: Int(PQgetlength(result, r, c))) {
+                    text.append(contentsOf: UnsafeBufferPointer(start: $0, count: Int(PQgetlength(result, r, c))))
+                }
+                ends.append(text.count)
             }
-            rows.append(PostgresRow(columns: columns, values: values))
         }
-        return PostgresRows(columns: columns, rows: rows, affectedRows: 0)
+        return PostgresRows(cells: ResultCells(columns: columns, rowCount: rowCount, text: text, starts: starts, ends: ends), affectedRows: 0)
     }
 }
 

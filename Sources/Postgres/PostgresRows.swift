@@ -1,54 +1,105 @@
 /// A result copied out of libpq, so it can cross threads and outlive the `PGresult`.
 public struct PostgresRows: Sendable, RandomAccessCollection {
-    public let columns: [String]
-    public let rows: [PostgresRow]
+    @usableFromInline let cells: ResultCells
     /// Rows affected by INSERT/UPDATE/DELETE (0 for other commands).
     public let affectedRows: Int
 
-    public var startIndex: Int { rows.startIndex }
-    public var endIndex: Int { rows.endIndex }
-    public subscript(position: Int) -> PostgresRow { rows[position] }
+    init(cells: ResultCells, affectedRows: Int) {
+        self.cells = cells
+        self.affectedRows = affectedRows
+    }
+
+    public var columns: [String] { cells.columns }
+    public var rows: [PostgresRow] { Array(self) }
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { cells.rowCount }
+    public subscript(position: Int) -> PostgresRow {
+        precondition(position >= 0 && position < cells.rowCount, "row \(position) out of range")
+        return PostgresRow(cells: cells, first: position * cells.columns.count)
+    }
+}
+
+/// Every value of a result in one buffer, so reading thousands of rows (a weekly report) allocates per result,
+/// not per row and value; values become strings or numbers only when a caller decodes them.
+@usableFromInline final class ResultCells: Sendable {
+    let columns: [String]
+    @usableFromInline let columnCount: Int
+    let rowCount: Int
+    /// The values' text, one after another.
+    @usableFromInline let text: [UInt8]
+    /// Where each value (row by row) starts and ends in `text`, -1 for NULL.
+    @usableFromInline let starts: [Int]
+    @usableFromInline let ends: [Int]
+
+    init(columns: [String], rowCount: Int, text: [UInt8], starts: [Int], ends: [Int]) {
+        self.columns = columns
+        columnCount = columns.count
+        self.rowCount = rowCount
+        self.text = text
+        self.starts = starts
+        self.ends = ends
+    }
+
+    static let empty = ResultCells(columns: [], rowCount: 0, text: [], starts: [], ends: [])
 }
 
 public struct PostgresRow: Sendable {
-    public let columns: [String]
-    public let values: [String?]
+    @usableFromInline let cells: ResultCells
+    @usableFromInline let first: Int
+
+    init(cells: ResultCells, first: Int) {
+        self.cells = cells
+        self.first = first
+    }
+
+    public var columns: [String] { cells.columns }
+    public var values: [String?] { (0..<cells.columns.count).map { self[$0] } }
 
     /// The raw text value (nil for NULL).
-    public subscript(index: Int) -> String? { values[index] }
+    public subscript(index: Int) -> String? {
+        withValue(index) { $0.map { String(decoding: $0, as: UTF8.self) } }
+    }
 
     public subscript(name: String) -> String? {
-        guard let index = columns.firstIndex(of: name) else { return nil }
-        return values[index]
+        guard let index = cells.columns.firstIndex(of: name) else { return nil }
+        return self[index]
+    }
+
+    /// Lends the value's bytes (nil for NULL or a column past the end).
+    @inlinable
+    func withValue<R>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
+        guard index >= 0, index < cells.columnCount, cells.starts[first + index] >= 0 else { return try body(nil) }
+        let (start, end) = (cells.starts[first + index], cells.ends[first + index])
+        return try cells.text.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[start..<end])) }
     }
 
     /// Inlinable so callers get it specialized for the concrete type (hot in report and list reads).
     @inlinable
     public func decode<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T {
-        guard index < values.count, let text = values[index] else {
-            throw PostgresError(code: .decodingFailed, detail: "column \(index) is NULL or missing")
+        let value = try withValue(index) { bytes -> T? in
+            guard let bytes else { throw PostgresError(code: .decodingFailed, detail: "column \(index) is NULL or missing") }
+            return T(postgresUTF8: bytes)
         }
-        guard let value = T(postgresText: text) else {
-            throw PostgresError(code: .decodingFailed, detail: "column \(index) is not \(T.self)")
-        }
+        guard let value else { throw PostgresError(code: .decodingFailed, detail: "column \(index) is not \(T.self)") }
         return value
     }
 
     public func decode<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
-        guard let index = columns.firstIndex(of: name) else {
+        guard let index = cells.columns.firstIndex(of: name) else {
             throw PostgresError(code: .decodingFailed, detail: "no column \(name)")
         }
         return try decode(index, as: type)
     }
 
     /// nil for SQL NULL; throws only when a present value does not decode.
+    @inlinable
     public func decodeIfPresent<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T? {
-        guard index < values.count, values[index] != nil else { return nil }
+        guard index >= 0, index < cells.columnCount, cells.starts[first + index] >= 0 else { return nil }
         return try decode(index, as: type)
     }
 
     public func decodeIfPresent<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T? {
-        guard let index = columns.firstIndex(of: name) else { return nil }
+        guard let index = cells.columns.firstIndex(of: name) else { return nil }
         return try decodeIfPresent(index, as: type)
     }
 }
@@ -56,12 +107,50 @@ public struct PostgresRow: Sendable {
 /// A type read from PostgreSQL's text format.
 public protocol PostgresDecodable {
     init?(postgresText: String)
+    /// From the value's bytes as they are in the result; by default through a `String`.
+    init?(postgresUTF8 bytes: UnsafeBufferPointer<UInt8>)
+}
+
+extension PostgresDecodable {
+    @inlinable
+    public init?(postgresUTF8 bytes: UnsafeBufferPointer<UInt8>) { self.init(postgresText: String(decoding: bytes, as: UTF8.self)) }
+}
+
+/// Integers are read straight from their digits: reports read thousands of counts per request.
+extension FixedWidthInteger where Self: SignedInteger {
+    @inlinable
+    init?(postgresDigits bytes: UnsafeBufferPointer<UInt8>) {
+        var index = 0
+        let negative = bytes.first == UInt8(ascii: "-")
+        if negative { index = 1 }
+        guard index < bytes.count else { return nil }
+        var value: Self = 0
+        while index < bytes.count {
+            let digit = bytes[index] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (shifted, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) = negative ? shifted.subtractingReportingOverflow(Self(digit)) : shifted.addingReportingOverflow(Self(digit))
+            guard !overflow1, !overflow2 else { return nil }
+            value = next
+            index += 1
+        }
+        self = value
+    }
 }
 
 extension String: PostgresDecodable { public init?(postgresText: String) { self = postgresText } }
-extension Int: PostgresDecodable { public init?(postgresText: String) { self.init(postgresText) } }
-extension Int64: PostgresDecodable { public init?(postgresText: String) { self.init(postgresText) } }
-extension Int32: PostgresDecodable { public init?(postgresText: String) { self.init(postgresText) } }
+extension Int: PostgresDecodable {
+    public init?(postgresText: String) { self.init(postgresText) }
+    @inlinable public init?(postgresUTF8 bytes: UnsafeBufferPointer<UInt8>) { self.init(postgresDigits: bytes) }
+}
+extension Int64: PostgresDecodable {
+    public init?(postgresText: String) { self.init(postgresText) }
+    @inlinable public init?(postgresUTF8 bytes: UnsafeBufferPointer<UInt8>) { self.init(postgresDigits: bytes) }
+}
+extension Int32: PostgresDecodable {
+    public init?(postgresText: String) { self.init(postgresText) }
+    @inlinable public init?(postgresUTF8 bytes: UnsafeBufferPointer<UInt8>) { self.init(postgresDigits: bytes) }
+}
 extension Double: PostgresDecodable { public init?(postgresText: String) { self.init(postgresText) } }
 extension Bool: PostgresDecodable {
     public init?(postgresText: String) {

@@ -26,6 +26,15 @@ extension CSATFigures {
     }
 }
 
+extension LocalDate {
+    /// As a JSON string, digit by digit (a weekly report writes thousands; `description` made a string of each).
+    func write(to out: inout JSONWriter) {
+        let (y, m, d) = components
+        guard (0...9999).contains(y) else { return out.string(description) }
+        out.date(year: y, month: m, day: d)
+    }
+}
+
 extension CSATReport {
     /// The report as JSON (`Report` in openapi.yaml), written straight into bytes (a weekly agents' report has
     /// thousands of rows; a tree of values was a third of its cost).
@@ -56,9 +65,9 @@ extension CSATReport {
             out.string(row.name)
             if let start = row.bucketStart, let end = row.bucketEnd {
                 out.raw(",\"bucket\":{\"start\":")
-                out.string(start.description)
+                start.write(to: &out)
                 out.raw(",\"end\":")
-                out.string(end.description)
+                end.write(to: &out)
                 out.raw("}")
             }
             out.raw(",")

@@ -5,6 +5,9 @@
 public enum RollupBlocks {
     /// 512 days; longer ranges take several top-level blocks.
     public static let maxLevel = 9
+    /// Not a power of two: the ISO week (Monday to Sunday) holding a day, kept beside the aligned levels so that a
+    /// report by week reads one block per week instead of the three or four aligned ones it is made of.
+    public static let weekLevel = 10
 
     public struct Block: Hashable, Sendable {
         public let level: Int
@@ -15,7 +18,7 @@ public enum RollupBlocks {
             self.firstDay = firstDay
         }
 
-        public var lastDay: LocalDate { firstDay.adding(days: (1 << level) - 1) }
+        public var lastDay: LocalDate { firstDay.adding(days: level == weekLevel ? 6 : (1 << level) - 1) }
     }
 
     /// The block of `level` that holds `day` (floor division, so days before 1970 work too).
@@ -74,6 +77,10 @@ public struct BlockPlan: Sendable {
 
     private mutating func add(from: LocalDate, to: LocalDate, bucket: LocalDate?) {
         buckets.append(bucket)
+        if from.weekday == 1, to.dayNumber - from.dayNumber == 6 {
+            parts.append(Part(block: RollupBlocks.Block(level: RollupBlocks.weekLevel, firstDay: from), tag: buckets.count))
+            return
+        }
         for block in RollupBlocks.cover(from: from, to: to) { parts.append(Part(block: block, tag: buckets.count)) }
     }
 }

@@ -223,7 +223,7 @@ public enum DistributionBar {
     /// The 1–5 counts as one stacked bar; each segment titled with its count and share, and linked when `hrefs`
     /// names a target. An all-zero distribution draws an empty outline.
     /// `label` is the chart's accessible name (distinct per chart, with its numbers).
-    public static func render(_ counts: [Int], hrefs: [String?] = [], width: Int = 760, height: Int = 28,
+    public static func render(_ counts: ScoreCounts, hrefs: [String?] = [], width: Int = 760, height: Int = 28,
                               cssClass: StaticString = "chart distribution", label: String = "Scores 1 to 5") -> String {
         var out = HTMLWriter(capacity: 700 + label.utf8.count)
         write(counts, hrefs: hrefs, width: width, height: height, cssClass: cssClass, label: label, to: &out)
@@ -231,7 +231,7 @@ public enum DistributionBar {
     }
 
     /// `render`, written into the page (one per agent and team).
-    public static func write(_ counts: [Int], hrefs: [String?] = [], width: Int, height: Int, cssClass: StaticString, label: String,
+    public static func write(_ counts: ScoreCounts, hrefs: [String?] = [], width: Int, height: Int, cssClass: StaticString, label: String,
                              to out: inout HTMLWriter) {
         out.raw("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"")
         out.raw(cssClass)

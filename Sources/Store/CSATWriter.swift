@@ -182,6 +182,7 @@ final class CSATWriter {
         guard !deltas.isEmpty else { return }
         defer { deltas = RollupDeltas() }
         let d = deltas
+        try tx.query(CSATStore.writingWeekBlocks)
         let binds: [any PostgresEncodable] = [d.times, d.agents, d.teams, d.channels, d.priorities, d.requests, d.responses,
                                               d.scores[0], d.scores[1], d.scores[2], d.scores[3], d.scores[4]]
         let blocks = """
@@ -190,7 +191,7 @@ final class CSATWriter {
               FROM unnest($1::float8[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[],
                           $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[])
                    AS d(t, agent_id, team_id, channel_type, priority, requests, responses, s1, s2, s3, s4, s5)
-             CROSS JOIN report_zones z CROSS JOIN generate_series(0, \(RollupBlocks.maxLevel)) AS level
+             CROSS JOIN report_zones z CROSS JOIN \(CSATStore.levels) AS level
             """
         let sums = "sum(requests), sum(responses), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)"
         try tx.query("""

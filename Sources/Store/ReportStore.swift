@@ -72,7 +72,7 @@ public struct ReportStore: ReportReader {
         for row in try await reads.run({ try await $0.query(sql, binds) }) {
             let group = try p.groupBy.key(row)
             let tag: Int = try row.decode(1)
-            let distribution = [try row.decode(4, as: Int.self), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8)]
+            let distribution: ScoreCounts = [try row.decode(4), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8)]
             let figures = CSATFigures(requests: try row.decode(2), responses: try row.decode(3), distribution: distribution)
             if tag == BlockPlan.previousTag {
                 previous.append((group, figures))

@@ -2,6 +2,7 @@ import Domain
 import Foundation
 import GatewayApp
 import Postgres
+import Reports
 import Store
 import Testing
 import TestSupport
@@ -168,12 +169,13 @@ import TestSupport
             #expect(try await Self.ratings(app, ticket: 1).map(\.score) == [5])
             #expect(try await Self.ratings(app, ticket: 2).map(\.score) == [1])
             try await Self.rollupsMatchRawRatings(app)
-            // Every level and both zones hold exactly one response per ticket, with the final scores.
+            // Every level (the aligned ones and the week) and both zones hold exactly one response per ticket, with the
+            // final scores.
             let levels = try await app.database.query("""
                 SELECT z.zone, b.level, sum(b.responses)::bigint, sum(b.s5)::bigint, sum(b.s1)::bigint, sum(b.s3)::bigint
                   FROM csat_blocks b JOIN report_zones z ON z.id = b.zone_id GROUP BY 1, 2 ORDER BY 1, 2
                 """)
-            #expect(levels.count == 20)
+            #expect(levels.count == 2 * (RollupBlocks.weekLevel + 1))
             for row in levels.rows {
                 #expect(try row.decode(2, as: Int.self) == 2 && row.decode(3, as: Int.self) == 1 && row.decode(4, as: Int.self) == 1
                         && row.decode(5, as: Int.self) == 0, "\(row)")

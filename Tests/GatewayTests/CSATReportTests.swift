@@ -77,7 +77,7 @@ func rowsByKey(_ json: JSONValue) -> [String: CSATFigures] {
         let scored = distribution.reduce(0, +)
         let sum = distribution.enumerated().reduce(0) { $0 + ($1.offset + 1) * $1.element }
         result["\(group)|\(start)"] = CSATFigures(requests: row["requests"]?.intValue ?? -1, responses: row["responses"]?.intValue ?? -1,
-                                                  scored: scored, scoreSum: sum, distribution: distribution)
+                                                  scored: scored, scoreSum: sum, distribution: ScoreCounts(distribution))
     }
     return result.filter { $0.value != CSATFigures() }
 }

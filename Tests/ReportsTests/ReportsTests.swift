@@ -113,8 +113,17 @@ import Testing
         #expect(plan.buckets.count == 13)
         #expect(plan.buckets.first == LocalDate("2026-08-24"))
         for (index, start) in plan.buckets.enumerated() {
-            let days = plan.parts.filter { $0.tag == index + 1 }.map { 1 << $0.block.level }.reduce(0, +)
-            #expect(days == (start! == LocalDate("2026-11-16")! ? 6 : 7))
+            let parts = plan.parts.filter { $0.tag == index + 1 }
+            let days = parts.map { $0.block.lastDay.dayNumber - $0.block.firstDay.dayNumber + 1 }.reduce(0, +)
+            let whole = start! != LocalDate("2026-11-16")!
+            #expect(days == (whole ? 7 : 6))
+            // A whole week is one week block; the clipped one is made of aligned blocks.
+            if whole {
+                #expect(parts.map { $0.block.level } == [RollupBlocks.weekLevel])
+                #expect(parts.first?.block.firstDay == start)
+            } else {
+                #expect(parts.allSatisfy { $0.block.level <= RollupBlocks.maxLevel })
+            }
         }
     }
 }
@@ -192,7 +201,7 @@ import Testing
                     (group: key(),
                      bucketStart: bucket.isEmpty ? nil : LocalDate("2026-03-01")!.adding(days: Int.random(in: 0...50, using: &generator)),
                      figures: CSATFigures(requests: Int.random(in: 0...30, using: &generator), responses: Int.random(in: 0...9, using: &generator),
-                                          distribution: (0..<5).map { _ in Int.random(in: 0...3, using: &generator) }))
+                                          distribution: ScoreCounts((0..<5).map { _ in Int.random(in: 0...3, using: &generator) })))
                 }
                 let previous = (0..<Int.random(in: 0...4, using: &generator)).map { _ in
                     (group: key(), figures: CSATFigures(requests: 3, responses: 1, distribution: [0, 0, 1, 0, 0]))

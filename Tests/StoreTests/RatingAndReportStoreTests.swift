@@ -48,6 +48,51 @@ import TestSupport
         }
     }
 
+    /// The UTC week rollup (level 10, the week of Monday 2026-11-16) of an agent and team in both tables: responses
+    /// and the count of each score, per table.
+    static func weekBlocks(_ db: Database, agent: Int = 501, team: Int = 11) async throws -> [[Int]] {
+        var tables: [[Int]] = []
+        for table in ["csat_blocks", "csat_detail_blocks"] {
+            let rows = try await db.query("""
+                SELECT sum(responses)::bigint, sum(s1)::bigint, sum(s2)::bigint, sum(s3)::bigint, sum(s4)::bigint, sum(s5)::bigint
+                  FROM \(table) WHERE level = \(RollupBlocks.weekLevel) AND first_day = date '2026-11-16' AND agent_id = $1
+                   AND team_id = $2 AND zone_id = (SELECT id FROM report_zones WHERE zone = 'UTC')
+                """, [agent, team])
+            tables.append(try (0..<6).map { try rows[0].decodeIfPresent($0, as: Int.self) ?? 0 })
+        }
+        return tables
+    }
+
+    @Test func weekBlocksFollowTheirDaysWhoeverWritesThem() async throws {
+        try await withStore { db in
+            let store = CSATStore(database: db)
+            _ = try await store.ensureZones(["UTC"])
+            // The gateway's writer: Monday, Friday and Sunday of one week, the Monday after in the next; a replacement.
+            for (ticket, days) in [(1, -4.0), (2, 0), (3, 2), (4, 3)] {
+                #expect(try await store.record(Self.rating(ticket, score: 3, at: Self.noon + days * 86_400)))
+            }
+            #expect(try await store.record(Self.rating(2, score: 5, at: Self.noon + 600)))
+            #expect(try await Self.weekBlocks(db) == [[3, 0, 0, 2, 0, 1], [3, 0, 0, 2, 0, 1]])
+            #expect(try await store.rollupDrift().isEmpty)
+            // A writer that keeps only the aligned levels (the release before week blocks, during a rolling upgrade):
+            // the trigger adds its day rows' changes to their weeks.
+            for table in ["csat_blocks", "csat_detail_blocks"] {
+                let detail = table == "csat_detail_blocks"
+                _ = try await db.query("""
+                    INSERT INTO \(table) AS d (zone_id, level, first_day, \(detail ? "channel_type, priority, " : "")agent_id, team_id, responses, s4)
+                    SELECT id, 0, date '2026-11-18', \(detail ? "'SENDBIRD', 'MEDIUM', " : "")501, 11, 1, 1 FROM report_zones WHERE zone = 'UTC'
+                    ON CONFLICT (zone_id, level, first_day, \(detail ? "channel_type, priority, " : "")agent_id, team_id)
+                    DO UPDATE SET responses = d.responses + 1, s4 = d.s4 + 1
+                    """)
+                _ = try await db.query("""
+                    UPDATE \(table) SET responses = responses + 1, s1 = s1 + 1
+                     WHERE level = 0 AND first_day = date '2026-11-20' AND agent_id = 501 AND team_id = 11
+                    """)
+            }
+            #expect(try await Self.weekBlocks(db) == [[5, 1, 0, 2, 1, 1], [5, 1, 0, 2, 1, 1]])
+        }
+    }
+
     @Test func rollupBlocksEqualTheRawRatingsForAnyRangeAndBucket() async throws {
         try await withStore { db in
             let store = CSATStore(database: db)
