@@ -289,6 +289,8 @@ extension HTTPServer {
             let reader = StreamReader(stream: stream, connection: connection, registry: streams)
             handle = MHD_create_response_from_callback(UInt64.max, 32 * 1024, streamContentReader,
                                                        Unmanaged.passRetained(reader).toOpaque(), streamReaderFree)
+        } else if response.body.count >= HeldBody.threshold {
+            handle = HeldBody.response(response.body)
         } else {
             handle = response.body.withUnsafeBytes { bytes in
                 MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress),

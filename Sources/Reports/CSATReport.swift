@@ -161,25 +161,42 @@ public enum CSATReportShaper {
 
     public static func shape(parameters: ReportParameters, source: String, current: [ReportEntry],
                              previous: [(group: ReportKey, figures: CSATFigures)], names: [Int: String]) -> CSATReport {
-        struct Key: Hashable {
-            let group: ReportKey
-            /// The bucket's first day, `Int.min` without buckets.
-            let bucket: Int
-        }
-        var index: [Key: Int] = [:]
-        index.reserveCapacity(current.count)
-        var rows: [CSATRow] = []
-        for entry in current {
-            let figures = entry.figures.restricted(to: parameters.scores)
-            let range = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to) }
-            let key = Key(group: entry.group, bucket: range?.0.dayNumber ?? .min)
-            if let at = index[key] {
-                rows[at].figures.add(figures)
+        // Groups are ranked once by name and id; entries then sort by (rank, bucket) as integers, and equal neighbours
+        // merge. A weekly agents' report is thousands of entries: hashing each (group, bucket) and sorting the rows
+        // afterwards was a fifth of its gateway time.
+        var rank: [ReportKey: Int] = [:]
+        var groups: [(name: String, raw: Int)] = []
+        var keyed: [(group: Int, bucket: Int, entry: Int)] = []
+        keyed.reserveCapacity(current.count)
+        for (position, entry) in current.enumerated() {
+            let group: Int
+            if let known = rank[entry.group] {
+                group = known
             } else {
-                index[key] = rows.count
-                rows.append(CSATRow(key: entry.group, name: name(entry.group, names), bucketStart: range?.0, bucketEnd: range?.1,
-                                    figures: figures, previous: nil))
+                group = groups.count
+                rank[entry.group] = group
+                groups.append((name(entry.group, names), entry.group.raw))
             }
+            let start = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to)?.0 }
+            keyed.append((group, start?.dayNumber ?? .min, position))
+        }
+        var order = [Int](repeating: 0, count: groups.count)
+        for (place, group) in groups.indices.sorted(by: { groups[$0] < groups[$1] }).enumerated() { order[group] = place }
+        keyed.sort { (order[$0.group], $0.bucket, $0.entry) < (order[$1.group], $1.bucket, $1.entry) }
+        var rows: [CSATRow] = []
+        rows.reserveCapacity(keyed.count)
+        var last: (group: Int, bucket: Int)?
+        for key in keyed {
+            let entry = current[key.entry]
+            let figures = entry.figures.restricted(to: parameters.scores)
+            if let last, last == (key.group, key.bucket) {
+                rows[rows.count - 1].figures.add(figures)
+                continue
+            }
+            last = (key.group, key.bucket)
+            let range = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to) }
+            rows.append(CSATRow(key: entry.group, name: groups[key.group].name, bucketStart: range?.0, bucketEnd: range?.1,
+                                figures: figures, previous: nil))
         }
         var previousByGroup: [ReportKey: CSATFigures] = [:]
         var previousTotals = CSATFigures()
@@ -191,18 +208,6 @@ public enum CSATReportShaper {
         if parameters.bucket == .none {
             for position in rows.indices { rows[position].previous = previousByGroup[rows[position].key] ?? CSATFigures() }
         }
-        // By name, id and bucket: the groups are ranked once, so thousands of bucketed rows compare integers.
-        // Each group is named once here: looking names up inside the comparison cost a tenth of an agent report.
-        var rank: [ReportKey: Int] = [:]
-        var groups: [(name: String, raw: Int)] = []
-        for row in rows where rank[row.key] == nil {
-            rank[row.key] = groups.count
-            groups.append((row.name, row.key.raw))
-        }
-        var position = [Int](repeating: 0, count: groups.count)
-        for (order, first) in groups.indices.sorted(by: { groups[$0] < groups[$1] }).enumerated() { position[first] = order }
-        let keys = rows.map { (position[rank[$0.key] ?? 0], $0.bucketStart?.dayNumber ?? 0) }
-        rows = rows.indices.sorted { keys[$0] < keys[$1] }.map { rows[$0] }
         var totals = CSATFigures()
         for row in rows { totals.add(row.figures) }
         return CSATReport(parameters: parameters, source: source, rows: rows, totals: totals, previousTotals: previousTotals)

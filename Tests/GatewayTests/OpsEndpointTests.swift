@@ -34,9 +34,11 @@ import Telemetry
             #expect(degraded.json?["status"] as? String == "warn")
             let deskDown = ((degraded.json?["checks"] as? [String: Any])?["desk"] as? [[String: Any]])?.first
             #expect(deskDown?["status"] as? String == "warn")
-            // Background syncs hitting the downed Desk may open the breaker first; either output says why.
+            // Background syncs hitting the downed Desk may open the breaker first, and on a loaded machine the probe
+            // may run out of its time first; each output says why.
             let output = deskDown?["output"] as? String ?? ""
-            #expect(output.contains("503") || output.contains("circuit breaker open"), "output: \(output)")
+            #expect(output.contains("503") || output.contains("circuit breaker open") || output.contains("no answer within"),
+                    "output: \(output)")
         }
     }
 
