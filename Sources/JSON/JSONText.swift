@@ -9,8 +9,10 @@ public enum JSONText {
 
     /// Escapes at the UTF-8 level: quote, backslash and control characters, plus U+2028/U+2029 (which break
     /// JavaScript embedding); everything else is copied as is.
-    public static func append(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
+    public static func append(_ text: String, to out: inout [UInt8]) { escape(text, into: &out) }
+
+    static func escape<Sink: ByteSink>(_ text: String, into out: inout Sink) {
+        out.put(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
             var runStart = 0
@@ -35,20 +37,21 @@ public enum JSONText {
                     index += 1
                     continue
                 }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                out.put(UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
                 if escape.utf8CodeUnitCount == 0 {
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                            hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                    let hex: StaticString = "0123456789abcdef"
+                    for prefix in "\\u00".utf8 { out.put(prefix) }
+                    out.put(hex.utf8Start[Int(byte >> 4)])
+                    out.put(hex.utf8Start[Int(byte & 0xF)])
                 } else {
-                    escape.withUTF8Buffer { out.append(contentsOf: $0) }
+                    escape.withUTF8Buffer { out.put($0) }
                 }
                 index += width
                 runStart = index
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+            out.put(UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
         }
-        out.append(UInt8(ascii: "\""))
+        out.put(UInt8(ascii: "\""))
     }
 
     public static func quoted(_ text: String) -> String {
@@ -59,61 +62,78 @@ public enum JSONText {
 
     /// `scaled / 10^decimals` in decimal, trailing zeros of the fraction dropped (`scaled` is not a multiple of
     /// 10^decimals, so there is a fraction).
-    public static func appendFixed(_ scaled: Int64, decimals: Int, to out: inout [UInt8]) {
-        var divisor: Int64 = 1
+    public static func appendFixed(_ scaled: Int64, decimals: Int, to out: inout [UInt8]) { fixed(scaled, decimals: decimals, into: &out) }
+
+    static func fixed<Sink: ByteSink>(_ scaled: Int64, decimals: Int, into out: inout Sink) {
+        var divisor: UInt64 = 1
         for _ in 0..<decimals { divisor *= 10 }
-        if scaled < 0 { out.append(UInt8(ascii: "-")) }
+        if scaled < 0 { out.put(UInt8(ascii: "-")) }
         let magnitude = scaled.magnitude
-        appendInteger(Int64(magnitude / UInt64(divisor)), to: &out)
-        out.append(UInt8(ascii: "."))
-        var fraction = magnitude % UInt64(divisor)
+        unsigned(magnitude / divisor, into: &out)
+        out.put(UInt8(ascii: "."))
+        var fraction = magnitude % divisor
         var width = decimals
         while fraction % 10 == 0 {
             fraction /= 10
             width -= 1
         }
-        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
-        var index = out.count - 1
-        while fraction > 0 {
-            out[index] = UInt8(ascii: "0") + UInt8(fraction % 10)
-            fraction /= 10
-            index -= 1
+        // The fraction's digits, left-padded with zeros to its width.
+        var place: UInt64 = 1
+        for _ in 1..<max(width, 1) { place *= 10 }
+        while place > 0 {
+            out.put(UInt8(ascii: "0") + UInt8(fraction / place % 10))
+            place /= 10
         }
     }
 
     /// A JSON number: integral values without a fraction, up to four decimals exactly, others as Swift prints
     /// them; not finite is null.
-    public static func appendNumber(_ d: Double, to out: inout [UInt8]) {
+    public static func appendNumber(_ d: Double, to out: inout [UInt8]) { number(d, into: &out) }
+
+    static func number<Sink: ByteSink>(_ d: Double, into out: inout Sink) {
         if !d.isFinite {
-            out.append(contentsOf: "null".utf8)
+            for byte in "null".utf8 { out.put(byte) }
         } else if d == d.rounded() && abs(d) < 1e15 {
-            appendInteger(Int64(d), to: &out)
+            integer(Int64(d), into: &out)
         } else if abs(d) < 1e9, case let scaled = (d * 10_000).rounded(), scaled / 10_000 == d {
             // Up to four decimals (averages, percentages, rates): the decimal reads back as the same Double,
             // so it is the shortest form, written without going through String.
-            appendFixed(Int64(scaled), decimals: 4, to: &out)
+            fixed(Int64(scaled), decimals: 4, into: &out)
         } else {
-            out.append(contentsOf: String(d).utf8)
+            for byte in String(d).utf8 { out.put(byte) }
         }
     }
 
     /// Decimal digits without going through String.
-    public static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
-        if value == 0 {
-            out.append(UInt8(ascii: "0"))
-            return
-        }
-        var magnitude = value.magnitude
+    public static func appendInteger(_ value: Int64, to out: inout [UInt8]) { integer(value, into: &out) }
+
+    static func integer<Sink: ByteSink>(_ value: Int64, into out: inout Sink) {
+        if value < 0 { out.put(UInt8(ascii: "-")) }
+        unsigned(value.magnitude, into: &out)
+    }
+
+    static func unsigned<Sink: ByteSink>(_ value: UInt64, into out: inout Sink) {
+        var magnitude = value
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
         var count = 0
         withUnsafeMutableBytes(of: &digits) { buffer in
-            while magnitude > 0 {
+            repeat {
                 buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
                 magnitude /= 10
                 count += 1
-            }
-            if value < 0 { out.append(UInt8(ascii: "-")) }
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[(24 - count)...]))
+            } while magnitude > 0
+            out.put(UnsafeBufferPointer(rebasing: buffer.bindMemory(to: UInt8.self)[(24 - count)...]))
         }
     }
+}
+
+/// Where the escaping and number formatting write: an array, or the JSON writer's own buffer.
+protocol ByteSink {
+    mutating func put(_ byte: UInt8)
+    mutating func put(_ bytes: UnsafeBufferPointer<UInt8>)
+}
+
+extension Array: ByteSink where Element == UInt8 {
+    mutating func put(_ byte: UInt8) { append(byte) }
+    mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) { append(contentsOf: bytes) }
 }

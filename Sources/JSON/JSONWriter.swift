@@ -1,45 +1,90 @@
 /// JSON written straight into bytes, for answers large enough that building a `JSONValue` tree first costs more
 /// than writing them (a weekly report of every agent is thousands of rows). The caller writes the punctuation and
-/// keys (`raw`); values are escaped and formatted exactly as `JSONValue` does.
+/// keys (`raw`); values are escaped and formatted exactly as `JSONValue` does. The bytes go into one growing buffer of
+/// its own: tens of thousands of small appends to an array paid its uniqueness and capacity checks each time.
 public struct JSONWriter {
-    public private(set) var bytes: [UInt8] = []
+    private let buffer: JSONByteBuffer
 
     public init(capacity: Int = 256) {
-        bytes.reserveCapacity(capacity)
+        buffer = JSONByteBuffer(capacity: capacity)
     }
+
+    /// What has been written so far.
+    public var bytes: [UInt8] { buffer.array }
 
     /// Punctuation and keys, copied as they are (no escaping: literals only).
     public mutating func raw(_ text: StaticString) {
-        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        buffer.put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    public mutating func string(_ text: String) {
+        var sink = buffer
+        JSONText.escape(text, into: &sink)
+    }
+
+    public mutating func integer(_ value: Int) {
+        var sink = buffer
+        JSONText.integer(Int64(value), into: &sink)
+    }
+
+    /// A number, or null for nil.
+    public mutating func number(_ value: Double?) {
+        var sink = buffer
+        if let value { JSONText.number(value, into: &sink) } else { raw("null") }
     }
 
     /// A civil date as a JSON string, YYYY-MM-DD (years 0–9999), digit by digit: a weekly report writes thousands.
     public mutating func date(year: Int, month: Int, day: Int) {
         let zero = UInt8(ascii: "0"), quote = UInt8(ascii: "\""), dash = UInt8(ascii: "-")
-        bytes.append(quote)
-        bytes.append(zero + UInt8(year / 1000 % 10))
-        bytes.append(zero + UInt8(year / 100 % 10))
-        bytes.append(zero + UInt8(year / 10 % 10))
-        bytes.append(zero + UInt8(year % 10))
-        bytes.append(dash)
-        bytes.append(zero + UInt8(month / 10 % 10))
-        bytes.append(zero + UInt8(month % 10))
-        bytes.append(dash)
-        bytes.append(zero + UInt8(day / 10 % 10))
-        bytes.append(zero + UInt8(day % 10))
-        bytes.append(quote)
+        buffer.put(quote)
+        buffer.put(zero + UInt8(year / 1000 % 10))
+        buffer.put(zero + UInt8(year / 100 % 10))
+        buffer.put(zero + UInt8(year / 10 % 10))
+        buffer.put(zero + UInt8(year % 10))
+        buffer.put(dash)
+        buffer.put(zero + UInt8(month / 10 % 10))
+        buffer.put(zero + UInt8(month % 10))
+        buffer.put(dash)
+        buffer.put(zero + UInt8(day / 10 % 10))
+        buffer.put(zero + UInt8(day % 10))
+        buffer.put(quote)
+    }
+}
+
+/// The writer's bytes: a buffer doubled as it fills, freed with the writer.
+final class JSONByteBuffer: ByteSink {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var count = 0
+    private var capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 64)
+        base = .allocate(capacity: self.capacity)
     }
 
-    public mutating func string(_ text: String) {
-        JSONText.append(text, to: &bytes)
+    deinit { base.deallocate() }
+
+    var array: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    func reserve(_ extra: Int) {
+        guard count + extra > capacity else { return }
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: max(capacity * 2, count + extra))
+        grown.update(from: base, count: count)
+        base.deallocate()
+        base = grown
+        capacity = max(capacity * 2, count + extra)
     }
 
-    public mutating func integer(_ value: Int) {
-        JSONText.appendInteger(Int64(value), to: &bytes)
+    func put(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count += 1
     }
 
-    /// A number, or null for nil.
-    public mutating func number(_ value: Double?) {
-        if let value { JSONText.appendNumber(value, to: &bytes) } else { raw("null") }
+    func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let start = bytes.baseAddress, bytes.count > 0 else { return }
+        reserve(bytes.count)
+        (base + count).update(from: start, count: bytes.count)
+        count += bytes.count
     }
 }

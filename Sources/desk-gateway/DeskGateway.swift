@@ -38,6 +38,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         Signals.ignoreBrokenPipes()
+        Machine.tuneAllocator(environment: ProcessInfo.processInfo.environment)
         let (config, logger) = loadConfiguration()
         logger.info("starting", metadata: ["config": "\(config)"])
         let app: GatewayApplication

@@ -149,6 +149,40 @@ import Testing
                 == "[\(Int.min),\(Int.max),0,-42]")
     }
 
+    /// The writer's own buffer (grown from a tiny start) holds exactly what `JSONValue` writes for the same values.
+    @Test func theWriterWritesWhatTheTreeWrites() {
+        var generator = SystemRandomNumberGenerator()
+        let strings = ["plain", "quote \" and \\ backslash", "line\nbreak\r\ttab", "\u{0}\u{1}\u{1F}", "héllo ☃ 𝄞",
+                       "separators \u{2028}\u{2029}", "", String(repeating: "long ", count: 40)]
+        var writer = JSONWriter(capacity: 1)
+        var tree: [JSONValue] = []
+        for index in 0..<3_000 {
+            if index > 0 { writer.raw(",") }
+            switch index % 4 {
+            case 0:
+                let text = strings.randomElement(using: &generator)!
+                writer.string(text)
+                tree.append(.string(text))
+            case 1:
+                let value = Int.random(in: Int.min...Int.max, using: &generator) >> Int.random(in: 0...63, using: &generator)
+                writer.integer(value)
+                tree.append(.integer(value))
+            case 2:
+                let value = (Double.random(in: -1e6...1e6, using: &generator) * 10_000).rounded() / [1, 10, 100, 10_000].randomElement(using: &generator)!
+                writer.number(value)
+                tree.append(.number(value))
+            default:
+                let value = [Double.nan, 0.1 + 0.2, 1e-7, -0.5, 1e20].randomElement(using: &generator)!
+                writer.number(value)
+                tree.append(value.isNaN ? .null : .number(value))
+            }
+        }
+        writer.raw(",")
+        writer.date(year: 2026, month: 3, day: 9)
+        tree.append(.string("2026-03-09"))
+        #expect(writer.bytes == Array(JSONValue.array(tree).serialized().utf8.dropFirst().dropLast()))
+    }
+
     @Test func stringsAreEscapedAndRoundTrip() throws {
         let samples = ["plain", "quote \" and \\ backslash", "line\nbreak\r\ttab", "\u{0}\u{1}\u{1F}", "héllo ☃ 𝄞",
                        "separators \u{2028}\u{2029}", "", "\u{E2}\u{80}"]
