@@ -210,8 +210,9 @@ public final class PostgresConnection {
                     continue
                 }
                 starts.append(text.count)
-                PQgetvalue(result, r, c).withMemoryRebound(to: UInt8.self, capacity: Int(PQgetlength(result, r, c))) {
-                    text.append(contentsOf: UnsafeBufferPointer(start: $0, count: Int(PQgetlength(result, r, c))))
+                let length = Int(PQgetlength(result, r, c))
+                PQgetvalue(result, r, c).withMemoryRebound(to: UInt8.self, capacity: length) {
+                    text.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
                 }
                 ends.append(text.count)
             }

@@ -166,7 +166,7 @@ public enum CSATReportShaper {
         // afterwards was a fifth of its gateway time.
         var rank: [ReportKey: Int] = [:]
         var groups: [(name: String, raw: Int)] = []
-        var keyed: [(group: Int, bucket: Int, entry: Int)] = []
+        var keyed: [(group: Int, bucket: Int, entry: Int, range: (LocalDate, LocalDate)?)] = []
         keyed.reserveCapacity(current.count)
         for (position, entry) in current.enumerated() {
             let group: Int
@@ -177,8 +177,8 @@ public enum CSATReportShaper {
                 rank[entry.group] = group
                 groups.append((name(entry.group, names), entry.group.raw))
             }
-            let start = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to)?.0 }
-            keyed.append((group, start?.dayNumber ?? .min, position))
+            let range = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to) }
+            keyed.append((group, range?.0.dayNumber ?? .min, position, range))
         }
         var order = [Int](repeating: 0, count: groups.count)
         for (place, group) in groups.indices.sorted(by: { groups[$0] < groups[$1] }).enumerated() { order[group] = place }
@@ -194,8 +194,7 @@ public enum CSATReportShaper {
                 continue
             }
             last = (key.group, key.bucket)
-            let range = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to) }
-            rows.append(CSATRow(key: entry.group, name: groups[key.group].name, bucketStart: range?.0, bucketEnd: range?.1,
+            rows.append(CSATRow(key: entry.group, name: groups[key.group].name, bucketStart: key.range?.0, bucketEnd: key.range?.1,
                                 figures: figures, previous: nil))
         }
         var previousByGroup: [ReportKey: CSATFigures] = [:]
