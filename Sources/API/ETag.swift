@@ -36,10 +36,9 @@ public enum ETag {
     }
 
     /// Adds `ETag` to a 200 GET answer with a whole body, or turns it into 304 when the client already has it.
-    public static func apply(to response: HTTPResponse, request: HTTPRequest) -> HTTPResponse {
+    public static func apply(to response: inout HTTPResponse, request: HTTPRequest) {
         // A streamed body is not known yet: it has no tag (and is never a 304).
-        guard request.method == "GET" || request.method == "HEAD", response.status == 200, response.stream == nil else { return response }
-        var response = response
+        guard request.method == "GET" || request.method == "HEAD", response.status == 200, response.stream == nil else { return }
         let etag: String
         if let given = response.header("etag") {
             etag = given
@@ -48,11 +47,10 @@ public enum ETag {
             response.headers.append(("ETag", etag))
         }
         if matches(request.header("if-none-match"), etag) {
-            return HTTPResponse(status: 304, headers: response.headers.filter {
+            response = HTTPResponse(status: 304, headers: response.headers.filter {
                 let name = $0.name.lowercased()
                 return name != "content-type" && name != "content-length"
             })
         }
-        return response
     }
 }

@@ -6,22 +6,29 @@ import Synchronization
 public final class Watchdog: Sendable {
     /// How long without a tick before the process counts as stuck.
     public let stallLimit: Duration
-    private let lastTick = Mutex(ContinuousClock.now)
+    /// The last tick as nanoseconds since `origin`: an atomic, as every `/livez` reads it.
+    private let origin = ContinuousClock.now
+    private let lastTick = Atomic<Int64>(0)
 
     public init(stallLimit: Duration) {
         self.stallLimit = stallLimit
     }
 
+    private var elapsedNanos: Int64 {
+        let elapsed = (ContinuousClock.now - origin).components
+        return elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000
+    }
+
     /// Ticks until cancelled.
     public func run(interval: Duration = .seconds(1)) async {
         while !Task.isCancelled {
-            lastTick.withLock { $0 = .now }
+            lastTick.store(elapsedNanos, ordering: .relaxed)
             try? await Task.sleep(for: interval)
         }
     }
 
     /// Time since the last tick.
-    public var silence: Duration { ContinuousClock.now - lastTick.withLock { $0 } }
+    public var silence: Duration { .nanoseconds(elapsedNanos - lastTick.load(ordering: .relaxed)) }
 
     public var isStalled: Bool { silence > stallLimit }
 }

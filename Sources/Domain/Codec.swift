@@ -24,7 +24,9 @@ public enum Codec {
             for byte in prefix.utf8 { buffer[at] = byte; at += 1 }
             var rest = value
             for index in stride(from: head + digits - 1, through: head, by: -1) {
-                buffer[index] = hexDigits[Int(rest & 0x0F)]
+                // Computed, not looked up: the table is a lazily made global, checked on every access.
+                let digit = UInt8(truncatingIfNeeded: rest & 0x0F)
+                buffer[index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") - 10 + digit
                 rest >>= 4
             }
             at = head + digits

@@ -19,11 +19,10 @@ public struct HTTPRequest: Sendable {
         self.method = method
         self.path = path
         self.query = query
-        // Most clients send capitalized names (Host, Accept); a name already lowercase is kept, not copied.
-        self.headers = headers.map { header in
-            header.name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
-                ? (header.name.lowercased(), header.value) : header
-        }
+        // The server hands names over lowercased already: then the array is kept as it is, not mapped anew.
+        let hasUppercase: (String) -> Bool = { $0.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) }
+        self.headers = headers.contains(where: { hasUppercase($0.name) })
+            ? headers.map { hasUppercase($0.name) ? ($0.name.lowercased(), $0.value) : $0 } : headers
         self.body = body
         self.pathParameters = pathParameters
         self.remoteAddress = remoteAddress

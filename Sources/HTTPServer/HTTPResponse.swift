@@ -30,6 +30,8 @@ public struct HTTPResponse: Sendable {
 
     /// ASCII case-insensitive comparison without allocating (header names are ASCII tokens).
     public static func sameName(_ a: String, _ b: String) -> Bool {
+        // Most names compared differ in length (a native string knows its UTF-8 length without a scan).
+        guard a.utf8.count == b.utf8.count else { return false }
         var left = a.utf8.makeIterator()
         var right = b.utf8.makeIterator()
         while true {

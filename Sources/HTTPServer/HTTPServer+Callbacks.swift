@@ -269,7 +269,11 @@ extension HTTPServer {
     }
 
     private func values(of connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
+        // Counted first: most requests have no query, and those need no collector.
+        let count = Int(MHD_get_connection_values(connection, kind, nil, nil))
+        guard count > 0 else { return [] }
         let collector = PairCollector(lowercaseNames: kind == .HEADER_KIND)
+        collector.pairs.reserveCapacity(count)
         withExtendedLifetime(collector) {
             _ = MHD_get_connection_values(connection, kind, collectPair, Unmanaged.passUnretained(collector).toOpaque())
         }

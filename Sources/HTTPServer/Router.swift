@@ -7,9 +7,10 @@ public struct Router<Handler: Sendable>: Sendable {
         case notFound
     }
 
-    // The tree is not generic (it holds indexes into `handlers`), so matching runs specialized code in any module.
-    private var tree = RouteTree()
-    private var handlers: [Handler] = []
+    // The tree is not generic (it holds indexes into `handlers`); `match` is inlinable so the caller's module
+    // specializes it for its handler type (unspecialized, each call looked up the generic metadata of `Match`).
+    @usableFromInline var tree = RouteTree()
+    @usableFromInline var handlers: [Handler] = []
 
     public init() {}
 
@@ -22,6 +23,7 @@ public struct Router<Handler: Sendable>: Sendable {
     /// Every template routed, once each.
     public var templates: [String] { tree.templates }
 
+    @inlinable
     public func match(method: String, path: String) -> Match {
         switch tree.match(method: method, path: path) {
         case .found(let index, let template, let parameters): return .found(handlers[index], template: template, parameters: parameters)
@@ -33,7 +35,9 @@ public struct Router<Handler: Sendable>: Sendable {
 
 /// The routes' tree; nodes are classes so a lookup walks references instead of copying dictionaries.
 /// Thread safety: built before it is shared and read-only after (`Router.add` copies a shared tree first).
+@usableFromInline
 final class RouteTree: @unchecked Sendable {
+    @usableFromInline
     enum Match {
         case found(Int, template: String, parameters: [String: String])
         case methodNotAllowed(allowed: [String], template: String)
@@ -98,6 +102,7 @@ final class RouteTree: @unchecked Sendable {
         if !templates.contains(template) { templates.append(template) }
     }
 
+    @usableFromInline
     func match(method: String, path: String) -> Match {
         var parameters: [String: String] = [:]
         // A literal path wins over any parameter, so its exact entry is the walk's answer.

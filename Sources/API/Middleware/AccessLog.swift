@@ -10,6 +10,8 @@ public import Telemetry
 public struct AccessLog: Sendable {
     let metrics: MetricsRegistry
     let logger: Logger
+    /// Read once: the level is fixed at start, and asking the logger copies its handler on every answer.
+    private let logsRequests: Bool
     private let series: [String: RouteSeries]
     private let cacheResults: [(name: String, counter: CounterHandle)]
 
@@ -29,6 +31,7 @@ public struct AccessLog: Sendable {
         metrics.describe("ticket_cache_total", .counter, help: "Ticket reads by cache result (hit, miss: read from Desk, stale: Desk unreachable).")
         self.metrics = metrics
         self.logger = logger
+        logsRequests = logger.logLevel <= .info
         var series: [String: RouteSeries] = [:]
         for route in routes where series[route] == nil {
             series[route] = RouteSeries(duration: metrics.histogram("http_request_duration_seconds", [("route", route)]))
@@ -62,7 +65,7 @@ public struct AccessLog: Sendable {
                        trace: TraceContext? = nil) {
         let seconds = (ContinuousClock.now - started).inSeconds
         count(response, method: request.method, route: route, seconds: seconds)
-        guard logger.logLevel <= .info else { return }
+        guard logsRequests else { return }
         var metadata: Logger.Metadata = [
             "request_id": "\(requestID)", "method": "\(Self.methodLabel(request.method))", "path": "\(request.path)",
             "route": "\(route)", "status": .stringConvertible(response.status),

@@ -122,7 +122,7 @@ extension Admission: Middleware {
 /// `ETag` on whole GET answers, and 304 when the client has the answer already.
 struct ConditionalGET: Middleware {
     func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {
-        response = ETag.apply(to: response, request: request)
+        ETag.apply(to: &response, request: request)
     }
 }
 
