@@ -49,24 +49,43 @@ public struct ReportStore: ReportReader {
     static func decodeDate(_ text: String?) -> LocalDate? { text.flatMap(LocalDate.init) }
 
     /// Both periods of a report from the zone's rollup blocks, in one query: the current period's sums per group and
-    /// bucket, and the previous period's per group. Reports narrowed by channel type or priority read the detail
-    /// blocks, all others the agent × team ones.
+    /// bucket, and the previous period's per group (a group may come in several entries; the shaper adds them up).
+    /// Reports narrowed by channel type or priority read the detail blocks, all others the agent × team ones.
     public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [Entry], previous: [(group: ReportKey, figures: CSATFigures)]) {
         let group = "b." + p.groupBy.column
         // Channel type and priority are kept only in the detail blocks.
         let detail = p.filtersDimensions || !p.groupBy.inAgentTeamBlocks
-        var f = Filters(binds: [p.timeZone, plan.parts.map { $0.block.level }, plan.parts.map { $0.block.firstDay.dayNumber },
-                                plan.parts.map { $0.tag }])
+        // An agent × team block row already is an agent's sum for its block: where one block alone makes a bucket (a
+        // weekly report's whole weeks), its rows are sent as they are. PostgreSQL's aggregation of rows that are each
+        // their own group was half of a weekly agents' report's query.
+        let passing = !detail && p.groupBy == .agent ? Self.singleBlockParts(plan) : []
+        let summed = plan.parts.indices.filter { !passing.contains($0) }.map { plan.parts[$0] }
+        let passed = passing.sorted().map { plan.parts[$0] }
+        var f = Filters(binds: [p.timeZone, summed.map { $0.block.level }, summed.map { $0.block.firstDay.dayNumber }, summed.map { $0.tag }])
         f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: detail)
-        let (binds, filters) = (f.binds, f.sql)
-        let sql = """
-            SELECT \(group), q.tag, sum(b.requests), sum(b.responses), sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)
-              FROM unnest($2::int[], $3::int[], $4::int[]) AS q(level, first_day, tag)
+        let blocks = """
               JOIN \(detail ? "csat_detail_blocks" : "csat_blocks") b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
                                 AND b.first_day = date '1970-01-01' + q.first_day
-             WHERE true\(filters)
+             WHERE true\(f.sql)
+            """
+        var sql = """
+            SELECT \(group), q.tag, sum(b.requests), sum(b.responses), sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)
+              FROM unnest($2::int[], $3::int[], $4::int[]) AS q(level, first_day, tag)
+            \(blocks)
              GROUP BY 1, 2
             """
+        var binds = f.binds
+        if !passed.isEmpty {
+            let first = binds.count + 1
+            binds += [passed.map { $0.block.level }, passed.map { $0.block.firstDay.dayNumber }, passed.map { $0.tag }] as [any PostgresEncodable]
+            sql = """
+                SELECT \(group), q.tag, b.requests, b.responses, b.s1, b.s2, b.s3, b.s4, b.s5
+                  FROM unnest($\(first)::int[], $\(first + 1)::int[], $\(first + 2)::int[]) AS q(level, first_day, tag)
+                \(blocks)
+                UNION ALL
+                \(sql)
+                """
+        }
         var current: [Entry] = []
         var previous: [(group: ReportKey, figures: CSATFigures)] = []
         for row in try await reads.run({ try await $0.query(sql, binds) }) {
@@ -81,6 +100,13 @@ public struct ReportStore: ReportReader {
             }
         }
         return (current, previous)
+    }
+
+    /// The plan's parts that are the only block of their tag (their bucket, or the previous period).
+    static func singleBlockParts(_ plan: BlockPlan) -> Set<Int> {
+        var count: [Int: Int] = [:]
+        for part in plan.parts { count[part.tag, default: 0] += 1 }
+        return Set(plan.parts.indices.filter { count[plan.parts[$0].tag] == 1 })
     }
 
     /// The same sums computed from raw ratings and requests with days cut in `zone`.

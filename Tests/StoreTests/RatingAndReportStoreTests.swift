@@ -109,7 +109,9 @@ import TestSupport
                           [("from", "2026-10-01"), ("to", "2026-11-20"), ("groupBy", "team"), ("bucket", "month")],
                           [("from", "2026-10-10"), ("to", "2026-11-20"), ("channelType", "SENDBIRD_IOS"), ("teamId", "11")],
                           [("from", "2026-08-01"), ("to", "2026-11-20"), ("groupBy", "channelType"), ("bucket", "week")],
-                          [("from", "2026-09-01"), ("to", "2026-11-20"), ("groupBy", "priority"), ("teamId", "10")]] {
+                          [("from", "2026-09-01"), ("to", "2026-11-20"), ("groupBy", "priority"), ("teamId", "10")],
+                          [("from", "2026-09-07"), ("to", "2026-11-15"), ("bucket", "week")], [("from", "2026-11-02"), ("to", "2026-11-08"), ("bucket", "week")],
+                          [("from", "2026-09-07"), ("to", "2026-11-15"), ("bucket", "week"), ("teamId", "11")]] {
                 let p = try reportParameters(query)
                 let blocks = try await reports.fromBlocks(p, plan: BlockPlan(p))
                 let raw = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: .max)
@@ -118,6 +120,13 @@ import TestSupport
                         == Self.sums(raw.map { ($0.group, $0.bucketStart, $0.figures) }, bucket: p), "\(query)")
                 #expect(Self.sums(blocks.previous.map { ($0.group, nil, $0.figures) }, bucket: p)
                         == Self.sums(rawBefore.map { ($0.group, nil, $0.figures) }, bucket: p), "\(query)")
+                // Shaped, both give the same rows: a block row passed on unsummed (an agent in two teams comes as two
+                // entries of one bucket) counts once, in its agent's row.
+                let shapedBlocks = CSATReportShaper.shape(parameters: p, source: "rollup", current: blocks.current, previous: blocks.previous, names: [:])
+                let shapedRaw = CSATReportShaper.shape(parameters: p, source: "raw", current: raw, previous: rawBefore.map { ($0.group, $0.figures) }, names: [:])
+                let rows = { (report: CSATReport) in report.rows.map { "\($0.key)|\($0.bucketStart?.description ?? "-")|\($0.figures)|\(String(describing: $0.previous))" } }
+                #expect(rows(shapedBlocks) == rows(shapedRaw), "\(query)")
+                #expect(shapedBlocks.totals == shapedRaw.totals && shapedBlocks.previousTotals == shapedRaw.previousTotals, "\(query)")
             }
         }
     }
