@@ -66,8 +66,14 @@ final class JSONByteBuffer: ByteSink {
 
     var array: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
 
+    /// Inlined into every put: a call per appended byte was a twentieth of a large report's time.
+    @inline(__always)
     func reserve(_ extra: Int) {
-        guard count + extra > capacity else { return }
+        if count + extra > capacity { grow(extra) }
+    }
+
+    @inline(never)
+    private func grow(_ extra: Int) {
         let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: max(capacity * 2, count + extra))
         grown.update(from: base, count: count)
         base.deallocate()
@@ -84,7 +90,12 @@ final class JSONByteBuffer: ByteSink {
     func put(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let start = bytes.baseAddress, bytes.count > 0 else { return }
         reserve(bytes.count)
-        (base + count).update(from: start, count: bytes.count)
+        // Numbers and names are a few bytes: a loop beats a call to memmove for them.
+        if bytes.count <= 16 {
+            for offset in 0..<bytes.count { base[count + offset] = start[offset] }
+        } else {
+            (base + count).update(from: start, count: bytes.count)
+        }
         count += bytes.count
     }
 }
