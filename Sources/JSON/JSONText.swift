@@ -113,17 +113,42 @@ public enum JSONText {
     }
 
     static func unsigned<Sink: ByteSink>(_ value: UInt64, into out: inout Sink) {
-        var magnitude = value
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
+        // Digits from the right in a small scratch buffer (UInt64.max has 20).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var magnitude = value
+            var start = 20
             repeat {
-                buffer[23 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
                 magnitude /= 10
-                count += 1
             } while magnitude > 0
-            out.put(UnsafeBufferPointer(rebasing: buffer.bindMemory(to: UInt8.self)[(24 - count)...]))
+            out.put(UnsafeBufferPointer(rebasing: buffer[start...]))
         }
+    }
+}
+
+extension JSONText {
+    /// `YYYY-MM-DD` of a year 0…9999, digit by digit (reports write thousands of dates).
+    static func date<Sink: ByteSink>(year: Int, month: Int, day: Int, into sink: inout Sink) {
+        let zero = UInt8(ascii: "0"), dash = UInt8(ascii: "-")
+        sink.put(zero + UInt8(year / 1000 % 10))
+        sink.put(zero + UInt8(year / 100 % 10))
+        sink.put(zero + UInt8(year / 10 % 10))
+        sink.put(zero + UInt8(year % 10))
+        sink.put(dash)
+        sink.put(zero + UInt8(month / 10 % 10))
+        sink.put(zero + UInt8(month % 10))
+        sink.put(dash)
+        sink.put(zero + UInt8(day / 10 % 10))
+        sink.put(zero + UInt8(day % 10))
+    }
+
+    /// The same date as a string.
+    public static func date(year: Int, month: Int, day: Int) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(10)
+        date(year: year, month: month, day: day, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

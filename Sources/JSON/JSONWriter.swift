@@ -35,19 +35,10 @@ public struct JSONWriter {
 
     /// A civil date as a JSON string, YYYY-MM-DD (years 0–9999), digit by digit: a weekly report writes thousands.
     public mutating func date(year: Int, month: Int, day: Int) {
-        let zero = UInt8(ascii: "0"), quote = UInt8(ascii: "\""), dash = UInt8(ascii: "-")
-        buffer.put(quote)
-        buffer.put(zero + UInt8(year / 1000 % 10))
-        buffer.put(zero + UInt8(year / 100 % 10))
-        buffer.put(zero + UInt8(year / 10 % 10))
-        buffer.put(zero + UInt8(year % 10))
-        buffer.put(dash)
-        buffer.put(zero + UInt8(month / 10 % 10))
-        buffer.put(zero + UInt8(month % 10))
-        buffer.put(dash)
-        buffer.put(zero + UInt8(day / 10 % 10))
-        buffer.put(zero + UInt8(day % 10))
-        buffer.put(quote)
+        var sink = buffer
+        sink.put(UInt8(ascii: "\""))
+        JSONText.date(year: year, month: month, day: day, into: &sink)
+        sink.put(UInt8(ascii: "\""))
     }
 }
 

@@ -33,11 +33,7 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     public var description: String {
         let (y, m, d) = components
         guard (0...9999).contains(y) else { return String(y) + "-" + String(m + 100).dropFirst() + "-" + String(d + 100).dropFirst() }
-        let zero = UInt8(ascii: "0")
-        let bytes: [UInt8] = [zero + UInt8(y / 1000), zero + UInt8(y / 100 % 10), zero + UInt8(y / 10 % 10), zero + UInt8(y % 10),
-                              UInt8(ascii: "-"), zero + UInt8(m / 10), zero + UInt8(m % 10),
-                              UInt8(ascii: "-"), zero + UInt8(d / 10), zero + UInt8(d % 10)]
-        return String(decoding: bytes, as: UTF8.self)
+        return JSONText.date(year: y, month: m, day: d)
     }
 
     static func days(year: Int, month: Int, day: Int) -> Int { CivilCalendar.days(year: year, month: month, day: day) }
