@@ -8,7 +8,7 @@ public enum SVG {
         // Most names need nothing: hand them back as they are.
         if !text.utf8.contains(where: needsEscape) { return text }
         var out: [UInt8] = []
-        appendEscaped(text, to: &out)
+        replaceEach(text, into: &out)
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -20,6 +20,11 @@ public enum SVG {
     /// character walk for everything that is replaced.
     public static func appendEscaped(_ text: String, to out: inout [UInt8]) {
         guard text.utf8.contains(where: needsEscape) else { return out.append(contentsOf: text.utf8) }
+        replaceEach(text, into: &out)
+    }
+
+    /// The replacing walk, for text known to need it (the callers have looked once already).
+    private static func replaceEach(_ text: String, into out: inout [UInt8]) {
         out.reserveCapacity(out.count + text.utf8.count + 16)
         for byte in text.utf8 {
             switch byte {
