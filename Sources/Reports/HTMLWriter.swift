@@ -9,6 +9,10 @@ public struct HTMLWriter {
         bytes.reserveCapacity(capacity)
     }
 
+    public mutating func reserve(_ extra: Int) {
+        bytes.reserveCapacity(bytes.count + extra)
+    }
+
     /// Markup from the source (literals only: no escaping).
     public mutating func raw(_ text: StaticString) {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }

@@ -108,7 +108,11 @@ public struct ReportPageRoutes: Sendable {
     }
 
     func html(_ status: Int, _ body: String, _ extra: [(name: String, value: String)] = []) -> HTTPResponse {
-        HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + pageHeaders + extra, body: Array(body.utf8))
+        html(status, Array(body.utf8), extra)
+    }
+
+    func html(_ status: Int, _ body: [UInt8], _ extra: [(name: String, value: String)] = []) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + pageHeaders + extra, body: body)
     }
 
     /// Runs a page for a signed-in caller (the key behind the session, with its teams); anyone else gets the sign-in
@@ -261,7 +265,7 @@ public struct ReportPageRoutes: Sendable {
         let context = PageContext(filters: filters, caller: caller, agentNames: try await agentNames, teamNames: try await teamNames,
                                   channelTypes: try await channels, settings: settings)
         let view = SummaryView(context: context, parameters: p, agents: agents, teams: teams, trend: trend, comments: comments)
-        return html(200, ReportPageHTML.layout(title: "CSAT \(p.from) – \(p.to)", signedIn: true, body: view.render()))
+        return html(200, ReportPageHTML.layout(title: "CSAT \(p.from) – \(p.to)", signedIn: true) { view.render(into: &$0) })
     }
 
     func responses(_ request: HTTPRequest, _ caller: ReportCaller) async throws -> HTTPResponse {

@@ -82,15 +82,23 @@ enum ReportPageHTML {
     static let cssHash = "'sha256-" + Data(SHA256.hash(data: Array(css.utf8))).base64EncodedString() + "'"
 
     static func layout(title: String, signedIn: Bool, body: String) -> String {
-        var page = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        page += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><link rel=\"icon\" href=\"data:,\">"
-        page += "<title>\(escape(title)) · CSAT</title><style>\(css)</style></head><body>"
-        page += "<header class=\"top\"><h1><a href=\"/reports\">Customer satisfaction</a></h1>"
+        String(decoding: layout(title: title, signedIn: signedIn) { $0.markup(body) }, as: UTF8.self)
+    }
+
+    /// The page around a body written as bytes.
+    static func layout(title: String, signedIn: Bool, body: (inout HTMLWriter) -> Void) -> [UInt8] {
+        var page = HTMLWriter(capacity: 64 * 1024)
+        page.markup("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            + "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><link rel=\"icon\" href=\"data:,\">"
+            + "<title>\(escape(title)) · CSAT</title><style>\(css)</style></head><body>"
+            + "<header class=\"top\"><h1><a href=\"/reports\">Customer satisfaction</a></h1>")
         if signedIn {
-            page += "<form method=\"post\" action=\"/reports/sign-out\"><button class=\"plain\" type=\"submit\">Sign out</button></form>"
+            page.raw("<form method=\"post\" action=\"/reports/sign-out\"><button class=\"plain\" type=\"submit\">Sign out</button></form>")
         }
-        page += "</header><main>\(body)</main></body></html>"
-        return page
+        page.raw("</header><main>")
+        body(&page)
+        page.raw("</main></body></html>")
+        return page.bytes
     }
 
     static func signIn(next: String, message: String?) -> String {
