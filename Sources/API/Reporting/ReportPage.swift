@@ -107,10 +107,6 @@ public struct ReportPageRoutes: Sendable {
         return headers
     }
 
-    func html(_ status: Int, _ body: String, _ extra: [(name: String, value: String)] = []) -> HTTPResponse {
-        html(status, Array(body.utf8), extra)
-    }
-
     func html(_ status: Int, _ body: [UInt8], _ extra: [(name: String, value: String)] = []) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + pageHeaders + extra, body: body)
     }

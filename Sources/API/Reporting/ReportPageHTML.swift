@@ -81,8 +81,8 @@ enum ReportPageHTML {
     /// `'sha256-…'` of the style element, for the Content-Security-Policy.
     static let cssHash = "'sha256-" + Data(SHA256.hash(data: Array(css.utf8))).base64EncodedString() + "'"
 
-    static func layout(title: String, signedIn: Bool, body: String) -> String {
-        String(decoding: layout(title: title, signedIn: signedIn) { $0.markup(body) }, as: UTF8.self)
+    static func layout(title: String, signedIn: Bool, body: String) -> [UInt8] {
+        layout(title: title, signedIn: signedIn) { $0.markup(body) }
     }
 
     /// The page around a body written as bytes.
@@ -101,7 +101,7 @@ enum ReportPageHTML {
         return page.bytes
     }
 
-    static func signIn(next: String, message: String?) -> String {
+    static func signIn(next: String, message: String?) -> [UInt8] {
         var body = "<div class=\"signin panel\"><h2>Sign in to the CSAT reports</h2>"
         if let message { body += "<p class=\"errors\" role=\"alert\">\(escape(message))</p>" }
         body += """
@@ -116,7 +116,7 @@ enum ReportPageHTML {
         return layout(title: "Sign in", signedIn: false, body: body)
     }
 
-    static func errorPage(status: Int, title: String, detail: String, problems: [String], signedIn: Bool) -> String {
+    static func errorPage(status: Int, title: String, detail: String, problems: [String], signedIn: Bool) -> [UInt8] {
         var body = "<div class=\"errors\" role=\"alert\"><h2>\(escape(title))</h2><p>\(escape(detail))</p>"
         if !problems.isEmpty { body += "<ul>" + problems.map { "<li>\(escape($0))</li>" }.joined() + "</ul>" }
         body += "<p><a href=\"/reports\">Back to the reports</a></p></div>"
