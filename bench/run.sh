@@ -148,6 +148,10 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   scenario "reports agent, Kolkata (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=Asia/Kolkata" "${auth[@]}"
   scenario "reports agent, 1 channel (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&channelType=SENDBIRD_IOS" "${auth[@]}"
   scenario "reports agent by week (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&bucket=week" "${auth[@]}"
+  scenario "reports team by week (rollup) c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC&bucket=week" "${auth[@]}"
+  # By day, 90 days of 200 agents is 18,000 rows (over REPORT_MAX_CELLS): the daily buckets are measured over 30 days.
+  from30=$(date -u -d "$to - 29 days" +%F)
+  scenario "reports agent by day, 30 days c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&from=$from30&to=$to&tz=UTC&bucket=day" "${auth[@]}"
   # The report page (/reports): three reports (agents, teams, the trend) and the HTML around them, per request.
   cookie=$(curl -s -o /dev/null -D - -X POST --data-urlencode "key=$key" "http://127.0.0.1:$port/reports/sign-in" \
     | awk -F'[=;]' 'tolower($1) ~ /^set-cookie: dg_reports$/ {print $2}')
@@ -172,6 +176,8 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   connections=4
   scenario "reports agent, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC" "${auth[@]}"
   scenario "reports team, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "${auth[@]}"
+  scenario "reports agent by week (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&bucket=week" "${auth[@]}"
+  scenario "reports team by week (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC&bucket=week" "${auth[@]}"
   connections=1
   scenario "reports agent, Etc/UTC (raw)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=Etc/UTC" "${auth[@]}"
   scenario "reports team, Etc/UTC (raw)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=Etc/UTC" "${auth[@]}"

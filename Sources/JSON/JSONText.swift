@@ -11,7 +11,7 @@ public enum JSONText {
     /// JavaScript embedding); everything else is copied as is.
     public static func append(_ text: String, to out: inout [UInt8]) { escape(text, into: &out) }
 
-    static func escape<Sink: ByteSink>(_ text: String, into out: inout Sink) {
+    static func escape<Sink: ByteSink & ~Copyable>(_ text: String, into out: inout Sink) {
         out.put(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
@@ -64,7 +64,8 @@ public enum JSONText {
     /// 10^decimals, so there is a fraction).
     public static func appendFixed(_ scaled: Int64, decimals: Int, to out: inout [UInt8]) { fixed(scaled, decimals: decimals, into: &out) }
 
-    static func fixed<Sink: ByteSink>(_ scaled: Int64, decimals: Int, into out: inout Sink) {
+    @inlinable
+    static func fixed<Sink: ByteSink & ~Copyable>(_ scaled: Int64, decimals: Int, into out: inout Sink) {
         var divisor: UInt64 = 1
         for _ in 0..<decimals { divisor *= 10 }
         if scaled < 0 { out.put(UInt8(ascii: "-")) }
@@ -90,7 +91,8 @@ public enum JSONText {
     /// them; not finite is null.
     public static func appendNumber(_ d: Double, to out: inout [UInt8]) { number(d, into: &out) }
 
-    static func number<Sink: ByteSink>(_ d: Double, into out: inout Sink) {
+    @inlinable
+    static func number<Sink: ByteSink & ~Copyable>(_ d: Double, into out: inout Sink) {
         if !d.isFinite {
             for byte in "null".utf8 { out.put(byte) }
         } else if d == d.rounded() && abs(d) < 1e15 {
@@ -107,29 +109,22 @@ public enum JSONText {
     /// Decimal digits without going through String.
     public static func appendInteger(_ value: Int64, to out: inout [UInt8]) { integer(value, into: &out) }
 
-    static func integer<Sink: ByteSink>(_ value: Int64, into out: inout Sink) {
+    @inlinable
+    static func integer<Sink: ByteSink & ~Copyable>(_ value: Int64, into out: inout Sink) {
         if value < 0 { out.put(UInt8(ascii: "-")) }
         unsigned(value.magnitude, into: &out)
     }
 
-    static func unsigned<Sink: ByteSink>(_ value: UInt64, into out: inout Sink) {
-        // Digits from the right in a small scratch buffer (UInt64.max has 20).
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
-            var magnitude = value
-            var start = 20
-            repeat {
-                start -= 1
-                buffer[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            out.put(UnsafeBufferPointer(rebasing: buffer[start...]))
-        }
+    @inlinable
+    static func unsigned<Sink: ByteSink & ~Copyable>(_ value: UInt64, into out: inout Sink) {
+        out.putDecimal(value)
     }
 }
 
 extension JSONText {
     /// `YYYY-MM-DD` of a year 0…9999, digit by digit (reports write thousands of dates).
-    static func date<Sink: ByteSink>(year: Int, month: Int, day: Int, into sink: inout Sink) {
+    @inlinable
+    static func date<Sink: ByteSink & ~Copyable>(year: Int, month: Int, day: Int, into sink: inout Sink) {
         let zero = UInt8(ascii: "0"), dash = UInt8(ascii: "-")
         sink.put(zero + UInt8(year / 1000 % 10))
         sink.put(zero + UInt8(year / 100 % 10))
@@ -153,12 +148,32 @@ extension JSONText {
 }
 
 /// Where the escaping and number formatting write: an array, or the JSON writer's own buffer.
-protocol ByteSink {
+@usableFromInline
+protocol ByteSink: ~Copyable {
     mutating func put(_ byte: UInt8)
     mutating func put(_ bytes: UnsafeBufferPointer<UInt8>)
+    /// Decimal digits of a number, without going through String.
+    mutating func putDecimal(_ value: UInt64)
+}
+
+extension ByteSink where Self: ~Copyable {
+    @inlinable
+    mutating func putDecimal(_ value: UInt64) {
+        // Digits from the right in a small scratch buffer (UInt64.max has 20).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            var magnitude = value
+            var start = 20
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            put(UnsafeBufferPointer(rebasing: buffer[start...]))
+        }
+    }
 }
 
 extension Array: ByteSink where Element == UInt8 {
-    mutating func put(_ byte: UInt8) { append(byte) }
-    mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) { append(contentsOf: bytes) }
+    @inlinable mutating func put(_ byte: UInt8) { append(byte) }
+    @inlinable mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) { append(contentsOf: bytes) }
 }
