@@ -147,9 +147,9 @@ extension JSONText {
     }
 }
 
-/// Where the escaping and number formatting write: an array, or the JSON writer's own buffer.
-@usableFromInline
-protocol ByteSink: ~Copyable {
+/// Where the escaping and number formatting write: an array, or the JSON writer's own buffer (which the report
+/// page's HTML writer uses too).
+public protocol ByteSink: ~Copyable {
     mutating func put(_ byte: UInt8)
     mutating func put(_ bytes: UnsafeBufferPointer<UInt8>)
     /// Decimal digits of a number, without going through String.
@@ -158,7 +158,7 @@ protocol ByteSink: ~Copyable {
 
 extension ByteSink where Self: ~Copyable {
     @inlinable
-    mutating func putDecimal(_ value: UInt64) {
+    public mutating func putDecimal(_ value: UInt64) {
         // Digits from the right in a small scratch buffer (UInt64.max has 20).
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
             var magnitude = value
@@ -174,6 +174,6 @@ extension ByteSink where Self: ~Copyable {
 }
 
 extension Array: ByteSink where Element == UInt8 {
-    @inlinable mutating func put(_ byte: UInt8) { append(byte) }
-    @inlinable mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) { append(contentsOf: bytes) }
+    @inlinable public mutating func put(_ byte: UInt8) { append(byte) }
+    @inlinable public mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) { append(contentsOf: bytes) }
 }

@@ -31,6 +31,13 @@ public struct JSONWriter: ~Copyable {
         JSONText.escape(text, into: &self)
     }
 
+    /// Text that needs no escaping here (markup already escaped), copied as it is.
+    @inlinable
+    public mutating func text(_ text: String) {
+        var text = text
+        text.withUTF8 { put($0) }
+    }
+
     @inlinable
     public mutating func integer(_ value: Int) {
         JSONText.integer(Int64(value), into: &self)
@@ -50,8 +57,9 @@ public struct JSONWriter: ~Copyable {
         put(UInt8(ascii: "\""))
     }
 
+    /// Room for `extra` more bytes, grown once (a caller that knows its size saves the doublings).
     @inlinable @inline(__always)
-    mutating func reserve(_ extra: Int) {
+    public mutating func reserve(_ extra: Int) {
         if count + extra > capacity { grow(extra) }
     }
 
@@ -68,7 +76,7 @@ public struct JSONWriter: ~Copyable {
 
 extension JSONWriter: ByteSink {
     @inlinable @inline(__always)
-    mutating func put(_ byte: UInt8) {
+    public mutating func put(_ byte: UInt8) {
         reserve(1)
         base[count] = byte
         count += 1
@@ -76,7 +84,7 @@ extension JSONWriter: ByteSink {
 
     /// Always inlined: for a key the length is a constant there, and the copy becomes a few moves.
     @inlinable @inline(__always)
-    mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+    public mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let start = bytes.baseAddress, bytes.count > 0 else { return }
         reserve(bytes.count)
         (base + count).update(from: start, count: bytes.count)
@@ -85,7 +93,7 @@ extension JSONWriter: ByteSink {
 
     /// The digits written in place, right to left (no scratch buffer, no copy).
     @inlinable
-    mutating func putDecimal(_ value: UInt64) {
+    public mutating func putDecimal(_ value: UInt64) {
         var digits = 1
         var rest = value
         while rest >= 10 {

@@ -1,4 +1,4 @@
-import JSON
+public import JSON
 
 /// Charts of the report page, drawn on the server as inline SVG (no script, no chart library): a trend of average
 /// score and CSAT % per bucket, and stacked bars of the 1–5 distribution. Every text is XML-escaped.
@@ -8,7 +8,8 @@ public enum SVG {
         // Most names need nothing: hand them back as they are.
         if !text.utf8.contains(where: needsEscape) { return text }
         var out: [UInt8] = []
-        replaceEach(text, into: &out)
+        out.reserveCapacity(text.utf8.count + 16)
+        appendEscaped(text, to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -18,26 +19,32 @@ public enum SVG {
 
     /// `escape`, appended as UTF-8. Bytes of multi-byte characters are never below 0x80, so a byte walk is a
     /// character walk for everything that is replaced.
-    public static func appendEscaped(_ text: String, to out: inout [UInt8]) {
-        guard text.utf8.contains(where: needsEscape) else { return out.append(contentsOf: text.utf8) }
-        replaceEach(text, into: &out)
+    public static func appendEscaped<Sink: ByteSink & ~Copyable>(_ text: String, to out: inout Sink) {
+        var text = text
+        text.withUTF8 { utf8 in
+            guard utf8.contains(where: needsEscape) else { return out.put(utf8) }
+            replaceEach(utf8, into: &out)
+        }
     }
 
     /// The replacing walk, for text known to need it (the callers have looked once already).
-    private static func replaceEach(_ text: String, into out: inout [UInt8]) {
-        out.reserveCapacity(out.count + text.utf8.count + 16)
-        for byte in text.utf8 {
+    private static func replaceEach<Sink: ByteSink & ~Copyable>(_ utf8: UnsafeBufferPointer<UInt8>, into out: inout Sink) {
+        for byte in utf8 {
             switch byte {
-            case UInt8(ascii: "&"): out.append(contentsOf: "&amp;".utf8)
-            case UInt8(ascii: "<"): out.append(contentsOf: "&lt;".utf8)
-            case UInt8(ascii: ">"): out.append(contentsOf: "&gt;".utf8)
-            case UInt8(ascii: "\""): out.append(contentsOf: "&quot;".utf8)
-            case UInt8(ascii: "'"): out.append(contentsOf: "&#39;".utf8)
+            case UInt8(ascii: "&"): put("&amp;", &out)
+            case UInt8(ascii: "<"): put("&lt;", &out)
+            case UInt8(ascii: ">"): put("&gt;", &out)
+            case UInt8(ascii: "\""): put("&quot;", &out)
+            case UInt8(ascii: "'"): put("&#39;", &out)
             // XML 1.0 has no place for most control characters, even escaped.
-            case 0..<0x20 where byte != 0x09 && byte != 0x0A && byte != 0x0D: out.append(contentsOf: [0xEF, 0xBF, 0xBD])
-            default: out.append(byte)
+            case 0..<0x20 where byte != 0x09 && byte != 0x0A && byte != 0x0D: put("\u{FFFD}", &out)
+            default: out.put(byte)
             }
         }
+    }
+
+    private static func put<Sink: ByteSink & ~Copyable>(_ text: StaticString, _ out: inout Sink) {
+        out.put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// At most `limit` characters, the last one an ellipsis when cut.
@@ -59,22 +66,27 @@ public enum SVG {
     }
 
     /// `fixed`, appended as UTF-8 (the page's rows write hundreds of them).
-    public static func appendFixed(_ value: Double, _ places: Int, to out: inout [UInt8]) {
+    public static func appendFixed<Sink: ByteSink & ~Copyable>(_ value: Double, _ places: Int, to out: inout Sink) {
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }
         let scaled = (abs(value) * scale).rounded()
         let whole = Int(scaled / scale)
-        if value < 0 && scaled > 0 { out.append(UInt8(ascii: "-")) }
-        JSONText.appendInteger(Int64(whole), to: &out)
+        if value < 0 && scaled > 0 { out.put(UInt8(ascii: "-")) }
+        putInteger(whole, &out)
         if places > 0 {
             let fraction = Int(scaled) - whole * Int(scale)
-            out.append(UInt8(ascii: "."))
+            out.put(UInt8(ascii: "."))
             var width = fraction < 0 ? 2 : 1
             var rest = fraction.magnitude
             while rest >= 10 { rest /= 10; width += 1 }
-            for _ in width..<max(width, places) { out.append(UInt8(ascii: "0")) }
-            JSONText.appendInteger(Int64(fraction), to: &out)
+            for _ in width..<max(width, places) { out.put(UInt8(ascii: "0")) }
+            putInteger(fraction, &out)
         }
+    }
+
+    private static func putInteger<Sink: ByteSink & ~Copyable>(_ value: Int, _ out: inout Sink) {
+        if value < 0 { out.put(UInt8(ascii: "-")) }
+        out.putDecimal(UInt64(value.magnitude))
     }
 
     /// The colour of a score's segment: a colour-blind-safe diverging scale, red (1) through grey to blue (5), dark
