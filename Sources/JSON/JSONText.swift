@@ -70,7 +70,7 @@ public enum JSONText {
         for _ in 0..<decimals { divisor *= 10 }
         if scaled < 0 { out.put(UInt8(ascii: "-")) }
         let magnitude = scaled.magnitude
-        unsigned(magnitude / divisor, into: &out)
+        out.putDecimal(magnitude / divisor)
         out.put(UInt8(ascii: "."))
         var fraction = magnitude % divisor
         var width = decimals
@@ -111,13 +111,7 @@ public enum JSONText {
 
     @inlinable
     static func integer<Sink: ByteSink & ~Copyable>(_ value: Int64, into out: inout Sink) {
-        if value < 0 { out.put(UInt8(ascii: "-")) }
-        unsigned(value.magnitude, into: &out)
-    }
-
-    @inlinable
-    static func unsigned<Sink: ByteSink & ~Copyable>(_ value: UInt64, into out: inout Sink) {
-        out.putDecimal(value)
+        out.putInteger(value)
     }
 }
 
@@ -159,17 +153,45 @@ public protocol ByteSink: ~Copyable {
 extension ByteSink where Self: ~Copyable {
     @inlinable
     public mutating func putDecimal(_ value: UInt64) {
-        // Digits from the right in a small scratch buffer (UInt64.max has 20).
+        // UInt64.max has 20 digits.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
-            var magnitude = value
-            var start = 20
-            repeat {
-                start -= 1
-                buffer[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            put(UnsafeBufferPointer(rebasing: buffer[start...]))
+            let digits = DecimalDigits.count(value)
+            DecimalDigits.write(value, digits: digits, at: buffer.baseAddress!)
+            put(UnsafeBufferPointer(start: buffer.baseAddress, count: digits))
         }
+    }
+
+    /// A signed integer in decimal.
+    @inlinable
+    public mutating func putInteger(_ value: Int64) {
+        if value < 0 { put(UInt8(ascii: "-")) }
+        putDecimal(value.magnitude)
+    }
+}
+
+/// Decimal digits of an unsigned number, counted first so they can be written in place, right to left.
+@usableFromInline
+enum DecimalDigits {
+    @inlinable
+    static func count(_ value: UInt64) -> Int {
+        var digits = 1
+        var rest = value
+        while rest >= 10 {
+            rest /= 10
+            digits += 1
+        }
+        return digits
+    }
+
+    @inlinable
+    static func write(_ value: UInt64, digits: Int, at start: UnsafeMutablePointer<UInt8>) {
+        var magnitude = value
+        var index = digits
+        repeat {
+            index -= 1
+            start[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+            magnitude /= 10
+        } while magnitude > 0
     }
 }
 

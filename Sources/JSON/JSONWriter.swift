@@ -20,6 +20,9 @@ public struct JSONWriter: ~Copyable {
     /// What has been written so far.
     public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
 
+    /// What has been written so far, as text (decoded from the buffer, no array in between).
+    public var string: String { String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self) }
+
     /// Punctuation and keys, copied as they are (no escaping: literals only). Always inlined, so the copy is of a
     /// constant length.
     @inlinable @inline(__always)
@@ -91,23 +94,12 @@ extension JSONWriter: ByteSink {
         count += bytes.count
     }
 
-    /// The digits written in place, right to left (no scratch buffer, no copy).
+    /// The digits written in place (no scratch buffer, no copy).
     @inlinable
     public mutating func putDecimal(_ value: UInt64) {
-        var digits = 1
-        var rest = value
-        while rest >= 10 {
-            rest /= 10
-            digits += 1
-        }
+        let digits = DecimalDigits.count(value)
         reserve(digits)
-        var magnitude = value
-        var index = count + digits
-        repeat {
-            index -= 1
-            base[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-            magnitude /= 10
-        } while magnitude > 0
+        DecimalDigits.write(value, digits: digits, at: base + count)
         count += digits
     }
 }

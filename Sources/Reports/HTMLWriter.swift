@@ -47,5 +47,5 @@ public struct HTMLWriter: ~Copyable {
         if let value { out.number(value) }
     }
 
-    public var string: String { String(decoding: out.bytes, as: UTF8.self) }
+    public var string: String { out.string }
 }

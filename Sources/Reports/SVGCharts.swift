@@ -9,7 +9,8 @@ public enum SVG {
         if !text.utf8.contains(where: needsEscape) { return text }
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count + 16)
-        appendEscaped(text, to: &out)
+        var text = text
+        text.withUTF8 { replaceEach($0, into: &out) }
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -72,7 +73,7 @@ public enum SVG {
         let scaled = (abs(value) * scale).rounded()
         let whole = Int(scaled / scale)
         if value < 0 && scaled > 0 { out.put(UInt8(ascii: "-")) }
-        putInteger(whole, &out)
+        out.putInteger(Int64(whole))
         if places > 0 {
             let fraction = Int(scaled) - whole * Int(scale)
             out.put(UInt8(ascii: "."))
@@ -80,13 +81,8 @@ public enum SVG {
             var rest = fraction.magnitude
             while rest >= 10 { rest /= 10; width += 1 }
             for _ in width..<max(width, places) { out.put(UInt8(ascii: "0")) }
-            putInteger(fraction, &out)
+            out.putInteger(Int64(fraction))
         }
-    }
-
-    private static func putInteger<Sink: ByteSink & ~Copyable>(_ value: Int, _ out: inout Sink) {
-        if value < 0 { out.put(UInt8(ascii: "-")) }
-        out.putDecimal(UInt64(value.magnitude))
     }
 
     /// The colour of a score's segment: a colour-blind-safe diverging scale, red (1) through grey to blue (5), dark
