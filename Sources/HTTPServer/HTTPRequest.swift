@@ -6,16 +6,21 @@ public struct HTTPRequest: Sendable {
     /// Query arguments already percent-decoded, repeated keys kept in order.
     public var query: [(name: String, value: String)]
     /// Header names are lower-cased so lookups are case-insensitive.
-    public var headers: [(name: String, value: String)]
+    public var headers: [(name: String, value: String)] {
+        didSet { bearerToken = Self.bearerToken(in: headers) }
+    }
+    /// The token of `Authorization: Bearer <token>` (scheme case-insensitive, spaces around the token dropped), cut
+    /// once here: the admission step and the authentication of the same request both need it.
+    public private(set) var bearerToken: String?
     public var body: [UInt8]
     /// Filled by the router with the values of `{name}` segments.
-    public var pathParameters: [String: String]
+    public var pathParameters: PathParameters
     /// The peer's IP address (the proxy's, behind one).
     public var remoteAddress: String?
 
     public init(method: String, path: String, query: [(name: String, value: String)] = [],
                 headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-                pathParameters: [String: String] = [:], remoteAddress: String? = nil) {
+                pathParameters: PathParameters = [:], remoteAddress: String? = nil) {
         self.method = method
         self.path = path
         self.query = query
@@ -26,6 +31,24 @@ public struct HTTPRequest: Sendable {
         self.body = body
         self.pathParameters = pathParameters
         self.remoteAddress = remoteAddress
+        bearerToken = Self.bearerToken(in: self.headers)
+    }
+
+    private static func bearerToken(in headers: [(name: String, value: String)]) -> String? {
+        guard let header = headers.first(where: { $0.name == "authorization" })?.value else { return nil }
+        let utf8 = header.utf8
+        guard utf8.count > 7 else { return nil }
+        // Bytes, not characters: this runs for every authenticated request.
+        var start = utf8.startIndex
+        for want in "bearer ".utf8 {
+            let byte = utf8[start]
+            if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != want { return nil }
+            start = utf8.index(after: start)
+        }
+        var end = utf8.endIndex
+        while start < end, utf8[start] == UInt8(ascii: " ") { start = utf8.index(after: start) }
+        while start < end, utf8[utf8.index(before: end)] == UInt8(ascii: " ") { end = utf8.index(before: end) }
+        return start == end ? nil : String(Substring(utf8[start..<end]))
     }
 
     /// The first value of a header, matched case-insensitively.

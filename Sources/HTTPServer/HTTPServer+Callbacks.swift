@@ -21,14 +21,11 @@ let httpRequestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
     server.liveContexts.subtract(1, ordering: .relaxed)
 }
 
-/// Collects header or query pairs through `MHD_get_connection_values`.
-private final class PairCollector {
+/// Collects header or query pairs through `MHD_get_connection_values`; lives on the caller's stack (no object
+/// is made per request for it).
+private struct PairCollector {
     var pairs: [(name: String, value: String)] = []
     let lowercaseNames: Bool
-
-    init(lowercaseNames: Bool) {
-        self.lowercaseNames = lowercaseNames
-    }
 }
 
 /// A header name lowercased as it is copied out of libmicrohttpd (`HTTPRequest` stores names lowercase).
@@ -47,8 +44,8 @@ private func lowercased(_ name: UnsafePointer<CChar>) -> String {
 
 private let collectPair: MHD_KeyValueIterator = { cls, _, key, value in
     guard let cls, let key else { return .YES }
-    let collector = Unmanaged<PairCollector>.fromOpaque(cls).takeUnretainedValue()
-    collector.pairs.append((collector.lowercaseNames ? lowercased(key) : String(cString: key), value.map { String(cString: $0) } ?? ""))
+    let collector = cls.assumingMemoryBound(to: PairCollector.self)
+    collector.pointee.pairs.append((collector.pointee.lowercaseNames ? lowercased(key) : String(cString: key), value.map { String(cString: $0) } ?? ""))
     return .YES
 }
 
@@ -272,10 +269,10 @@ extension HTTPServer {
         // Counted first: most requests have no query, and those need no collector.
         let count = Int(MHD_get_connection_values(connection, kind, nil, nil))
         guard count > 0 else { return [] }
-        let collector = PairCollector(lowercaseNames: kind == .HEADER_KIND)
+        var collector = PairCollector(lowercaseNames: kind == .HEADER_KIND)
         collector.pairs.reserveCapacity(count)
-        withExtendedLifetime(collector) {
-            _ = MHD_get_connection_values(connection, kind, collectPair, Unmanaged.passUnretained(collector).toOpaque())
+        withUnsafeMutablePointer(to: &collector) {
+            _ = MHD_get_connection_values(connection, kind, collectPair, UnsafeMutableRawPointer($0))
         }
         return collector.pairs
     }

@@ -2,7 +2,7 @@
 /// Empty segments are ignored, so `/a/b/` and `/a/b` match the same route; HEAD falls back to GET.
 public struct Router<Handler: Sendable>: Sendable {
     public enum Match: Sendable {
-        case found(Handler, template: String, parameters: [String: String])
+        case found(Handler, template: String, parameters: PathParameters)
         case methodNotAllowed(allowed: [String], template: String)
         case notFound
     }
@@ -39,7 +39,7 @@ public struct Router<Handler: Sendable>: Sendable {
 final class RouteTree: @unchecked Sendable {
     @usableFromInline
     enum Match {
-        case found(Int, template: String, parameters: [String: String])
+        case found(Int, template: String, parameters: PathParameters)
         case methodNotAllowed(allowed: [String], template: String)
         case notFound
     }
@@ -104,7 +104,7 @@ final class RouteTree: @unchecked Sendable {
 
     @usableFromInline
     func match(method: String, path: String) -> Match {
-        var parameters: [String: String] = [:]
+        var parameters = PathParameters()
         // A literal path wins over any parameter, so its exact entry is the walk's answer.
         guard let node = exact[path] ?? Self.find(root, path[...], &parameters) else { return .notFound }
         // Methods arrive uppercase almost always: no new string for them.
@@ -120,7 +120,7 @@ final class RouteTree: @unchecked Sendable {
 
     /// Literal segments win over parameters; backtracks when a literal branch dead-ends. Walks the path's bytes
     /// (no array of segments is made).
-    private static func find(_ node: Node, _ path: Substring, _ parameters: inout [String: String]) -> Node? {
+    private static func find(_ node: Node, _ path: Substring, _ parameters: inout PathParameters) -> Node? {
         let utf8 = path.utf8
         guard let start = utf8.firstIndex(where: { $0 != UInt8(ascii: "/") }) else { return node.endpoints.isEmpty ? nil : node }
         let end = utf8[start...].firstIndex(of: UInt8(ascii: "/")) ?? utf8.endIndex

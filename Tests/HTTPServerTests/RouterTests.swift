@@ -16,7 +16,8 @@ import Testing
     func name(_ match: Router<String>.Match) -> String {
         switch match {
         case .found(let handler, _, let parameters):
-            return handler + (parameters.isEmpty ? "" : ":" + parameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))
+            let pairs = parameters.pairs.sorted { $0.name < $1.name }.map { "\($0.name)=\($0.value)" }
+            return handler + (parameters.isEmpty ? "" : ":" + pairs.joined(separator: ","))
         case .methodNotAllowed(let allowed, _): return "405 " + allowed.joined(separator: ",")
         case .notFound: return "404"
         }
@@ -35,6 +36,23 @@ import Testing
     @Test func wrongMethodListsAllowedOnes() {
         #expect(name(router().match(method: "DELETE", path: "/v1/tickets")) == "405 GET,HEAD,POST")
         #expect(name(router().match(method: "HEAD", path: "/v1/tickets")) == "list")
+    }
+
+    @Test func pathParametersKeepEveryNameOnceInOrder() {
+        var parameters: PathParameters = ["a": "1", "b": "2"]
+        parameters["c"] = "3"
+        parameters["d"] = "4"
+        parameters["b"] = "20"
+        #expect(parameters.pairs.map { "\($0.name)=\($0.value)" } == ["a=1", "b=20", "c=3", "d=4"])
+        parameters["a"] = nil
+        #expect(parameters.pairs.map { "\($0.name)=\($0.value)" } == ["b=20", "c=3", "d=4"])
+        parameters["c"] = nil
+        parameters["d"] = nil
+        #expect(parameters["b"] == "20" && parameters["c"] == nil && parameters.pairs.count == 1)
+        parameters["b"] = nil
+        #expect(parameters.isEmpty && parameters["b"] == nil)
+        parameters["e"] = "5"
+        #expect(parameters.pairs.map(\.name) == ["e"])
     }
 
     @Test func unknownPathsAreNotFound() {

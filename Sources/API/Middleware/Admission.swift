@@ -5,8 +5,8 @@ public import HTTPServer
 /// limited. An address with too many failed authentications is refused before anything looks its credentials up.
 public final class Admission: Sendable {
     public enum Decision {
-        /// Go on; the headers tell the client where it stands.
-        case admitted([(name: String, value: String)])
+        /// Go on; the standing is told to the client on the answer (none for signed webhooks).
+        case admitted(RateLimitStanding?)
         case refused(APIError)
     }
 
@@ -43,20 +43,18 @@ public final class Admission: Sendable {
             error.headers = [("Retry-After", String(max(1, Int((60 / Double(max(1, policy.authFailuresPerMinute))).rounded(.up)))))]
             return .refused(error)
         }
-        if isWebhook { return .admitted([]) }
+        if isWebhook { return .admitted(nil) }
         let (bucket, key, perMinute) = isSignIn ? (signIns, "s:" + client, policy.signInPerMinute)
             : isVerified ? (credentials, credential!, policy.rateLimitPerMinute) : (limiter, "a:" + client, policy.rateLimitPerMinute)
         let decision = bucket.take(key)
-        let headers: [(name: String, value: String)] = [
-            ("RateLimit-Limit", String(Int(bucket.burst))), ("RateLimit-Remaining", String(decision.remaining)),
-            ("RateLimit-Reset", String(decision.reset)),
-            ("RateLimit", "limit=\(Int(bucket.burst)), remaining=\(decision.remaining), reset=\(decision.reset)")]
+        let standing = RateLimitStanding(limit: Int(bucket.burst), remaining: decision.remaining, reset: decision.reset)
         guard decision.allowed else {
             var error = APIError(.rateLimited, detail: "This client sent more than \(perMinute) \(isSignIn ? "sign-ins" : "requests") a minute; retry after \(decision.retryAfter) s.")
-            error.headers = [("Retry-After", String(decision.retryAfter))] + headers
+            error.headers = [("Retry-After", String(decision.retryAfter))]
+            standing.append(to: &error.headers)
             return .refused(error)
         }
-        return .admitted(headers)
+        return .admitted(standing)
     }
 
     /// A 401 counts against the caller's address and forgets the credential it presented.
@@ -64,5 +62,31 @@ public final class Admission: Sendable {
         guard response.status == 401, request.path.hasPrefix("/v1/") || request.path.hasPrefix("/reports") else { return }
         _ = failures.take("f:" + clients.client(request))
         if let credential = request.header("x-api-key") ?? Authenticator.bearer(request) { verified.remove(credential) }
+    }
+}
+
+/// Where a caller stands with its rate limit, told on every answer to it: the `RateLimit-Limit`, `-Remaining` and
+/// `-Reset` fields and the combined `RateLimit` field (draft-ietf-httpapi-ratelimit-headers). Kept as numbers until
+/// the answer is written, so an admitted request makes no array of them.
+public struct RateLimitStanding: Sendable {
+    let limit: Int
+    let remaining: Int
+    let reset: Int
+
+    func append(to headers: inout [(name: String, value: String)]) {
+        let (limit, remaining, reset) = (String(limit), String(remaining), String(reset))
+        // One allocation for the combined field (interpolation grew its buffer twice).
+        var combined = ""
+        combined.reserveCapacity(30 + limit.utf8.count + remaining.utf8.count + reset.utf8.count)
+        combined += "limit="
+        combined += limit
+        combined += ", remaining="
+        combined += remaining
+        combined += ", reset="
+        combined += reset
+        headers.append(("RateLimit-Limit", limit))
+        headers.append(("RateLimit-Remaining", remaining))
+        headers.append(("RateLimit-Reset", reset))
+        headers.append(("RateLimit", combined))
     }
 }

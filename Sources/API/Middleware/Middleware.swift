@@ -10,8 +10,8 @@ public struct Exchange: Sendable {
     public var route = ""
     /// The W3C trace the request belongs to, when it has one.
     public var trace: TraceContext?
-    /// Headers every answer to this request carries (where the caller stands with the rate limits).
-    public var headers: [(name: String, value: String)] = []
+    /// Where the caller stands with the rate limits, told on every answer to this request.
+    public var rateLimit: RateLimitStanding?
 
     public init(started: ContinuousClock.Instant = .now, requestID: String = "", route: String = "") {
         (self.started, self.requestID, self.route) = (started, requestID, route)
@@ -67,10 +67,11 @@ struct MiddlewareChain<Steps: Middleware>: Sendable {
         steps.enter(request, &exchange)
     }
 
-    func leave(_ response: HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) -> HTTPResponse {
-        var response = response
-        // One allocation for the headers the steps add (request id, rate limits, CORS).
-        response.headers.reserveCapacity(response.headers.count + exchange.headers.count + 4)
+    /// Consuming: a handler's fresh answer arrives here uniquely held, so its headers grow in place (a borrowed one
+    /// would be copied on the first header added).
+    func leave(_ response: consuming HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) -> HTTPResponse {
+        // At most one allocation for the headers the steps add (request id, rate limits, CORS).
+        response.headers.reserveCapacity(response.headers.count + (exchange.rateLimit == nil ? 0 : 4) + 4)
         steps.leave(&response, request, exchange)
         return response
     }
@@ -104,8 +105,8 @@ extension Admission: Middleware {
     public func enter(_ request: HTTPRequest, _ exchange: inout Exchange) -> HTTPResponse? {
         guard request.path.hasPrefix("/v1/") || request.path.hasPrefix("/reports") else { return nil }
         switch admit(request) {
-        case .admitted(let headers):
-            exchange.headers = headers
+        case .admitted(let standing):
+            exchange.rateLimit = standing
             return nil
         case .refused(let error):
             exchange.route = "(rate limited)"
@@ -115,7 +116,7 @@ extension Admission: Middleware {
 
     public func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {
         observe(response, to: request)
-        response.headers.append(contentsOf: exchange.headers)
+        exchange.rateLimit?.append(to: &response.headers)
     }
 }
 
