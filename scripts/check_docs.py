@@ -6,7 +6,7 @@ import re
 import sys
 
 root = pathlib.Path(__file__).resolve().parent.parent
-files = [root / "README.md", *sorted((root / "docs").glob("*.md")), root / "bench" / "README.md",
+files = [root / "README.md", *sorted((root / "docs").glob("*.md")), root / "bench" / "README.md", root / "bench" / "history.md",
          *sorted((root / "deploy").rglob("*.md")), *sorted((root / "clients").rglob("*.md"))]
 # A package's build folder holds its dependencies' checkouts, not the project's documents.
 files = [f for f in files if ".build" not in f.relative_to(root).parts]

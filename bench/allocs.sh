@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Heap allocations per request in a running server: perf counts libc's malloc, calloc, realloc and free calls in
+# process PID (uprobes: needs root and Debian's linux-perf) while N keep-alive GETs of PATH go to 127.0.0.1:PORT.
+# Counts do not move with the machine's load, so a change of one allocation per request shows where timings cannot.
+#   bench/allocs.sh PID PORT PATH [N] ["Name: value" ...]
+#   e.g. bench/allocs.sh "$(pgrep -x desk-gateway)" 8080 /livez 2000
+set -euo pipefail
+pid=$1 port=$2 path=$3 n=${4:-2000}
+shift $(( $# < 4 ? $# : 4 ))
+libc=$(ldd "/proc/$pid/exe" | awk '/libc\.so/ {print $3}')
+for fn in malloc calloc realloc free; do
+  perf probe -q -x "$libc" --add "$fn" 2>/dev/null || true  # already there from an earlier run
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat > "$work/client.py" <<'PY'
+import http.client, sys
+port, path, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+headers = {k.strip(): v.strip() for k, v in (h.split(":", 1) for h in sys.argv[4:])}
+c = http.client.HTTPConnection("127.0.0.1", port)
+for _ in range(n):
+    c.request("GET", path, headers=headers)
+    r = c.getresponse()
+    r.read()
+    if r.status not in (200, 304):
+        sys.exit(f"{path}: status {r.status}")
+PY
+python3 "$work/client.py" "$port" "$path" 200 "$@"  # warm: caches filled, first-use allocations done
+perf stat -x, -o "$work/counts" -e probe_libc:malloc,probe_libc:calloc,probe_libc:realloc,probe_libc:free -p "$pid" -- \
+  python3 "$work/client.py" "$port" "$path" "$n" "$@"
+awk -F, -v n="$n" '$3 ~ /probe_libc/ {sub("probe_libc:", "", $3); v[$3] = $1 / n}
+  END {printf "allocations per request: %.2f (malloc %.2f, calloc %.2f, realloc %.2f), frees %.2f\n",
+       v["malloc"] + v["calloc"] + v["realloc"], v["malloc"], v["calloc"], v["realloc"], v["free"]}' "$work/counts"
