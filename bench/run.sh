@@ -38,6 +38,7 @@ rm -rf "$EMBEDDED_PG_DIR"
 start_gateway
 cleanup() {
   if [ -n "${engine:-}" ]; then kill -TERM "$engine" 2>/dev/null || true; fi
+  if [ -n "${engine_made:-}" ]; then kill -TERM "$engine_made" 2>/dev/null || true; fi
   kill -TERM "$gw" 2>/dev/null || true
   wait "$gw" 2>/dev/null || true
   pg=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
@@ -85,6 +86,9 @@ engine_port=${BENCH_ENGINE_PORT:-18090}
 "${CC:-$(command -v cc || command -v clang)}" -O2 -o .build/engine-limit bench/engine-limit/server.c -lmicrohttpd
 ./.build/engine-limit "$engine_port" "${HTTP_THREADS:-2}" &
 engine=$!
+# The same server making each answer anew with /livez's four headers: what libmicrohttpd itself costs per response.
+./.build/engine-limit "$((engine_port + 1))" "${HTTP_THREADS:-2}" per-request &
+engine_made=$!
 engine_runs=()
 engine_scenario() {  # one measured run of the bare server, counted as its own row
   local saved=$gw
@@ -98,6 +102,11 @@ ratio() {  # NAME REFERENCE: the scenario's requests/s over the reference's
 }
 
 engine_scenario 1
+saved_gw=$gw
+gw=$engine_made
+scenario "engine, answer made per request" "http://127.0.0.1:$((engine_port + 1))/livez"
+gw=$saved_gw
+kill -TERM "$engine_made" 2>/dev/null || true
 scenario "GET /livez" "http://127.0.0.1:$port/livez"
 engine_scenario 2
 scenario "GET /readyz (db round trip)" "http://127.0.0.1:$port/readyz"
@@ -194,6 +203,7 @@ printf '%s\n' "${rows[@]}"
 around() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (a + b) / 2 }'; }
 echo
 echo "Ratios to the bare libmicrohttpd server in this sitting (engine runs: ${engine_runs[*]} requests/s):"
+echo "  engine, answer made per request $(ratio "engine, answer made per request" "$(around "${engine_runs[0]}" "${engine_runs[1]}")")"
 echo "  GET /livez                      $(ratio "GET /livez" "$(around "${engine_runs[0]}" "${engine_runs[1]}")")"
 echo "  GET /v1/tickets/{id} (cached)   $(ratio "GET /v1/tickets/{id} (cached)" "$(around "${engine_runs[1]}" "${engine_runs[2]}")")"
 echo "  GET /v1/tickets?status=open     $(ratio "GET /v1/tickets?status=open" "${engine_runs[2]}")"
