@@ -165,6 +165,7 @@ public enum CSATReportShaper {
         // merge. A weekly agents' report is thousands of entries: hashing each (group, bucket) and sorting the rows
         // afterwards was a fifth of its gateway time.
         var rank: [ReportKey: Int] = [:]
+        rank.reserveCapacity(min(current.count, 4_096))
         var groups: [(name: String, raw: Int)] = []
         var keyed: [(group: Int, bucket: Int, entry: Int, range: (LocalDate, LocalDate)?)] = []
         keyed.reserveCapacity(current.count)
@@ -183,6 +184,15 @@ public enum CSATReportShaper {
         var order = [Int](repeating: 0, count: groups.count)
         for (place, group) in groups.indices.sorted(by: { groups[$0] < groups[$1] }).enumerated() { order[group] = place }
         keyed.sort { (order[$0.group], $0.bucket, $0.entry) < (order[$1.group], $1.bucket, $1.entry) }
+        // The previous period per group, found through the groups' ranks (a group absent from the current period has
+        // no row, and counts only in the previous totals).
+        var previousTotals = CSATFigures()
+        var previousByGroup = [CSATFigures](repeating: CSATFigures(), count: parameters.bucket == .none ? groups.count : 0)
+        for entry in previous {
+            let figures = entry.figures.restricted(to: parameters.scores)
+            previousTotals.add(figures)
+            if !previousByGroup.isEmpty, let group = rank[entry.group] { previousByGroup[group].add(figures) }
+        }
         var rows: [CSATRow] = []
         rows.reserveCapacity(keyed.count)
         var last: (group: Int, bucket: Int)?
@@ -195,17 +205,7 @@ public enum CSATReportShaper {
             }
             last = (key.group, key.bucket)
             rows.append(CSATRow(key: entry.group, name: groups[key.group].name, bucketStart: key.range?.0, bucketEnd: key.range?.1,
-                                figures: figures, previous: nil))
-        }
-        var previousByGroup: [ReportKey: CSATFigures] = [:]
-        var previousTotals = CSATFigures()
-        for entry in previous {
-            let figures = entry.figures.restricted(to: parameters.scores)
-            previousByGroup[entry.group, default: CSATFigures()].add(figures)
-            previousTotals.add(figures)
-        }
-        if parameters.bucket == .none {
-            for position in rows.indices { rows[position].previous = previousByGroup[rows[position].key] ?? CSATFigures() }
+                                figures: figures, previous: previousByGroup.isEmpty ? nil : previousByGroup[key.group]))
         }
         var totals = CSATFigures()
         for row in rows { totals.add(row.figures) }
