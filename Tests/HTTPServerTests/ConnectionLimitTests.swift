@@ -6,10 +6,11 @@ import TestSupport
 /// What a client sees at the server's connection limits.
 @Suite struct ConnectionLimitTests {
     @Test func pastTheGlobalLimitNewConnectionsGet503AndAreClosed() async throws {
-        var configuration = HTTPServerConfiguration.forTests(port: TestPorts.free(), connectionLimit: 4)
-        configuration.perAddressConnectionLimit = 0
-        let server = HTTPServer(configuration: configuration, responder: TestResponder())
-        try server.start()
+        let server = try TestPorts.started { port in
+            var configuration = HTTPServerConfiguration.forTests(port: port, connectionLimit: 4)
+            configuration.perAddressConnectionLimit = 0
+            return HTTPServer(configuration: configuration, responder: TestResponder())
+        }
         // Four idle connections fill the limit.
         let idle = try (0..<4).map { _ in try RawHTTPConnection(port: server.port) }
         for _ in 0..<50 where server.openConnections < 4 { try await Task.sleep(for: .milliseconds(20)) }
@@ -27,11 +28,12 @@ import TestSupport
     }
 
     @Test func oneAddressIsHeldToItsLimitWhileAnotherIsServed() async throws {
-        var configuration = HTTPServerConfiguration.forTests(port: TestPorts.free())
-        configuration.perAddressConnectionLimit = 3
-        configuration.requestTimeoutSeconds = 1
-        let server = HTTPServer(configuration: configuration, responder: TestResponder())
-        try server.start()
+        let server = try TestPorts.started { port in
+            var configuration = HTTPServerConfiguration.forTests(port: port)
+            configuration.perAddressConnectionLimit = 3
+            configuration.requestTimeoutSeconds = 1
+            return HTTPServer(configuration: configuration, responder: TestResponder())
+        }
         let held = try (0..<10).map { _ in try RawHTTPConnection(port: server.port) }
         try await Task.sleep(for: .milliseconds(200))
         #expect(server.openConnections <= 3)
@@ -58,10 +60,11 @@ import TestSupport
     }
 
     @Test func headersTrickledInPastTheRequestDeadlineEndTheConnection() async throws {
-        var configuration = HTTPServerConfiguration.forTests(port: TestPorts.free())
-        configuration.requestTimeoutSeconds = 1
-        let server = HTTPServer(configuration: configuration, responder: TestResponder())
-        try server.start()
+        let server = try TestPorts.started { port in
+            var configuration = HTTPServerConfiguration.forTests(port: port)
+            configuration.requestTimeoutSeconds = 1
+            return HTTPServer(configuration: configuration, responder: TestResponder())
+        }
         let started = ContinuousClock.now
         // A header line every 200 ms: never silent long enough for an inactivity timeout, yet cut at the deadline.
         let outcome = try await onBlockingThread { () -> String in

@@ -124,10 +124,11 @@ struct TestResponder: HTTPResponder {
 
 func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
                    _ body: (HTTPServer) async throws -> T) async throws -> T {
-    let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2, connectionTimeoutSeconds: 30,
-                                                                   connectionLimit: 1024, bodyLimitBytes: bodyLimit),
-                            responder: TestResponder(gate: gate))
-    try server.start()
+    let server = try TestPorts.started { port in
+        HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: port, threads: 2, connectionTimeoutSeconds: 30,
+                                                          connectionLimit: 1024, bodyLimitBytes: bodyLimit),
+                   responder: TestResponder(gate: gate))
+    }
     do {
         let result = try await body(server)
         await server.stop(drainDeadline: .seconds(2))
@@ -220,10 +221,11 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
     /// completes (libmicrohttpd cannot stop with suspended connections).
     @Test func stopCutsAStreamWaitingPastTheDrainDeadline() async throws {
         let gate = Gate()
-        let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: TestPorts.free(), threads: 2, connectionTimeoutSeconds: 30,
-                                                                       connectionLimit: 64, bodyLimitBytes: 1024),
-                                responder: TestResponder(gate: gate))
-        try server.start()
+        let server = try TestPorts.started { port in
+            HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: port, threads: 2, connectionTimeoutSeconds: 30,
+                                                              connectionLimit: 64, bodyLimitBytes: 1024),
+                       responder: TestResponder(gate: gate))
+        }
         let port = server.port
         let client = Task { try await httpRequest(port: port, "GET", "/stream-gated") }
         let deadline = ContinuousClock.now + .seconds(20)
@@ -308,9 +310,9 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
 
     @Test func gracefulStopDrainsAnInFlightRequest() async throws {
         let gate = Gate()
-        let server = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free()),
-                                responder: TestResponder(gate: gate))
-        try server.start()
+        let server = try TestPorts.started { port in
+            HTTPServer(configuration: HTTPServerConfiguration.forTests(port: port), responder: TestResponder(gate: gate))
+        }
         let port = server.port
         let inFlight = Task { try await httpRequest(port: port, "GET", "/slow") }
         while gate.waiting == 0 { try await Task.sleep(for: .milliseconds(2)) }
@@ -335,9 +337,9 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
 
     @Test func stopPastTheDrainDeadlineAnswersWithTheShutdownResponse() async throws {
         let gate = Gate()
-        let server = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free()),
-                                responder: TestResponder(gate: gate))
-        try server.start()
+        let server = try TestPorts.started { port in
+            HTTPServer(configuration: HTTPServerConfiguration.forTests(port: port), responder: TestResponder(gate: gate))
+        }
         let port = server.port
         let stuck = Task { try await httpRequest(port: port, "GET", "/slow") }
         while gate.waiting == 0 { try await Task.sleep(for: .milliseconds(2)) }
