@@ -7,11 +7,14 @@ public struct HTTPRequest: Sendable {
     public var query: [(name: String, value: String)]
     /// Header names are lower-cased so lookups are case-insensitive.
     public var headers: [(name: String, value: String)] {
-        didSet { bearerToken = Self.bearerToken(in: headers) }
+        didSet { (bearerToken, authorizationBytes) = Self.bearerToken(in: headers) }
     }
     /// The token of `Authorization: Bearer <token>` (scheme case-insensitive, spaces around the token dropped), cut
     /// once here: the admission step and the authentication of the same request both need it.
     public private(set) var bearerToken: String?
+    /// The length in bytes of the whole `Authorization` value the token was cut from (0 without a token), so a
+    /// limit on it needs no second look-up.
+    public private(set) var authorizationBytes = 0
     public var body: [UInt8]
     /// Filled by the router with the values of `{name}` segments.
     public var pathParameters: PathParameters
@@ -31,24 +34,24 @@ public struct HTTPRequest: Sendable {
         self.body = body
         self.pathParameters = pathParameters
         self.remoteAddress = remoteAddress
-        bearerToken = Self.bearerToken(in: self.headers)
+        (bearerToken, authorizationBytes) = Self.bearerToken(in: self.headers)
     }
 
-    private static func bearerToken(in headers: [(name: String, value: String)]) -> String? {
-        guard let header = headers.first(where: { $0.name == "authorization" })?.value else { return nil }
+    private static func bearerToken(in headers: [(name: String, value: String)]) -> (String?, Int) {
+        guard let header = headers.first(where: { $0.name == "authorization" })?.value else { return (nil, 0) }
         let utf8 = header.utf8
-        guard utf8.count > 7 else { return nil }
+        guard utf8.count > 7 else { return (nil, 0) }
         // Bytes, not characters: this runs for every authenticated request.
         var start = utf8.startIndex
         for want in "bearer ".utf8 {
             let byte = utf8[start]
-            if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != want { return nil }
+            if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != want { return (nil, 0) }
             start = utf8.index(after: start)
         }
         var end = utf8.endIndex
         while start < end, utf8[start] == UInt8(ascii: " ") { start = utf8.index(after: start) }
         while start < end, utf8[utf8.index(before: end)] == UInt8(ascii: " ") { end = utf8.index(before: end) }
-        return start == end ? nil : String(Substring(utf8[start..<end]))
+        return start == end ? (nil, 0) : (String(Substring(utf8[start..<end])), utf8.count)
     }
 
     /// The first value of a header, matched case-insensitively.

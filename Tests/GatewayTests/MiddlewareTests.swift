@@ -78,6 +78,32 @@ import Testing
         #expect(standing == nil)
     }
 
+    @Test func bearerTokensAreCutOnceAndRefusedPastTheHeaderLimit() {
+        var request = Self.request(headers: [("Authorization", "bEaReR   tok-1  ")])
+        #expect(request.bearerToken == "tok-1" && request.authorizationBytes == 16)
+        request.headers = [("authorization", "Basic dG9rLTE=")]
+        #expect(request.bearerToken == nil && request.authorizationBytes == 0)
+        request.headers = [("authorization", "Bearer    ")]
+        #expect(request.bearerToken == nil)
+        // Verified tokens have buckets of their own, but only within 210 bytes of header: past it the same
+        // verified token counts against the address like any unknown credential.
+        var policy = GatewayConfig().apiPolicy
+        policy.rateLimitPerMinute = 60
+        policy.rateLimitBurst = 2
+        let verified = VerifiedCallers()
+        let long = String(repeating: "t", count: 203)
+        verified.add(long)
+        let admission = Admission(policy: policy, verified: verified)
+        let within = Self.request(headers: [("Authorization", "Bearer " + long)])
+        #expect(within.authorizationBytes == 210)
+        for _ in 0..<2 { #expect(Self.admitted(admission.admit(within))) }
+        let past = Self.request(headers: [("Authorization", "Bearer  " + long)])
+        #expect(past.bearerToken == long && past.authorizationBytes == 211)
+        for _ in 0..<2 { #expect(Self.admitted(admission.admit(past))) }
+        #expect(!Self.admitted(admission.admit(past)))
+        #expect(!Self.admitted(admission.admit(within)))
+    }
+
     @Test func repeatedFailedAuthenticationsAreRefusedBeforeAnyLookup() {
         var policy = GatewayConfig().apiPolicy
         policy.authFailuresPerMinute = 60

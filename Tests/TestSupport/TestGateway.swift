@@ -2,6 +2,7 @@ import Foundation
 import GatewayApp
 public import DeskClient
 import Logging
+import HTTPServer
 
 /// A real gateway on a free port (`TestPorts`) against a test database.
 public enum TestGateway {
@@ -24,12 +25,24 @@ public enum TestGateway {
         return config
     }
 
+    /// Started again on other free ports (up to five times) when the gateway's or the emulator's port was taken
+    /// between `TestPorts.free()` and the bind: anything on the machine may bind a port of the range at any moment.
     public static func start(_ config: GatewayConfig, logger given: Logger? = nil) async throws -> GatewayApplication {
         var logger = given ?? Logger(label: "gateway-test")
         if given == nil { logger.logLevel = config.logLevel }
-        let app = try await buildApplication(config, logger: logger)
-        await app.waitForReportZones()
-        return app
+        var config = config
+        var attempt = 1
+        while true {
+            do {
+                let app = try await buildApplication(config, logger: logger)
+                await app.waitForReportZones()
+                return app
+            } catch let error as HTTPServerError where error.code == .startFailed && attempt < 5 {
+                attempt += 1
+                config.port = TestPorts.free()
+                if config.deskEmulatorPort != 0 { config.deskEmulatorPort = TestPorts.free() }
+            }
+        }
     }
 
     /// Runs `body` with a started gateway on a fresh database and stops it afterwards.

@@ -22,7 +22,7 @@ final class Authenticator: Sendable {
     /// The request's bearer token (`HTTPRequest.bearerToken`), refused past 210 bytes of header: a longer one is
     /// no token this gateway issued, and is not hashed into its caches.
     static func bearer(_ request: HTTPRequest) -> String? {
-        guard let token = request.bearerToken, let header = request.header("authorization"), header.utf8.count <= 210 else { return nil }
+        guard let token = request.bearerToken, request.authorizationBytes <= 210 else { return nil }
         return token
     }
 

@@ -72,6 +72,8 @@ public struct RateLimitStanding: Sendable {
     let limit: Int
     let remaining: Int
     let reset: Int
+    /// How many fields `append(to:)` adds.
+    static let headerCount = 4
 
     func append(to headers: inout [(name: String, value: String)]) {
         let (limit, remaining, reset) = (String(limit), String(remaining), String(reset))

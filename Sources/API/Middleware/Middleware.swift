@@ -70,10 +70,24 @@ struct MiddlewareChain<Steps: Middleware>: Sendable {
     /// Consuming: a handler's fresh answer arrives here uniquely held, so its headers grow in place (a borrowed one
     /// would be copied on the first header added).
     func leave(_ response: consuming HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) -> HTTPResponse {
-        // At most one allocation for the headers the steps add (request id, rate limits, CORS).
-        response.headers.reserveCapacity(response.headers.count + (exchange.rateLimit == nil ? 0 : 4) + 4)
+        response.headers.reserveCapacity(response.headers.count + (exchange.rateLimit == nil ? 0 : RateLimitStanding.headerCount)
+                                         + AnswerHeaders.addedBySteps)
         steps.leave(&response, request, exchange)
         return response
+    }
+}
+
+/// Room for the headers the steps add on the way out, so an answer's header array is made once.
+enum AnswerHeaders {
+    /// Request id, CORS's origin and `Vary`, ETag; the rate-limit fields are counted apart, since only admitted
+    /// requests carry them.
+    static let addedBySteps = 4
+
+    /// An empty header array for a handler's `own` headers and everything the steps add.
+    static func withRoom(for own: Int) -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(own + addedBySteps + RateLimitStanding.headerCount)
+        return headers
     }
 }
 
