@@ -78,12 +78,16 @@ public enum JSONText {
             fraction /= 10
             width -= 1
         }
-        // The fraction's digits, left-padded with zeros to its width.
-        var place: UInt64 = 1
-        for _ in 1..<max(width, 1) { place *= 10 }
-        while place > 0 {
-            out.put(UInt8(ascii: "0") + UInt8(fraction / place % 10))
-            place /= 10
+        // Right to left into a small buffer, by constant divisions (a division by a varying power of ten per digit
+        // was a twentieth of a weekly report's time), then byte by byte (a copy of a varying length is a call to
+        // memcpy); the fraction is left-padded with zeros to its width.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
+            let start = buffer.baseAddress!
+            for index in stride(from: width - 1, through: 0, by: -1) {
+                start[index] = UInt8(ascii: "0") + UInt8(fraction % 10)
+                fraction /= 10
+            }
+            for index in 0..<width { out.put(start[index]) }
         }
     }
 
@@ -95,12 +99,15 @@ public enum JSONText {
     static func number<Sink: ByteSink & ~Copyable>(_ d: Double, into out: inout Sink) {
         if !d.isFinite {
             for byte in "null".utf8 { out.put(byte) }
-        } else if d == d.rounded() && abs(d) < 1e15 {
-            integer(Int64(d), into: &out)
-        } else if abs(d) < 1e9, case let scaled = (d * 10_000).rounded(), scaled / 10_000 == d {
-            // Up to four decimals (averages, percentages, rates): the decimal reads back as the same Double,
-            // so it is the shortest form, written without going through String.
-            fixed(Int64(scaled), decimals: 4, into: &out)
+        } else if abs(d) < 1e15, case let whole = Int64(d), Double(whole) == d {
+            // Integral (the conversion truncates in one instruction; `rounded()` is a call into libm).
+            integer(whole, into: &out)
+        } else if abs(d) < 1e9, case let product = d * 10_000,
+                  case let scaled = Int64(product < 0 ? product - 0.5 : product + 0.5), Double(scaled) / 10_000 == d {
+            // Up to four decimals (averages, percentages, rates): the decimal reads back as the same Double, so it
+            // is the shortest form, written without going through String. Were `scaled` ever a neighbour of the
+            // nearest integer, the check fails and Swift prints the number, still exactly.
+            fixed(scaled, decimals: 4, into: &out)
         } else {
             for byte in String(d).utf8 { out.put(byte) }
         }
@@ -116,28 +123,28 @@ public enum JSONText {
 }
 
 extension JSONText {
-    /// `YYYY-MM-DD` of a year 0…9999, digit by digit (reports write thousands of dates).
+    /// `YYYY-MM-DD` of a year 0…9999 into the ten bytes at `start`, digit by digit (reports write thousands of dates).
     @inlinable
-    static func date<Sink: ByteSink & ~Copyable>(year: Int, month: Int, day: Int, into sink: inout Sink) {
+    static func date(year: Int, month: Int, day: Int, at start: UnsafeMutablePointer<UInt8>) {
         let zero = UInt8(ascii: "0"), dash = UInt8(ascii: "-")
-        sink.put(zero + UInt8(year / 1000 % 10))
-        sink.put(zero + UInt8(year / 100 % 10))
-        sink.put(zero + UInt8(year / 10 % 10))
-        sink.put(zero + UInt8(year % 10))
-        sink.put(dash)
-        sink.put(zero + UInt8(month / 10 % 10))
-        sink.put(zero + UInt8(month % 10))
-        sink.put(dash)
-        sink.put(zero + UInt8(day / 10 % 10))
-        sink.put(zero + UInt8(day % 10))
+        start[0] = zero + UInt8(year / 1000 % 10)
+        start[1] = zero + UInt8(year / 100 % 10)
+        start[2] = zero + UInt8(year / 10 % 10)
+        start[3] = zero + UInt8(year % 10)
+        start[4] = dash
+        start[5] = zero + UInt8(month / 10 % 10)
+        start[6] = zero + UInt8(month % 10)
+        start[7] = dash
+        start[8] = zero + UInt8(day / 10 % 10)
+        start[9] = zero + UInt8(day % 10)
     }
 
     /// The same date as a string.
     public static func date(year: Int, month: Int, day: Int) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(10)
-        date(year: year, month: month, day: day, into: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
+        String(unsafeUninitializedCapacity: 10) { buffer in
+            date(year: year, month: month, day: day, at: buffer.baseAddress!)
+            return 10
+        }
     }
 }
 

@@ -111,7 +111,12 @@ public struct CSATFigures: Sendable, Equatable {
     static func round(_ value: Double, _ places: Int) -> Double {
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }
-        return (value * scale).rounded() / scale
+        let scaled = value * scale
+        // Half away from zero as `rounded()` does, without its call into libm (three per row of a report): the
+        // fraction `scaled - whole` is exact.
+        guard scaled >= 0, scaled < 1e15 else { return scaled.rounded() / scale }
+        let whole = Double(Int64(scaled))
+        return (scaled - whole >= 0.5 ? whole + 1 : whole) / scale
     }
 }
 

@@ -63,6 +63,25 @@ import Testing
         #expect(CSATFigures().responseRate == nil)
     }
 
+    /// Rounded half away from zero, as `Double.rounded()` does, for every ratio of small counts (ties such as
+    /// 1/32 = 3.125 % among them) and large ones.
+    @Test func figuresRoundAsDoubleRoundsThem() {
+        func rounded(_ value: Double, _ scale: Double) -> Double { (value * scale).rounded() / scale }
+        var generator = SystemRandomNumberGenerator()
+        var cases = (1...64).flatMap { scored in (0...scored).map { (scored, $0) } }
+        cases += (0..<5_000).map { _ in let scored = Int.random(in: 1...5_000_000, using: &generator); return (scored, Int.random(in: 0...scored, using: &generator)) }
+        for (scored, part) in cases {
+            let fives = part
+            let figures = CSATFigures(requests: scored + part, responses: scored, distribution: [scored - fives, 0, 0, 0, fives])
+            #expect(figures.averageScore == rounded(Double(scored + 4 * fives) / Double(scored), 100))
+            #expect(figures.csatPercent == rounded(Double(fives) * 100 / Double(scored), 100))
+            #expect(figures.responseRate == rounded(Double(scored) / Double(scored + part), 10_000))
+        }
+        #expect(CSATFigures(requests: 32, responses: 8, distribution: [7, 1, 0, 0, 0]).averageScore == 1.13)
+        #expect(CSATFigures(requests: 32, responses: 1, distribution: [31, 0, 0, 0, 1]).csatPercent == 3.13)
+        #expect(CSATFigures(requests: 32, responses: 1, distribution: [1, 0, 0, 0, 0]).responseRate == 0.0313)
+    }
+
     @Test func csvCellsAreQuotedAndDefused() {
         #expect(CSV.field("plain") == "plain")
         #expect(CSV.field("a,b") == "\"a,b\"")
@@ -181,6 +200,21 @@ import Testing
         writer.date(year: 2026, month: 3, day: 9)
         tree.append(.string("2026-03-09"))
         #expect(writer.bytes == Array(JSONValue.array(tree).serialized().utf8.dropFirst().dropLast()))
+    }
+
+    /// Written into the array returned when the estimate fits; copied out (and still whole) when it was too small,
+    /// or so large that the array would keep much unused room.
+    @Test func bytesAreWrittenInPlaceOnlyWhenTheEstimateFits() {
+        func write(_ count: Int) -> (inout JSONWriter) -> Void {
+            { writer in for index in 0..<count { writer.put(UInt8(ascii: "a") + UInt8(index % 26)) } }
+        }
+        let expected = { (count: Int) in (0..<count).map { UInt8(ascii: "a") + UInt8($0 % 26) } }
+        let fitting = JSONWriter.bytes(capacity: 1_000, write(900))
+        #expect(fitting == expected(900) && fitting.capacity >= 1_000)
+        let spilled = JSONWriter.bytes(capacity: 1_000, write(5_000))
+        #expect(spilled == expected(5_000))
+        let loose = JSONWriter.bytes(capacity: 100_000, write(10))
+        #expect(loose == expected(10) && loose.capacity < 1_000)
     }
 
     @Test func stringsAreEscapedAndRoundTrip() throws {
