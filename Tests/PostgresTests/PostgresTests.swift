@@ -65,6 +65,23 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
+    /// NULLs, empty values, short and long ones side by side in every row: each read back as it was sent.
+    @Test func nullsAndEmptyValuesKeepTheirPlaces() async throws {
+        try await withPool { pool in
+            let long = String(repeating: "long value ", count: 10)
+            let rows = try await pool.query("""
+                SELECT n, CASE WHEN n % 2 = 0 THEN NULL ELSE '' END, CASE WHEN n % 3 = 0 THEN $1 ELSE 'x' || n END, NULL::int, ''
+                  FROM generate_series(1, 50) AS n ORDER BY n
+                """, [long])
+            #expect(rows.count == 50)
+            for (index, row) in rows.enumerated() {
+                let n = index + 1
+                #expect(row[0] == String(n) && row[1] == (n % 2 == 0 ? nil : "") && row[2] == (n % 3 == 0 ? long : "x\(n)"))
+                #expect(row[3] == nil && row[4] == "")
+            }
+        }
+    }
+
     @Test func nulBytesAreRejectedBeforeReachingTheServer() async throws {
         _ = try await withPool { pool in
             await #expect(throws: PostgresError.self) {
