@@ -76,6 +76,16 @@ public struct JSONWriter: ~Copyable {
         if let value { JSONText.number(value, into: &self) } else { raw("null") }
     }
 
+    /// `scaled / 10^places` (places 0…4, |scaled| < 10^15): what `number` writes for the Double
+    /// `Double(scaled) / 10^places`, without that Double. Both read back as the same Double, and a decimal of at most
+    /// four places is the shortest that does.
+    @inlinable
+    public mutating func decimal(_ scaled: Int64, places: Int) {
+        var divisor: Int64 = 1
+        for _ in 0..<places { divisor *= 10 }
+        if scaled % divisor == 0 { integer(Int(scaled / divisor)) } else { JSONText.fixed(scaled, decimals: places, into: &self) }
+    }
+
     /// A civil date as a JSON string, YYYY-MM-DD (years 0–9999), digit by digit: a weekly report writes thousands.
     @inlinable
     public mutating func date(year: Int, month: Int, day: Int) {

@@ -6,9 +6,9 @@ extension CSATFigures {
         out.raw("\"responses\":")
         out.integer(responses)
         out.raw(",\"averageScore\":")
-        out.number(averageScore)
+        if let rounded = roundedAverage { rounded.write(to: &out) } else { out.raw("null") }
         out.raw(",\"csatPercent\":")
-        out.number(csatPercent)
+        if let rounded = roundedCSAT { rounded.write(to: &out) } else { out.raw("null") }
         out.raw(",\"distribution\":{\"1\":")
         out.integer(distribution[0])
         out.raw(",\"2\":")
@@ -22,7 +22,13 @@ extension CSATFigures {
         out.raw("},\"requests\":")
         out.integer(requests)
         out.raw(",\"responseRate\":")
-        out.number(responseRate)
+        if let rounded = roundedRate { rounded.write(to: &out) } else { out.raw("null") }
+    }
+}
+
+extension RoundedRatio {
+    func write(to out: inout JSONWriter) {
+        if abs(scaled) < 1e15 { out.decimal(Int64(scaled), places: places) } else { out.number(value) }
     }
 }
 

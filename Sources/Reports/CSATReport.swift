@@ -94,30 +94,45 @@ public struct CSATFigures: Sendable, Equatable {
     }
 
     /// Mean score, two decimals; nil without scored responses.
-    public var averageScore: Double? {
-        scored == 0 ? nil : Self.round(Double(scoreSum) / Double(scored), 2)
-    }
+    public var averageScore: Double? { roundedAverage?.value }
 
     /// Share of 4s and 5s among scored responses, in percent with two decimals.
-    public var csatPercent: Double? {
-        scored == 0 ? nil : Self.round(Double(distribution[3] + distribution[4]) * 100 / Double(scored), 2)
-    }
+    public var csatPercent: Double? { roundedCSAT?.value }
 
     /// Responses per request sent, four decimals; nil when no request was recorded.
-    public var responseRate: Double? {
-        requests == 0 ? nil : Self.round(Double(responses) / Double(requests), 4)
-    }
+    public var responseRate: Double? { roundedRate?.value }
 
-    static func round(_ value: Double, _ places: Int) -> Double {
+    var roundedAverage: RoundedRatio? { scored == 0 ? nil : RoundedRatio(Double(scoreSum) / Double(scored), places: 2) }
+    var roundedCSAT: RoundedRatio? {
+        scored == 0 ? nil : RoundedRatio(Double(distribution[3] + distribution[4]) * 100 / Double(scored), places: 2)
+    }
+    var roundedRate: RoundedRatio? { requests == 0 ? nil : RoundedRatio(Double(responses) / Double(requests), places: 4) }
+}
+
+/// A ratio rounded half away from zero to a few decimals, as `Double.rounded()` rounds, kept as the whole number
+/// `ratio × 10^places` too: the report's JSON prints that number's digits instead of working them out again from the
+/// Double (three ratios on each of a weekly report's 2,800 rows).
+struct RoundedRatio {
+    /// `ratio × 10^places`, rounded: a whole number.
+    let scaled: Double
+    let places: Int
+    let scale: Double
+
+    init(_ ratio: Double, places: Int) {
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }
-        let scaled = value * scale
-        // Half away from zero as `rounded()` does, without its call into libm (three per row of a report): the
-        // fraction `scaled - whole` is exact.
-        guard scaled >= 0, scaled < 1e15 else { return scaled.rounded() / scale }
-        let whole = Double(Int64(scaled))
-        return (scaled - whole >= 0.5 ? whole + 1 : whole) / scale
+        let product = ratio * scale
+        // Without `rounded()`'s call into libm: the fraction `product - whole` is exact.
+        if product >= 0, product < 1e15 {
+            let whole = Double(Int64(product))
+            scaled = product - whole >= 0.5 ? whole + 1 : whole
+        } else {
+            scaled = product.rounded()
+        }
+        (self.places, self.scale) = (places, scale)
     }
+
+    var value: Double { scaled / scale }
 }
 
 /// One report row: a group and, when bucketed, the bucket it covers.

@@ -202,6 +202,24 @@ import Testing
         #expect(writer.bytes == Array(JSONValue.array(tree).serialized().utf8.dropFirst().dropLast()))
     }
 
+    /// A decimal written from its whole number of hundredths or ten-thousandths is what `number` writes for the
+    /// Double it stands for.
+    @Test func decimalsFromWholeNumbersAreWrittenAsTheirDoubles() {
+        var generator = SystemRandomNumberGenerator()
+        for index in 0..<20_000 {
+            let places = index % 5
+            var scale = 1.0
+            for _ in 0..<places { scale *= 10 }
+            let bound = [Int64(1_000), 1_000_000, 999_999_999_999_999].randomElement(using: &generator)!
+            let scaled = Int64.random(in: 0...bound, using: &generator)
+            var fromWhole = JSONWriter()
+            fromWhole.decimal(scaled, places: places)
+            var fromDouble = JSONWriter()
+            fromDouble.number(Double(scaled) / scale)
+            #expect(fromWhole.bytes == fromDouble.bytes, "\(scaled) / 10^\(places)")
+        }
+    }
+
     /// Written into the array returned when the estimate fits; copied out (and still whole) when it was too small,
     /// or so large that the array would keep much unused room.
     @Test func bytesAreWrittenInPlaceOnlyWhenTheEstimateFits() {
