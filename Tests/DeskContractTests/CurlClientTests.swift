@@ -10,11 +10,8 @@ import TestSupport
 /// The HTTP client under Desk calls and the emulator's webhooks, against the emulator over loopback.
 @Suite struct CurlClientTests {
     static func withEmulator(_ body: (DeskEmulator, DeskEmulatorConfiguration) async throws -> Void) async throws {
-        var configuration = DeskEmulatorConfiguration()
-        configuration.port = TestPorts.free()
-        let emulator = DeskEmulator(configuration: configuration)
-        try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
-        try emulator.start()
+        let emulator = try startedEmulator()
+        let configuration = emulator.configuration
         do {
             try await body(emulator, configuration)
         } catch {

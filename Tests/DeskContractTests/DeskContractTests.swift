@@ -8,11 +8,8 @@ import TestSupport
 
 /// The emulator on a free port (`TestPorts`) with the demo data, and a client pointed at it over loopback.
 func withDesk<T>(_ body: (DeskEmulator, DeskClient) async throws -> T) async throws -> T {
-    var configuration = DeskEmulatorConfiguration()
-    configuration.port = TestPorts.free()
-    let emulator = DeskEmulator(configuration: configuration)
-    try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
-    try emulator.start()
+    let configuration = DeskEmulatorConfiguration()
+    let emulator = try startedEmulator(configuration)
     var clientConfiguration = deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId,
                                                       apiToken: configuration.apiToken)
     clientConfiguration.retryBaseDelay = .milliseconds(5)
@@ -285,10 +282,8 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
     }
 
     @Test func wrongPlatformTokenIsUnauthorized() async throws {
-        var configuration = DeskEmulatorConfiguration()
-        configuration.port = TestPorts.free()
-        let emulator = DeskEmulator(configuration: configuration)
-        try emulator.start()
+        let configuration = DeskEmulatorConfiguration()
+        let emulator = try startedEmulator(configuration, seeded: false)
         let client = DeskClient(configuration: deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId, apiToken: "wrong"))
         await expectDomainError(.unauthorized) { _ = try await client.agents() }
         await emulator.stop()
@@ -315,11 +310,8 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
     }
 
     @Test func slowDeskHitsTheDeadline() async throws {
-        var configuration = DeskEmulatorConfiguration()
-        configuration.port = TestPorts.free()
-        let emulator = DeskEmulator(configuration: configuration)
-        try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
-        try emulator.start()
+        let configuration = DeskEmulatorConfiguration()
+        let emulator = try startedEmulator(configuration)
         var clientConfiguration = deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId, apiToken: configuration.apiToken)
         clientConfiguration.requestTimeout = .milliseconds(300)
         clientConfiguration.maxAttempts = 1

@@ -14,11 +14,7 @@ import TestSupport
     static let priorities: Set<String> = ["URGENT", "HIGH", "MEDIUM", "LOW"]
 
     func withEmulator(_ body: (Int) async throws -> Void) async throws {
-        var configuration = DeskEmulatorConfiguration()
-        configuration.port = TestPorts.free()
-        let emulator = DeskEmulator(configuration: configuration)
-        try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
-        try emulator.start()
+        let emulator = try startedEmulator()
         do { try await body(emulator.port) } catch { await emulator.stop(); throw error }
         await emulator.stop()
     }

@@ -11,11 +11,13 @@ import TestSupport
     }
 
     static func start(_ path: String) throws -> (DeskEmulator, Bool) {
-        var configuration = DeskEmulatorConfiguration()
-        configuration.port = TestPorts.free()
-        let (emulator, restored) = try DeskEmulator.persistent(configuration: configuration, store: EmulatorFileStore(path: path))
-        if !restored { try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8)) }
-        try emulator.start()
+        var restored = false
+        let emulator = try startedEmulator(seeded: false) { configuration in
+            let (made, fromFile) = try DeskEmulator.persistent(configuration: configuration, store: EmulatorFileStore(path: path))
+            if !fromFile { try made.seed(json: Array(DeskEmulator.demoSeed.utf8)) }
+            restored = fromFile
+            return made
+        }
         return (emulator, restored)
     }
 

@@ -30,15 +30,11 @@ final class WebhookReceiver: HTTPResponder {
     @Test func eventsAreSignedOrderedAndRetried() async throws {
         let receiver = WebhookReceiver()
         receiver.failFirst.withLock { $0 = 2 }
-        let server = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free()), responder: receiver)
-        try server.start()
+        let server = try TestPorts.started { HTTPServer(configuration: HTTPServerConfiguration.forTests(port: $0), responder: receiver) }
         var configuration = DeskEmulatorConfiguration()
-        configuration.port = TestPorts.free()
         configuration.webhookURLs = ["http://127.0.0.1:\(server.port)/hook"]
         configuration.webhookSecret = "s3cret"
-        let emulator = DeskEmulator(configuration: configuration)
-        try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
-        try emulator.start()
+        let emulator = try startedEmulator(configuration)
         let client = DeskClient(configuration: deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId))
         let session = try await client.authenticate(userId: "demo-customer", accessToken: "demo-token")
         let ticket = try await client.createTicket(session, .init(title: "Hook", userName: "D", userId: "demo-customer"))
@@ -109,16 +105,12 @@ final class SlowWebhookReceiver: HTTPResponder {
     /// A receiver on its own server, and a demo emulator sending it webhooks, signed in as the demo customer.
     static func start(_ receiver: SlowWebhookReceiver, concurrency: Int, capacity: Int) async throws
         -> (HTTPServer, DeskEmulator, DeskClient, DeskSession) {
-        let server = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free(), threads: 8), responder: receiver)
-        try server.start()
+        let server = try TestPorts.started { HTTPServer(configuration: HTTPServerConfiguration.forTests(port: $0, threads: 8), responder: receiver) }
         var configuration = DeskEmulatorConfiguration()
-        configuration.port = TestPorts.free()
         configuration.webhookURLs = ["http://127.0.0.1:\(server.port)/hook"]
         configuration.webhookConcurrency = concurrency
         configuration.webhookQueueCapacity = capacity
-        let emulator = DeskEmulator(configuration: configuration)
-        try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
-        try emulator.start()
+        let emulator = try startedEmulator(configuration)
         let client = DeskClient(configuration: deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId))
         return (server, emulator, client, try await client.authenticate(userId: "demo-customer", accessToken: "demo-token"))
     }
