@@ -450,8 +450,7 @@ struct PageResponder: HTTPResponder {
 
 @Suite struct LinkPreviewTests {
     @Test func previewsAPageWithItsOpenGraphData() async throws {
-        let site = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free()), responder: PageResponder())
-        try site.start()
+        let site = try TestPorts.started { HTTPServer(configuration: HTTPServerConfiguration.forTests(port: $0), responder: PageResponder()) }
         // A generous deadline: the suite runs many servers at once on two cores.
         try await withGateway(configure: { $0.linkPreviewAllowPrivate = true; $0.linkPreviewTimeoutMilliseconds = 20_000 }) { app in
             let customer = try await Customer.signIn(app)
@@ -472,8 +471,7 @@ struct PageResponder: HTTPResponder {
     }
 
     @Test func privateTargetsAndOtherSchemesAreRefused() async throws {
-        let site = HTTPServer(configuration: HTTPServerConfiguration.forTests(port: TestPorts.free()), responder: PageResponder())
-        try site.start()
+        let site = try TestPorts.started { HTTPServer(configuration: HTTPServerConfiguration.forTests(port: $0), responder: PageResponder()) }
         try await withGateway { app in
             let customer = try await Customer.signIn(app)
             for url in ["http://127.0.0.1:\(site.port)/page", "http://localhost:\(site.port)/page", "http://10.1.2.3/", "http://169.254.169.254/",

@@ -133,8 +133,7 @@ final class OTLPReceiver: HTTPResponder {
 
     @Test func spansReachTheReceiverAsOneTraceWithDesksCalls() async throws {
         let receiver = OTLPReceiver()
-        let collector = HTTPServer(configuration: .forTests(port: TestPorts.free()), responder: receiver)
-        try collector.start()
+        let collector = try TestPorts.started { HTTPServer(configuration: .forTests(port: $0), responder: receiver) }
         try await TestPostgres.withDatabase { url in
             var config = TestGateway.configuration(databaseURL: url)
             config.cacheTTLSeconds = 0   // every read asks Desk
