@@ -63,7 +63,7 @@ let package = Package(
         // libFuzzer drivers for the parsers of untrusted input (`make fuzz`); a plain build replays files instead.
         .executableTarget(name: "dg-fuzz", dependencies: ["API", "Domain", "JSON", "Reports", "HTTPServer"], swiftSettings: strict),
 
-        .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres", "Store", "HTTPServer", "DeskClient"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["GatewayApp", "Postgres", "Store", "HTTPServer", "DeskClient", "DeskEmulator"], path: "Tests/TestSupport"),
         // Routes and middleware on in-memory fakes: no PostgreSQL, no socket.
         .testTarget(name: "APITests", dependencies: ["API", "Domain", "Reports", "JSON", "HTTPServer", "Telemetry",
                                                     .product(name: "Logging", package: "swift-log")]),

@@ -10,12 +10,7 @@ import TestSupport
 
 /// A Desk emulator outside the gateway, so it can go down and come back while gateways restart.
 func externalDesk() throws -> DeskEmulator {
-    var configuration = DeskEmulatorConfiguration()
-    configuration.port = TestPorts.free()
-    let emulator = DeskEmulator(configuration: configuration)
-    try emulator.seed(json: Array(DeskEmulator.demoSeed.utf8))
-    try emulator.start()
-    return emulator
+    try startedEmulator()
 }
 
 func gatewayConfig(database: String, desk: DeskEmulator) -> GatewayConfig {

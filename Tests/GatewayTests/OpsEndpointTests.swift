@@ -129,8 +129,8 @@ import Telemetry
 
     /// With ADMIN_PORT, health and metrics answer there and leave the public port; the API stays where it was.
     @Test func theAdminPortTakesHealthAndMetricsOffThePublicOne() async throws {
-        let adminPort = TestPorts.free()
-        try await TestGateway.with(configure: { $0.adminPort = adminPort }) { app in
+        try await TestGateway.with(configure: { $0.adminPort = TestPorts.free() }) { app in
+            let adminPort = app.config.adminPort
             for path in ["/livez", "/readyz", "/metrics"] {
                 let admin = try await httpRequest(port: adminPort, "GET", path).status
                 let onPublic = try await httpRequest(port: app.port, "GET", path).status

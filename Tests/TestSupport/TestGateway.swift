@@ -25,23 +25,21 @@ public enum TestGateway {
         return config
     }
 
-    /// Started again on other free ports (up to five times) when the gateway's or the emulator's port was taken
-    /// between `TestPorts.free()` and the bind: anything on the machine may bind a port of the range at any moment.
+    /// Started again on other free ports when the gateway's, the admin or the emulator's port was taken between
+    /// `TestPorts.free()` and the bind (`TestPorts.retryingBind`); `app.config` tells the ports it got.
     public static func start(_ config: GatewayConfig, logger given: Logger? = nil) async throws -> GatewayApplication {
         var logger = given ?? Logger(label: "gateway-test")
         if given == nil { logger.logLevel = config.logLevel }
         var config = config
-        var attempt = 1
-        while true {
-            do {
-                let app = try await buildApplication(config, logger: logger)
-                await app.waitForReportZones()
-                return app
-            } catch let error as HTTPServerError where error.code == .startFailed && attempt < 5 {
-                attempt += 1
+        return try await TestPorts.retryingBind { attempt in
+            if attempt > 1 {
                 config.port = TestPorts.free()
+                if config.adminPort != 0 { config.adminPort = TestPorts.free() }
                 if config.deskEmulatorPort != 0 { config.deskEmulatorPort = TestPorts.free() }
             }
+            let app = try await buildApplication(config, logger: logger)
+            await app.waitForReportZones()
+            return app
         }
     }
 
