@@ -1,24 +1,28 @@
 internal import CMicroHTTPD
 
-/// libmicrohttpd's access handler: capture-free, finds the server through `cls`.
+/// libmicrohttpd's access handler: capture-free, finds the server through `cls`. The server outlives its daemon, so
+/// it is used without a retain: both worker threads taking one on the same object made its count's cache line bounce
+/// between the cores on every call.
 let httpAccessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, uploadData, uploadDataSize, conCls in
     guard let cls, let connection, let uploadDataSize, let conCls else { return .NO }
-    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    return server.handle(connection: connection, url: url, method: method, version: version, uploadData: uploadData,
-                         uploadDataSize: uploadDataSize, conCls: conCls)
+    return Unmanaged<HTTPServer>.fromOpaque(cls)._withUnsafeGuaranteedRef { server in
+        server.handle(connection: connection, url: url, method: method, version: version, uploadData: uploadData,
+                      uploadDataSize: uploadDataSize, conCls: conCls)
+    }
 }
 
 /// Releases the per-request context once libmicrohttpd is done with the request.
 let httpRequestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
     guard let cls, let conCls, let raw = conCls.pointee else { return }
-    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
     conCls.pointee = nil
-    if context.dispatched, context.claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
-        // The client went away while the work was running; nobody will resume this connection.
-        _ = server.suspended.withLock { $0.removeValue(forKey: ObjectIdentifier(context)) }
+    Unmanaged<HTTPServer>.fromOpaque(cls)._withUnsafeGuaranteedRef { server in
+        if context.dispatched, context.claimed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged {
+            // The client went away while the work was running; nobody will resume this connection.
+            _ = server.suspended.withLock { $0.removeValue(forKey: ObjectIdentifier(context)) }
+        }
+        server.liveContexts.subtract(1, ordering: .relaxed)
     }
-    server.liveContexts.subtract(1, ordering: .relaxed)
 }
 
 /// Collects header or query pairs through `MHD_get_connection_values`; lives on the caller's stack (no object
@@ -250,10 +254,14 @@ extension HTTPServer {
             return queue(responder.bodyTooLarge(context.request, limit: configuration.bodyLimitBytes), on: connection)
         }
 
-        switch responder.respond(to: context.request) {
+        // Taken out of the context for the call (reading the property would copy it) and put back only when the
+        // connection waits: shutdown answers a waiting request from it.
+        let request = context.takeRequest()
+        switch responder.respond(to: request) {
         case .now(let response):
             return queue(response, on: connection)
         case .later(let work):
+            context.request = request
             context.dispatched = true
             suspended.withLock { $0[ObjectIdentifier(context)] = context }
             MHD_suspend_connection(connection)

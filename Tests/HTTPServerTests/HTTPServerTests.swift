@@ -118,7 +118,8 @@ struct TestResponder: HTTPResponder {
     }
 
     func shuttingDown(_ request: HTTPRequest) -> HTTPResponse {
-        HTTPResponse(status: 503, contentType: "text/plain", body: "shutting down")
+        // The request it answers: the one that waited (the server keeps it while the work runs).
+        HTTPResponse(status: 503, contentType: "text/plain", body: "shutting down \(request.method) \(request.path)")
     }
 }
 
@@ -346,7 +347,7 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
         await server.stop(drainDeadline: .milliseconds(200))
         let response = try await stuck.value
         #expect(response.status == 503)
-        #expect(response.text == "shutting down")
+        #expect(response.text == "shutting down GET /slow")
         gate.open()
     }
 }
