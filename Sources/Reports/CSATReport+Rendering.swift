@@ -37,9 +37,11 @@ extension RoundedRatio {
 /// 28 distinct dates). Slots are taken by day number modulo 128; a date whose slot holds another is worked out again,
 /// so a shared slot costs time, never a wrong date.
 struct BucketDates {
-    private var slots = [(day: Int, year: Int32, month: UInt8, dayOfMonth: UInt8)](repeating: (.min, 0, 0, 0), count: 128)
+    /// Made at the first date: a report without buckets writes none and allocates nothing here.
+    private var slots: [(day: Int, year: Int32, month: UInt8, dayOfMonth: UInt8)] = []
 
     mutating func write(_ date: LocalDate, to out: inout JSONWriter) {
+        if slots.isEmpty { slots = Array(repeating: (.min, 0, 0, 0), count: 128) }
         let index = date.dayNumber & 127
         if slots[index].day != date.dayNumber {
             let (y, m, d) = date.components
