@@ -14,30 +14,14 @@ public struct HTTPRequest: Sendable {
     public private(set) var bearerToken: String?
     /// The length in bytes of the whole `Authorization` value the token was cut from (0 without a token), so a
     /// limit on it needs no second look-up.
-    public private(set) var authorizationBytes = 0
+    public private(set) var authorizationBytes: Int
     public var body: [UInt8]
     /// Filled by the router with the values of `{name}` segments.
     public var pathParameters: PathParameters
     /// The peer's IP address (the proxy's, behind one).
     public var remoteAddress: String?
 
-    public init(method: String, path: String, query: [(name: String, value: String)] = [],
-                headers: [(name: String, value: String)] = [], body: [UInt8] = [],
-                pathParameters: PathParameters = [:], remoteAddress: String? = nil) {
-        self.method = method
-        self.path = path
-        self.query = query
-        // The server hands names over lowercased already: then the array is kept as it is, not mapped anew.
-        let hasUppercase: (String) -> Bool = { $0.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) }
-        self.headers = headers.contains(where: { hasUppercase($0.name) })
-            ? headers.map { hasUppercase($0.name) ? ($0.name.lowercased(), $0.value) : $0 } : headers
-        self.body = body
-        self.pathParameters = pathParameters
-        self.remoteAddress = remoteAddress
-        (bearerToken, authorizationBytes) = Self.bearerToken(in: self.headers)
-    }
-
-    private static func bearerToken(in headers: [(name: String, value: String)]) -> (String?, Int) {
+    fileprivate static func bearerToken(in headers: [(name: String, value: String)]) -> (String?, Int) {
         guard let header = headers.first(where: { $0.name == "authorization" })?.value else { return (nil, 0) }
         let utf8 = header.utf8
         guard utf8.count > 7 else { return (nil, 0) }
@@ -70,5 +54,22 @@ public struct HTTPRequest: Sendable {
 
     public func queryValues(_ name: String) -> [String] {
         query.compactMap { $0.name == name ? $0.value : nil }
+    }
+}
+
+extension HTTPRequest {
+    // Declared here, not in the type, so that the memberwise initializer exists: this one ends in it. Setting the
+    // properties one by one left the request (over a hundred bytes) in memory, and the optimizer then copied it out
+    // and released the original, every string and array of it once more on every request.
+    public init(method: String, path: String, query: [(name: String, value: String)] = [],
+                headers: [(name: String, value: String)] = [], body: [UInt8] = [],
+                pathParameters: PathParameters = [:], remoteAddress: String? = nil) {
+        // The server hands names over lowercased already: then the array is kept as it is, not mapped anew.
+        let hasUppercase: (String) -> Bool = { $0.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) }
+        let lowered = headers.contains(where: { hasUppercase($0.name) })
+            ? headers.map { hasUppercase($0.name) ? ($0.name.lowercased(), $0.value) : $0 } : headers
+        let (token, bytes) = Self.bearerToken(in: lowered)
+        self.init(method: method, path: path, query: query, headers: lowered, bearerToken: token, authorizationBytes: bytes,
+                  body: body, pathParameters: pathParameters, remoteAddress: remoteAddress)
     }
 }

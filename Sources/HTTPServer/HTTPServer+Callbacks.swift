@@ -201,33 +201,38 @@ extension HTTPServer {
                                   query: values(of: connection, kind: .GET_ARGUMENT_KIND),
                                   headers: values(of: connection, kind: .HEADER_KIND),
                                   remoteAddress: clientAddress(of: connection))
+        let refusal = refusal(of: request, connection: connection, version: version)
+        // The request's last use: moved into the context, not copied.
         let context = RequestContext(request: request)
         context.connection = connection
         conCls.pointee = Unmanaged.passRetained(context).toOpaque()
         liveContexts.add(1, ordering: .relaxed)
+        guard let refusal else { return .YES }
+        context.tooLarge = true
+        return queue(refusal, on: connection, close: true)
+    }
+
+    /// The answer for a request refused before its body is read (the connection is closed after it), or nil.
+    private func refusal(of request: HTTPRequest, connection: OpaquePointer, version: UnsafePointer<CChar>?) -> HTTPResponse? {
         if openConnections > configuration.connectionLimit {
-            context.tooLarge = true
-            return queue(responder.overloaded(request), on: connection, close: true)
+            return responder.overloaded(request)
         }
         // Compared as a C string: no String made per request for the common versions.
         let spoken = Self.version(version)
         if spoken == .unsupported {
-            context.tooLarge = true
             var refused = responder.badRequest(request, reason: "Only HTTP/1.x is spoken here: send HTTP/1.1.")
             refused.status = 505
-            return queue(refused, on: connection, close: true)
+            return refused
         }
         let raw = Self.rawProblem(dg_mhd_has_nul(connection, version))
         if let problem = Self.framingProblem(request, http11: spoken == .http11OrLater, rawProblem: raw) {
-            context.tooLarge = true
-            return queue(responder.badRequest(request, reason: problem), on: connection, close: true)
+            return responder.badRequest(request, reason: problem)
         }
         // More than 18 digits is refused as too large too (libmicrohttpd is never shown such a length).
         if let length = request.header("content-length"), length.utf8.count > 18 || (Int(length) ?? .max) > configuration.bodyLimitBytes {
-            context.tooLarge = true
-            return queue(responder.bodyTooLarge(request, limit: configuration.bodyLimitBytes), on: connection, close: true)
+            return responder.bodyTooLarge(request, limit: configuration.bodyLimitBytes)
         }
-        return .YES
+        return nil
     }
 
     /// A piece of the body, kept up to the limit; past it the rest is read and dropped.
@@ -254,14 +259,10 @@ extension HTTPServer {
             return queue(responder.bodyTooLarge(context.request, limit: configuration.bodyLimitBytes), on: connection)
         }
 
-        // Taken out of the context for the call (reading the property would copy it) and put back only when the
-        // connection waits: shutdown answers a waiting request from it.
-        let request = context.takeRequest()
-        switch responder.respond(to: request) {
+        switch responder.respond(to: context.request) {
         case .now(let response):
             return queue(response, on: connection)
         case .later(let work):
-            context.request = request
             context.dispatched = true
             suspended.withLock { $0[ObjectIdentifier(context)] = context }
             MHD_suspend_connection(connection)

@@ -18,13 +18,4 @@ final class RequestContext: @unchecked Sendable {
     init(request: HTTPRequest) {
         self.request = request
     }
-
-    /// The request, moved out; an empty one (nothing allocated, made once) is left in its place.
-    func takeRequest() -> HTTPRequest {
-        var taken = Self.placeholder
-        swap(&taken, &request)
-        return taken
-    }
-
-    private static let placeholder = HTTPRequest(method: "", path: "")
 }
