@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Heap allocations per request in a running server: perf counts libc's malloc, calloc, realloc and free calls in
-# process PID (uprobes: needs root and Debian's linux-perf) while N keep-alive GETs of PATH go to 127.0.0.1:PORT.
+# process PID (uprobes: needs root and Debian's linux-perf) while N keep-alive GETs of PATH go to 127.0.0.1:PORT;
+# for a Swift server also the runtime's reference counting calls (retain and release of objects and of strings'
+# storage; a call on a small string or an immortal object returns at once, so these count work, not cache misses).
 # Counts do not move with the machine's load, so a change of one allocation per request shows where timings cannot.
 #   bench/allocs.sh PID PORT PATH [N] ["Name: value" ...]
 #   e.g. bench/allocs.sh "$(pgrep -x desk-gateway)" 8080 /livez 2000
@@ -11,6 +13,15 @@ libc=$(ldd "/proc/$pid/exe" | awk '/libc\.so/ {print $3}')
 for fn in malloc calloc realloc free; do
   perf probe -q -x "$libc" --add "$fn" 2>/dev/null || true  # already there from an earlier run
 done
+events=probe_libc:malloc,probe_libc:calloc,probe_libc:realloc,probe_libc:free
+swift=$(ldd "/proc/$pid/exe" | awk '/libswiftCore\.so/ {print $3}')
+if [ -n "$swift" ]; then
+  for fn in swift_retain swift_release swift_bridgeObjectRetain swift_bridgeObjectRelease; do
+    perf probe -q -x "$swift" --add "$fn" 2>/dev/null || true
+  done
+  events+=,probe_libswiftCore:swift_retain,probe_libswiftCore:swift_release
+  events+=,probe_libswiftCore:swift_bridgeObjectRetain,probe_libswiftCore:swift_bridgeObjectRelease
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat > "$work/client.py" <<'PY'
@@ -26,8 +37,11 @@ for _ in range(n):
         sys.exit(f"{path}: status {r.status}")
 PY
 python3 "$work/client.py" "$port" "$path" 200 "$@"  # warm: caches filled, first-use allocations done
-perf stat -x, -o "$work/counts" -e probe_libc:malloc,probe_libc:calloc,probe_libc:realloc,probe_libc:free -p "$pid" -- \
+perf stat -x, -o "$work/counts" -e "$events" -p "$pid" -- \
   python3 "$work/client.py" "$port" "$path" "$n" "$@"
-awk -F, -v n="$n" '$3 ~ /probe_libc/ {sub("probe_libc:", "", $3); v[$3] = $1 / n}
+awk -F, -v n="$n" '$3 ~ /probe_/ {sub("probe_[a-zA-Z]*:", "", $3); v[$3] = $1 / n}
   END {printf "allocations per request: %.2f (malloc %.2f, calloc %.2f, realloc %.2f), frees %.2f\n",
-       v["malloc"] + v["calloc"] + v["realloc"], v["malloc"], v["calloc"], v["realloc"], v["free"]}' "$work/counts"
+       v["malloc"] + v["calloc"] + v["realloc"], v["malloc"], v["calloc"], v["realloc"], v["free"]
+       if ("swift_retain" in v)
+         printf "reference counting calls per request: retain %.2f, release %.2f; strings: retain %.2f, release %.2f\n",
+           v["swift_retain"], v["swift_release"], v["swift_bridgeObjectRetain"], v["swift_bridgeObjectRelease"]}' "$work/counts"
