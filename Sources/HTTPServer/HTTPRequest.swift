@@ -21,7 +21,7 @@ public struct HTTPRequest: Sendable {
     /// The peer's IP address (the proxy's, behind one).
     public var remoteAddress: String?
 
-    fileprivate static func bearerToken(in headers: [(name: String, value: String)]) -> (String?, Int) {
+    private static func bearerToken(in headers: [(name: String, value: String)]) -> (String?, Int) {
         guard let header = headers.first(where: { $0.name == "authorization" })?.value else { return (nil, 0) }
         let utf8 = header.utf8
         guard utf8.count > 7 else { return (nil, 0) }
