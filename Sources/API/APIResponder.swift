@@ -36,7 +36,7 @@ public struct APIPolicy: Sendable {
 /// The gateway's HTTP front: the request steps (`Middleware`: access log, server spans, request id, CORS, admission,
 /// ETags), then routing, idempotency keys and problem+json around the route's handler.
 public final class APIResponder: HTTPResponder {
-    private let router: Router<RouteHandler>
+    private let router: Router<Routed>
     private let ids = RequestIDs()
     private let cors: CORS
     private let admission: Admission
@@ -54,7 +54,7 @@ public final class APIResponder: HTTPResponder {
         admission = Admission(policy: policy, verified: verified)
         self.idempotency = idempotency
         problems = ProblemMapper(logger: logger)
-        let accessLog = AccessLog(metrics: metrics, logger: logger, routes: routes.router.templates + Self.pseudoRoutes)
+        let accessLog = AccessLog(metrics: metrics, logger: logger, routes: routes.templates + Self.pseudoRoutes)
         steps = MiddlewareChain(steps: accessLog.then(ServerSpans(spans: spans).then(ids.then(cors.then(admission.then(ConditionalGET()))))))
         metrics.gauge("http_requests_in_flight", help: "Requests currently waiting on async work.") { [weak self] in
             [([], Double(self?.inFlight.load(ordering: .relaxed) ?? 0))]
@@ -71,6 +71,13 @@ public final class APIResponder: HTTPResponder {
     static let pseudoRoutes = ["(preflight)", "(rate limited)", "(unmatched)", "(body too large)", "(malformed request)", "(connection limit)"]
 
     public func respond(to request: HTTPRequest) -> HTTPReply {
+        var request = request
+        return respond(inPlace: &request)
+    }
+
+    /// Routes the request where it lies, its path parameters set in it (a copy to set them retained and released
+    /// every string and array of every request).
+    public func respond(inPlace request: inout HTTPRequest) -> HTTPReply {
         var exchange = Exchange()
         if let answer = steps.enter(request, &exchange) { return .now(steps.leave(answer, request, exchange)) }
         switch router.match(method: request.method, path: request.path) {
@@ -80,11 +87,11 @@ public final class APIResponder: HTTPResponder {
         case .methodNotAllowed(let allowed, let template):
             exchange.route = template
             return .now(steps.leave(APIError.methodNotAllowed(allowed).response(instance: request.path, requestID: exchange.requestID), request, exchange))
-        case .found(let handler, let template, let parameters):
-            var routed = request
-            routed.pathParameters = parameters
+        case .found(let routed, let template, let parameters):
+            request.pathParameters = parameters
             exchange.route = template
-            return handle(handler, routed, exchange)
+            exchange.routeNumber = routed.number
+            return handle(routed.handler, request, exchange)
         }
     }
 
@@ -94,16 +101,25 @@ public final class APIResponder: HTTPResponder {
         let info = RequestInfo(id: exchange.requestID, route: exchange.route, trace: exchange.trace)
         let slow: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse
         switch handler {
+        // Answers are handed to `leave` as they come (a named one was copied on the way, and its headers array then
+        // copied again when the steps append to it).
         case .sync(let body):
-            let response: HTTPResponse
-            do { response = try body(routed, info) } catch { response = problems.response(for: error, request: routed, info: info) }
-            return .now(steps.leave(response, routed, exchange))
+            do { return .now(steps.leave(try body(routed, info), routed, exchange)) } catch {
+                return .now(steps.leave(problems.response(for: error, request: routed, info: info), routed, exchange))
+            }
         case .hybrid(let fast, let rest):
-            if let response = fast(routed, info) { return .now(steps.leave(response, routed, exchange)) }
+            if let response = fast(routed, info) { return .now(steps.leave(consume response, routed, exchange)) }
             slow = rest
         case .async(let body):
             slow = body
         }
+        return later(slow, routed, exchange)
+    }
+
+    /// A route's async work, run as a Swift task. Apart from `handle`, whose answers given at once then borrow the
+    /// steps: in one function with this closure, every request copied the whole chain of steps.
+    private func later(_ slow: @escaping @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse, _ routed: HTTPRequest,
+                       _ exchange: Exchange) -> HTTPReply {
         inFlight.add(1, ordering: .relaxed)
         var traced = exchange
         traced.trace = exchange.trace ?? TraceContext.incoming(traceparent: nil)

@@ -50,12 +50,18 @@ public struct OpsRoutes: Sendable {
 
     /// `/livez`, `/readyz`, `/metrics`: on the public port, or on the admin port alone when one is set.
     public func registerHealth(in routes: inout RouteTable) {
-        // Made once, its tag too: the probe's answer costs no hashing.
+        // Body and tag made once: the probe's answer costs no hashing. The headers are made per answer, with room for
+        // the ones the steps add: a shared array would be copied, every pair in it, when the first is appended.
         let liveBody = Array(#"{"status":"pass"}"#.utf8)
-        let live = HTTPResponse(status: 200, headers: [("Content-Type", "application/health+json"), ("Cache-Control", "no-store"),
-                                                       ("ETag", ETag.of(liveBody))], body: liveBody)
+        let liveTag = ETag.of(liveBody)
         routes.add("GET", "/livez", .sync { [watchdog] _, _ in
-            guard let watchdog, watchdog.isStalled else { return live }
+            guard let watchdog, watchdog.isStalled else {
+                var headers = AnswerHeaders.withRoom(for: 3)
+                headers.append(("Content-Type", "application/health+json"))
+                headers.append(("Cache-Control", "no-store"))
+                headers.append(("ETag", liveTag))
+                return HTTPResponse(status: 200, headers: headers, body: liveBody)
+            }
             let seconds = Int(watchdog.silence.components.seconds)
             return HTTPResponse(status: 503, headers: [("Content-Type", "application/health+json"), ("Cache-Control", "no-store")],
                                 body: Array(#"{"status":"fail","output":"async work has made no progress for \#(seconds) s"}"#.utf8))

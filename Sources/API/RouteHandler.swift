@@ -26,13 +26,24 @@ public enum RouteHandler: Sendable {
                 slow: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse)
 }
 
+/// A route's handler and the number of its template in `RouteTable.templates`, by which the access log finds the
+/// route's series without hashing the template on every answer.
+struct Routed: Sendable {
+    let handler: RouteHandler
+    let number: Int
+}
+
 /// The routes of one gateway, built at start-up and then read-only.
 public struct RouteTable: Sendable {
-    var router = Router<RouteHandler>()
+    var router = Router<Routed>()
+    /// Every template routed, once each, numbered by their place here.
+    private(set) var templates: [String] = []
 
     public init() {}
 
     public mutating func add(_ method: String, _ path: String, _ handler: RouteHandler) {
-        router.add(method, path, handler)
+        let number = templates.firstIndex(of: path) ?? templates.count
+        if number == templates.count { templates.append(path) }
+        router.add(method, path, Routed(handler: handler, number: number))
     }
 }

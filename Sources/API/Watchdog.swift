@@ -1,4 +1,5 @@
 import Synchronization
+import Domain
 
 /// Liveness of the async side: a task on Swift's cooperative pool that must tick every second. If the pool is stuck
 /// (every thread blocked), the ticks stop while libmicrohttpd's threads still answer, and `/livez` reports it, so an
@@ -6,29 +7,29 @@ import Synchronization
 public final class Watchdog: Sendable {
     /// How long without a tick before the process counts as stuck.
     public let stallLimit: Duration
-    /// The last tick as nanoseconds since `origin`: an atomic, as every `/livez` reads it.
-    private let origin = ContinuousClock.now
-    private let lastTick = Atomic<Int64>(0)
+    private let stallNanos: Int64
+    /// The last tick (`MonotonicClock.nanos()`): an atomic, as every `/livez` reads it.
+    private let lastTick = Atomic<Int64>(MonotonicClock.nanos())
 
     public init(stallLimit: Duration) {
         self.stallLimit = stallLimit
-    }
-
-    private var elapsedNanos: Int64 {
-        let elapsed = (ContinuousClock.now - origin).components
-        return elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000
+        let parts = stallLimit.components
+        stallNanos = parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000
     }
 
     /// Ticks until cancelled.
     public func run(interval: Duration = .seconds(1)) async {
         while !Task.isCancelled {
-            lastTick.store(elapsedNanos, ordering: .relaxed)
+            lastTick.store(MonotonicClock.nanos(), ordering: .relaxed)
             try? await Task.sleep(for: interval)
         }
     }
 
-    /// Time since the last tick.
-    public var silence: Duration { .nanoseconds(elapsedNanos - lastTick.load(ordering: .relaxed)) }
+    private var silenceNanos: Int64 { MonotonicClock.nanos() - lastTick.load(ordering: .relaxed) }
 
-    public var isStalled: Bool { silence > stallLimit }
+    /// Time since the last tick.
+    public var silence: Duration { .nanoseconds(silenceNanos) }
+
+    /// Asked by every `/livez`: compared in whole nanoseconds, no `Duration` made.
+    public var isStalled: Bool { silenceNanos > stallNanos }
 }

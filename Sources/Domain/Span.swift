@@ -32,12 +32,21 @@ public struct Span: Sendable {
     /// Now on the wall clock, in the span's unit.
     public static func now() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1e9)) }
 
-    /// The wall-clock time of a monotonic instant in the recent past.
-    public static func wallNanos(of instant: ContinuousClock.Instant) -> UInt64 {
-        let ago = ContinuousClock.now - instant
-        let nanos = UInt64(max(0, ago.inSeconds * 1e9))
+    /// The wall-clock time of a monotonic instant (`MonotonicClock.nanos()`) in the recent past.
+    public static func wallNanos(ofMonotonic instant: Int64) -> UInt64 {
+        let nanos = UInt64(max(0, MonotonicClock.nanos() - instant))
         let now = Self.now()
         return now > nanos ? now - nanos : 0
+    }
+}
+
+/// The monotonic clock as whole nanoseconds. Every request reads it twice (its start, its latency): a
+/// `ContinuousClock.Instant` made and subtracted there cost 128-bit multiplications and divisions per request.
+public enum MonotonicClock {
+    public static func nanos() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
     }
 }
 

@@ -22,7 +22,8 @@ public struct HTTPRequest: Sendable {
     public var remoteAddress: String?
 
     private static func bearerToken(in headers: [(name: String, value: String)]) -> (String?, Int) {
-        guard let header = headers.first(where: { $0.name == "authorization" })?.value else { return (nil, 0) }
+        guard let index = headers.indices.first(where: { headers[$0].name == "authorization" }) else { return (nil, 0) }
+        let header = headers[index].value
         let utf8 = header.utf8
         guard utf8.count > 7 else { return (nil, 0) }
         // Bytes, not characters: this runs for every authenticated request.
@@ -42,8 +43,9 @@ public struct HTTPRequest: Sendable {
     public func header(_ name: String) -> String? {
         // Names are stored lowercased and callers mostly ask in lowercase: lowercasing is the exception (every
         // request looks up several headers).
-        let key = name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? name.lowercased() : name
-        for header in headers where header.name == key { return header.value }
+        let key = name.hasASCIIUppercase ? name.lowercased() : name
+        // By index: a `for header in headers` loop copies each pair out, retaining and releasing both strings.
+        for index in headers.indices where headers[index].name == key { return headers[index].value }
         return nil
     }
 
@@ -65,11 +67,22 @@ extension HTTPRequest {
                 headers: [(name: String, value: String)] = [], body: [UInt8] = [],
                 pathParameters: PathParameters = [:], remoteAddress: String? = nil) {
         // The server hands names over lowercased already: then the array is kept as it is, not mapped anew.
-        let hasUppercase: (String) -> Bool = { $0.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) }
-        let lowered = headers.contains(where: { hasUppercase($0.name) })
-            ? headers.map { hasUppercase($0.name) ? ($0.name.lowercased(), $0.value) : $0 } : headers
+        let lowered = headers.indices.contains(where: { headers[$0].name.hasASCIIUppercase })
+            ? headers.map { $0.name.hasASCIIUppercase ? ($0.name.lowercased(), $0.value) : $0 } : headers
         let (token, bytes) = Self.bearerToken(in: lowered)
         self.init(method: method, path: path, query: query, headers: lowered, bearerToken: token, authorizationBytes: bytes,
                   body: body, pathParameters: pathParameters, remoteAddress: remoteAddress)
+    }
+}
+
+extension String {
+    /// Whether any byte is an ASCII capital (`hasASCIILowercase`: a small letter), read from the string's contiguous
+    /// bytes: walking `utf8` an index at a time cost more than the lookups it guards, and every request asks it of
+    /// several header names and of its method.
+    var hasASCIIUppercase: Bool { hasASCIILetter(from: UInt8(ascii: "A")) }
+    var hasASCIILowercase: Bool { hasASCIILetter(from: UInt8(ascii: "a")) }
+
+    private func hasASCIILetter(from first: UInt8) -> Bool {
+        utf8.withContiguousStorageIfAvailable { $0.contains { $0 &- first < 26 } } ?? utf8.contains { $0 &- first < 26 }
     }
 }

@@ -8,6 +8,9 @@ public enum HTTPReply: Sendable {
 /// The application side of the server. Called on libmicrohttpd threads: `respond` must not block.
 public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) -> HTTPReply
+    /// The server's call: the request is lent in place, so a responder that fills in what routing found (its path
+    /// parameters) needs no copy of it. By default `respond(to:)`.
+    func respond(inPlace request: inout HTTPRequest) -> HTTPReply
     /// The answer when the body exceeds the server's limit (the request is never routed).
     func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse
     /// The answer for a request still suspended when the drain deadline passes during shutdown.
@@ -19,6 +22,10 @@ public protocol HTTPResponder: Sendable {
 }
 
 extension HTTPResponder {
+    public func respond(inPlace request: inout HTTPRequest) -> HTTPReply {
+        respond(to: request)
+    }
+
     public func overloaded(_ request: HTTPRequest) -> HTTPResponse {
         HTTPResponse(status: 503, headers: [("Content-Type", "text/plain"), ("Retry-After", "1")], body: Array("Too many connections.".utf8))
     }

@@ -259,7 +259,7 @@ extension HTTPServer {
             return queue(responder.bodyTooLarge(context.request, limit: configuration.bodyLimitBytes), on: connection)
         }
 
-        switch responder.respond(to: context.request) {
+        switch context.withRequest({ responder.respond(inPlace: &$0) }) {
         case .now(let response):
             return queue(response, on: connection)
         case .later(let work):

@@ -18,4 +18,11 @@ final class RequestContext: @unchecked Sendable {
     init(request: HTTPRequest) {
         self.request = request
     }
+
+    /// The request lent in place for one call (the responder may fill in its path parameters): passing
+    /// `context.request` as an argument copied it out of the object first (every string and array in it retained,
+    /// then released).
+    func withRequest<Result>(_ body: (inout HTTPRequest) -> Result) -> Result {
+        body(&request)
+    }
 }

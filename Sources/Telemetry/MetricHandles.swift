@@ -1,3 +1,4 @@
+import Domain
 import Synchronization
 
 /// A counter series resolved once and then counted without a lock: per-request paths keep one instead of naming
@@ -17,18 +18,18 @@ public final class CounterHandle: Sendable {
 public final class HistogramHandle: Sendable {
     let bounds: [Double]
     /// Observations per bucket, not cumulative; the last is above every bound.
-    let counts: [CounterHandle]
+    let counts: Unretained<CounterHandle>
     let sumBits = Atomic<UInt64>(0)
 
     init(bounds: [Double]) {
         self.bounds = bounds
-        counts = (0...bounds.count).map { _ in CounterHandle() }
+        counts = Unretained((0...bounds.count).map { _ in CounterHandle() })
     }
 
     public func observe(_ value: Double) {
         var index = 0
         while index < bounds.count, value > bounds[index] { index += 1 }
-        counts[index].increment()
+        counts.with(index) { $0.increment() }
         var current = sumBits.load(ordering: .relaxed)
         while true {
             let (exchanged, original) = sumBits.compareExchange(
@@ -41,8 +42,8 @@ public final class HistogramHandle: Sendable {
     var sample: MetricsRegistry.Sample {
         var sample = MetricsRegistry.Sample(value: Double(bitPattern: sumBits.load(ordering: .relaxed)))
         var running = 0
-        for (index, cell) in counts.enumerated() {
-            running += cell.value
+        for index in 0..<counts.count {
+            running += counts.with(index) { $0.value }
             if index < bounds.count { sample.bucketCounts.append(running) }
         }
         sample.count = running
@@ -52,41 +53,49 @@ public final class HistogramHandle: Sendable {
 
 /// Counters of one label set told apart by a small integer key (e.g. a method and a status), found and created
 /// without a lock: an open-addressed table whose slots are claimed by compare-and-swap. A key it has no room for
-/// reports nil, and the caller counts it the slow way.
+/// is not counted (`increment` says false), and the caller counts it the slow way.
 public final class KeyedCounters: Sendable {
     final class Slot: Sendable {
         let key = Atomic<Int>(0)
         let counter = CounterHandle()
     }
 
-    private let slots: [Slot]
+    private let slots: Unretained<Slot>
 
     public init(capacity: Int = 32) {
-        slots = (0..<max(1, capacity)).map { _ in Slot() }
+        slots = Unretained((0..<max(1, capacity)).map { _ in Slot() })
     }
 
-    /// `key` must be positive.
-    public func counter(for key: Int) -> CounterHandle? {
+    /// Counts one for `key` (positive); false when the table has no room for it, and the caller counts it the slow way.
+    public func increment(_ key: Int) -> Bool {
         let count = slots.count
         var index = key % count
         for _ in 0..<count {
-            let slot = slots[index]
-            let seen = slot.key.load(ordering: .acquiring)
-            if seen == key { return slot.counter }
-            if seen == 0 {
-                let (claimed, holder) = slot.key.compareExchange(expected: 0, desired: key, ordering: .acquiringAndReleasing)
-                if claimed || holder == key { return slot.counter }
+            // Counted through the lent slot: handing its counter out would retain it, from both request threads.
+            let counted = slots.with(index) { slot in
+                let seen = slot.key.load(ordering: .acquiring)
+                if seen == 0 {
+                    let (claimed, holder) = slot.key.compareExchange(expected: 0, desired: key, ordering: .acquiringAndReleasing)
+                    guard claimed || holder == key else { return false }
+                } else if seen != key {
+                    return false
+                }
+                slot.counter.increment()
+                return true
             }
+            if counted { return true }
             index = (index + 1) % count
         }
-        return nil
+        return false
     }
 
     /// Every key in use with its count.
     public var entries: [(key: Int, value: Int)] {
-        slots.compactMap { slot in
-            let key = slot.key.load(ordering: .acquiring)
-            return key == 0 ? nil : (key, slot.counter.value)
+        (0..<slots.count).compactMap { index in
+            slots.with(index) { slot in
+                let key = slot.key.load(ordering: .acquiring)
+                return key == 0 ? nil : (key, slot.counter.value)
+            }
         }
     }
 }

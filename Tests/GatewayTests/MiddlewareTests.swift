@@ -158,7 +158,7 @@ import Testing
         let log = AccessLog(metrics: metrics, logger: Logger(label: "test"))
         var response = HTTPResponse(status: 200)
         response.headers.append(("X-Cache", "HIT"))
-        log.record(response, request: Self.request("GET", "/v1/tickets/1001"), route: "/v1/tickets/{id}", requestID: "r", started: .now)
+        log.record(response, request: Self.request("GET", "/v1/tickets/1001"), route: "/v1/tickets/{id}", requestID: "r", started: MonotonicClock.nanos())
         let text = metrics.render()
         #expect(text.contains(#"http_requests_total{route="/v1/tickets/{id}",method="GET",status="200"} 1"#), "\(text)")
         #expect(text.contains(#"ticket_cache_total{result="hit"} 1"#))
@@ -180,7 +180,7 @@ import Testing
                     for index in 0..<2_000 {
                         let (method, route, status) = answers[(index + worker) % answers.count]
                         for log in [fast, slow] {
-                            log.record(HTTPResponse(status: status), request: Self.request(method, "/x"), route: route, requestID: "r", started: .now)
+                            log.record(HTTPResponse(status: status), request: Self.request(method, "/x"), route: route, requestID: "r", started: MonotonicClock.nanos())
                         }
                     }
                 }

@@ -13,6 +13,9 @@ public struct AccessLog: Sendable {
     /// Read once: the level is fixed at start, and asking the logger copies its handler on every answer.
     private let logsRequests: Bool
     private let series: [String: RouteSeries]
+    /// The same series in the order of the routes given, found by a route's number (`Exchange.routeNumber`): no
+    /// template hashed, no series retained per answer.
+    private let numbered: Unretained<RouteSeries>
     private let cacheResults: [(name: String, counter: CounterHandle)]
 
     /// The series of one route: its latency histogram and its requests by method and status.
@@ -37,6 +40,7 @@ public struct AccessLog: Sendable {
             series[route] = RouteSeries(duration: metrics.histogram("http_request_duration_seconds", [("route", route)]))
         }
         self.series = series
+        numbered = Unretained(routes.map { series[$0]! })
         cacheResults = ["hit", "miss", "stale"].map { ($0, metrics.counter("ticket_cache_total", [("result", $0)])) }
         let all = series
         metrics.addSource("http_requests_total") {
@@ -61,10 +65,11 @@ public struct AccessLog: Sendable {
         return methods.count
     }
 
-    public func record(_ response: HTTPResponse, request: HTTPRequest, route: String, requestID: String, started: ContinuousClock.Instant,
-                       trace: TraceContext? = nil) {
-        let seconds = (ContinuousClock.now - started).inSeconds
-        count(response, method: request.method, route: route, seconds: seconds)
+    /// `routeNumber`: the route's place in the `routes` this log was made with, or -1 to find it by `route`.
+    public func record(_ response: HTTPResponse, request: HTTPRequest, route: String, routeNumber: Int = -1, requestID: String,
+                       started: Int64, trace: TraceContext? = nil) {
+        let seconds = Double(MonotonicClock.nanos() - started) / 1e9
+        count(response, method: request.method, route: route, number: routeNumber, seconds: seconds)
         guard logsRequests else { return }
         var metadata: Logger.Metadata = [
             "request_id": "\(requestID)", "method": "\(Self.methodLabel(request.method))", "path": "\(request.path)",
@@ -77,7 +82,7 @@ public struct AccessLog: Sendable {
         logger.info("request", metadata: metadata)
     }
 
-    private func count(_ response: HTTPResponse, method: String, route: String, seconds: Double) {
+    private func count(_ response: HTTPResponse, method: String, route: String, number: Int, seconds: Double) {
         if let cache = response.header("x-cache") {
             if let known = cacheResults.first(where: { HTTPResponse.sameName($0.name, cache) }) {
                 known.counter.increment()
@@ -85,16 +90,20 @@ public struct AccessLog: Sendable {
                 metrics.increment("ticket_cache_total", [("result", cache.lowercased())])
             }
         }
-        if let series = series[route] {
-            series.duration.observe(seconds)
-            if (100...999).contains(response.status),
-               let counter = series.requests.counter(for: Self.methodNumber(method) * 1000 + response.status) {
-                counter.increment()
-                return
-            }
+        if number >= 0, number < numbered.count {
+            if numbered.with(number, { Self.count(response, method: method, seconds: seconds, in: $0) }) { return }
+        } else if let series = series[route] {
+            if Self.count(response, method: method, seconds: seconds, in: series) { return }
         } else {
             metrics.observe("http_request_duration_seconds", [("route", route)], seconds)
         }
         metrics.increment("http_requests_total", [("route", route), ("method", Self.methodLabel(method)), ("status", String(response.status))])
+    }
+
+    /// The answer counted on its route's series; false when its method and status have no counter there.
+    private static func count(_ response: HTTPResponse, method: String, seconds: Double, in series: RouteSeries) -> Bool {
+        series.duration.observe(seconds)
+        return response.status >= 100 && response.status <= 999
+            && series.requests.increment(methodNumber(method) * 1000 + response.status)
     }
 }

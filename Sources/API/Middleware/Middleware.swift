@@ -3,17 +3,21 @@ public import HTTPServer
 
 /// What the request steps learn about one request on its way in, and read again on the way out.
 public struct Exchange: Sendable {
-    public let started: ContinuousClock.Instant
+    /// `MonotonicClock.nanos()` when the request was taken up.
+    public let started: Int64
     public var requestID = ""
     /// The route template, or the label of an answer given before routing (`(preflight)`, `(rate limited)`, …):
     /// never the concrete path, so it is safe as a metric label.
     public var route = ""
+    /// The route's number in its table's templates (and in the access log's series); -1 for an answer given
+    /// before or without routing, which the log finds by its label.
+    public var routeNumber = -1
     /// The W3C trace the request belongs to, when it has one.
     public var trace: TraceContext?
     /// Where the caller stands with the rate limits, told on every answer to this request.
     public var rateLimit: RateLimitStanding?
 
-    public init(started: ContinuousClock.Instant = .now, requestID: String = "", route: String = "") {
+    public init(started: Int64 = MonotonicClock.nanos(), requestID: String = "", route: String = "") {
         (self.started, self.requestID, self.route) = (started, requestID, route)
     }
 }
@@ -58,9 +62,14 @@ extension Middleware {
     func then<Next: Middleware>(_ next: Next) -> Chained<Self, Next> { Chained(outer: self, inner: next) }
 }
 
-/// The steps of a responder, run as one.
-struct MiddlewareChain<Steps: Middleware>: Sendable {
+/// The steps of a responder, run as one. A class: as a struct held by the responder, the whole chain (every step's
+/// stored references) was copied for each answer handed to `leave`.
+final class MiddlewareChain<Steps: Middleware>: Sendable {
     let steps: Steps
+
+    init(steps: Steps) {
+        self.steps = steps
+    }
 
     /// The first step's own answer, with the route label it gave, or nil when every step let the request through.
     func enter(_ request: HTTPRequest, _ exchange: inout Exchange) -> HTTPResponse? {
@@ -144,18 +153,29 @@ struct ConditionalGET: Middleware {
 /// The caller's W3C trace on the way in (or a new one when spans are exported); a server span on the way out.
 struct ServerSpans: Middleware {
     let spans: (any SpanRecorder)?
+    /// Asked per request without copying the optional existential.
+    private let exports: Bool
+
+    init(spans: (any SpanRecorder)?) {
+        self.spans = spans
+        exports = spans != nil
+    }
 
     func enter(_ request: HTTPRequest, _ exchange: inout Exchange) -> HTTPResponse? {
         // A new trace is started only where it can be seen (an access log line, a route that may call Desk, an
         // exporter), so the cheap routes pay nothing for it.
-        exchange.trace = request.header("traceparent").map { TraceContext.incoming(traceparent: $0, tracestate: request.header("tracestate")) }
-            ?? (spans == nil ? nil : TraceContext.incoming(traceparent: nil))
+        // Left alone when there is nothing to set: writing the optional trace goes through its value witnesses.
+        if let parent = request.header("traceparent") {
+            exchange.trace = TraceContext.incoming(traceparent: parent, tracestate: request.header("tracestate"))
+        } else if exports {
+            exchange.trace = TraceContext.incoming(traceparent: nil)
+        }
         return nil
     }
 
     func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {
-        guard let spans, let trace = exchange.trace else { return }
-        spans.record(Span(context: trace, name: "\(request.method) \(exchange.route)", kind: .server, startNanos: Span.wallNanos(of: exchange.started),
+        guard exports, let spans, let trace = exchange.trace else { return }
+        spans.record(Span(context: trace, name: "\(request.method) \(exchange.route)", kind: .server, startNanos: Span.wallNanos(ofMonotonic: exchange.started),
                           endNanos: Span.now(),
                           attributes: [("http.request.method", .string(request.method)), ("http.route", .string(exchange.route)),
                                        ("url.path", .string(request.path)), ("http.response.status_code", .int(response.status)),
@@ -166,6 +186,7 @@ struct ServerSpans: Middleware {
 
 extension AccessLog: Middleware {
     public func leave(_ response: inout HTTPResponse, _ request: HTTPRequest, _ exchange: Exchange) {
-        record(response, request: request, route: exchange.route, requestID: exchange.requestID, started: exchange.started, trace: exchange.trace)
+        record(response, request: request, route: exchange.route, routeNumber: exchange.routeNumber, requestID: exchange.requestID,
+               started: exchange.started, trace: exchange.trace)
     }
 }
