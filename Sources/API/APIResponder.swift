@@ -116,8 +116,8 @@ public final class APIResponder: HTTPResponder {
         return later(slow, routed, exchange)
     }
 
-    /// A route's async work, run as a Swift task. Apart from `handle`, whose answers given at once then borrow the
-    /// steps: in one function with this closure, every request copied the whole chain of steps.
+    /// A route's async work, run as a Swift task while the connection waits; its answer goes through the steps
+    /// when the work ends.
     private func later(_ slow: @escaping @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse, _ routed: HTTPRequest,
                        _ exchange: Exchange) -> HTTPReply {
         inFlight.add(1, ordering: .relaxed)

@@ -24,7 +24,7 @@ public struct HTTPResponse: Sendable {
     }
 
     public func header(_ name: String) -> String? {
-        for header in headers where HTTPResponse.sameName(header.name, name) { return header.value }
+        for index in headers.indices where HTTPResponse.sameName(headers[index].name, name) { return headers[index].value }
         return nil
     }
 

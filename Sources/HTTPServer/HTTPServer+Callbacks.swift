@@ -309,9 +309,11 @@ extension HTTPServer {
         }
         guard let handle else { return .NO }
         defer { MHD_destroy_response(handle) }
-        for header in response.headers {
-            // withCString lends a native string's own bytes; passing the String makes a C copy of each.
-            _ = header.name.withCString { name in header.value.withCString { MHD_add_response_header(handle, name, $0) } }
+        // By index: a `for header in` loop copies each pair out (both strings retained, then released). withCString
+        // lends a native string's own bytes; passing the String makes a C copy of each.
+        let headers = response.headers
+        for index in headers.indices {
+            _ = headers[index].name.withCString { name in headers[index].value.withCString { MHD_add_response_header(handle, name, $0) } }
         }
         if close || draining.load(ordering: .relaxed) {
             _ = MHD_add_response_header(handle, "Connection", "close")

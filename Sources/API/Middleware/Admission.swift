@@ -44,12 +44,17 @@ public final class Admission: Sendable {
             return .refused(error)
         }
         if isWebhook { return .admitted(nil) }
-        let (bucket, key, perMinute) = isSignIn ? (signIns, "s:" + client, policy.signInPerMinute)
-            : isVerified ? (credentials, credential!, policy.rateLimitPerMinute) : (limiter, "a:" + client, policy.rateLimitPerMinute)
+        // The buckets passed as they are: picked into a tuple first, each was retained and released per request.
+        if isSignIn { return take(from: signIns, key: "s:" + client, perMinute: policy.signInPerMinute, what: "sign-ins") }
+        if let credential, isVerified { return take(from: credentials, key: credential, perMinute: policy.rateLimitPerMinute, what: "requests") }
+        return take(from: limiter, key: "a:" + client, perMinute: policy.rateLimitPerMinute, what: "requests")
+    }
+
+    private func take(from bucket: RateLimiter, key: String, perMinute: Int, what: String) -> Decision {
         let decision = bucket.take(key)
         let standing = RateLimitStanding(limit: Int(bucket.burst), remaining: decision.remaining, reset: decision.reset)
         guard decision.allowed else {
-            var error = APIError(.rateLimited, detail: "This client sent more than \(perMinute) \(isSignIn ? "sign-ins" : "requests") a minute; retry after \(decision.retryAfter) s.")
+            var error = APIError(.rateLimited, detail: "This client sent more than \(perMinute) \(what) a minute; retry after \(decision.retryAfter) s.")
             error.headers = [("Retry-After", String(decision.retryAfter))]
             standing.append(to: &error.headers)
             return .refused(error)
