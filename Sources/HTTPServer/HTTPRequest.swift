@@ -73,6 +73,14 @@ extension HTTPRequest {
         self.init(method: method, path: path, query: query, headers: lowered, bearerToken: token, authorizationBytes: bytes,
                   body: body, pathParameters: pathParameters, remoteAddress: remoteAddress)
     }
+
+    /// The server's: its collector lowercases header names as it copies them, so they are not scanned again.
+    init(method: String, path: String, query: [(name: String, value: String)], lowercasedHeaders headers: [(name: String, value: String)],
+         remoteAddress: String?) {
+        let (token, bytes) = Self.bearerToken(in: headers)
+        self.init(method: method, path: path, query: query, headers: headers, bearerToken: token, authorizationBytes: bytes,
+                  body: [], pathParameters: [:], remoteAddress: remoteAddress)
+    }
 }
 
 extension String {

@@ -73,7 +73,9 @@ import TestSupport
             return Self.drip(connection)
         }
         #expect(outcome == "closed")
-        #expect(ContinuousClock.now - started < .seconds(4))
+        // Cut near the 1 s deadline, well before the drip's 8 s end; the margin is for a loaded machine (4 s was
+        // once exceeded while release builds ran beside the suite).
+        #expect(ContinuousClock.now - started < .seconds(6))
         // A prompt client is served as usual, on the same server, and keeps its connection for a second request.
         let answers = try await onBlockingThread { () -> [Int] in
             let connection = try RawHTTPConnection(port: server.port)
