@@ -113,27 +113,41 @@ public enum TrendChart {
     /// A `target` CSAT % is drawn as a dotted line on the right axis; `label` is the chart's accessible name.
     public static func render(_ points: [TrendPoint], width: Int = 760, height: Int = 240, target: Double? = nil,
                               label: String = "Average score and CSAT per bucket") -> String {
-        var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart trend\" viewBox=\"0 0 \(width) \(height)\" role=\"img\" "
-            + "aria-label=\"\(SVG.escape(label))\">"
+        // Written as bytes, not interpolated strings: the report page draws one per view.
+        var svg = HTMLWriter(capacity: 2048 + points.count * 400)
+        svg.raw("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart trend\" viewBox=\"0 0 ")
+        svg.integer(width)
+        svg.raw(" ")
+        svg.integer(height)
+        svg.raw("\" role=\"img\" aria-label=\"")
+        svg.escaped(label)
+        svg.raw("\">")
         guard !points.isEmpty else {
-            return svg + "<text x=\"\(width / 2)\" y=\"\(height / 2)\" text-anchor=\"middle\" class=\"empty\">No buckets in this period</text></svg>"
+            svg.raw("<text x=\"")
+            svg.integer(width / 2)
+            svg.raw("\" y=\"")
+            svg.integer(height / 2)
+            svg.raw("\" text-anchor=\"middle\" class=\"empty\">No buckets in this period</text></svg>")
+            return svg.string
         }
         let plot = Plot(count: points.count, width: Double(width), height: Double(height))
-        svg += plot.axes()
+        plot.axes(to: &svg)
         if let target {
-            let y = f(plot.yPercent(target))
-            svg += "<line class=\"target\" x1=\"\(f(plot.left))\" x2=\"\(f(plot.left + plot.width))\" y1=\"\(y)\" y2=\"\(y)\">"
-                + "<title>CSAT target \(SVG.fixed(target, 1))%</title></line>"
+            let y = plot.yPercent(target)
+            svg.raw("<line class=\"target\"")
+            plot.horizontal(at: y, to: &svg)
+            svg.raw("><title>CSAT target ")
+            svg.fixed(target, 1)
+            svg.raw("%</title></line>")
         }
-        svg += plot.volume(points)
-        svg += plot.line("average", points.map { $0.average.map(plot.yAverage) })
-        svg += plot.line("csat", points.map { $0.csatPercent.map(plot.yPercent) })
-        svg += plot.markers(points)
-        svg += plot.xLabels(points)
-        return svg + "</svg>"
+        plot.volume(points, to: &svg)
+        plot.line("average", points.map { $0.average.map(plot.yAverage) }, to: &svg)
+        plot.line("csat", points.map { $0.csatPercent.map(plot.yPercent) }, to: &svg)
+        plot.markers(points, to: &svg)
+        plot.xLabels(points, to: &svg)
+        svg.raw("</svg>")
+        return svg.string
     }
-
-    static func f(_ value: Double) -> String { SVG.fixed(value, 1) }
 
     /// Where things go on the chart: the plot area inside the axes, and the x of each bucket.
     struct Plot {
@@ -151,72 +165,134 @@ public enum TrendChart {
         func yAverage(_ value: Double) -> Double { top + height * (5 - min(5, max(1, value))) / 4 }
         func yPercent(_ value: Double) -> Double { top + height * (100 - min(100, max(0, value))) / 100 }
 
+        /// ` x1="…" x2="…" y1="y" y2="y"`: a line across the plot area.
+        func horizontal(at y: Double, to svg: inout HTMLWriter) {
+            svg.raw(" x1=\"")
+            svg.fixed(left, 1)
+            svg.raw("\" x2=\"")
+            svg.fixed(left + width, 1)
+            svg.raw("\" y1=\"")
+            svg.fixed(y, 1)
+            svg.raw("\" y2=\"")
+            svg.fixed(y, 1)
+            svg.raw("\"")
+        }
+
         /// Grid lines at each score, the score axis on the left and the percent axis on the right.
-        func axes() -> String {
-            var svg = ""
+        func axes(to svg: inout HTMLWriter) {
             for score in 1...5 {
-                let y = f(yAverage(Double(score)))
-                svg += "<line class=\"grid\" x1=\"\(f(left))\" x2=\"\(f(left + width))\" y1=\"\(y)\" y2=\"\(y)\"/>"
-                svg += "<text class=\"axis\" x=\"\(f(left - 6))\" y=\"\(y)\" text-anchor=\"end\" dominant-baseline=\"middle\">\(score)</text>"
+                let y = yAverage(Double(score))
+                svg.raw("<line class=\"grid\"")
+                horizontal(at: y, to: &svg)
+                svg.raw("/><text class=\"axis\" x=\"")
+                svg.fixed(left - 6, 1)
+                svg.raw("\" y=\"")
+                svg.fixed(y, 1)
+                svg.raw("\" text-anchor=\"end\" dominant-baseline=\"middle\">")
+                svg.integer(score)
+                svg.raw("</text>")
             }
             for percent in [0, 50, 100] {
-                svg += "<text class=\"axis pct\" x=\"\(f(left + width + 6))\" y=\"\(f(yPercent(Double(percent))))\" dominant-baseline=\"middle\">\(percent)%</text>"
+                svg.raw("<text class=\"axis pct\" x=\"")
+                svg.fixed(left + width + 6, 1)
+                svg.raw("\" y=\"")
+                svg.fixed(yPercent(Double(percent)), 1)
+                svg.raw("\" dominant-baseline=\"middle\">")
+                svg.integer(percent)
+                svg.raw("%</text>")
             }
-            return svg
         }
 
         /// Responses per bucket as bars along the bottom quarter, scaled to the busiest one.
-        func volume(_ points: [TrendPoint]) -> String {
+        func volume(_ points: [TrendPoint], to svg: inout HTMLWriter) {
             let most = max(1, points.map(\.responses).max() ?? 1)
             let slot = count == 1 ? width / 3 : width / Double(count - 1)
             let barWidth = max(1, min(24, slot * 0.6))
-            var svg = ""
             for (index, point) in points.enumerated() where point.responses > 0 {
                 let barHeight = max(1, (height * 0.25) * Double(point.responses) / Double(most))
-                svg += "<rect class=\"volume\" x=\"\(f(x(index) - barWidth / 2))\" y=\"\(f(top + height - barHeight))\" "
-                    + "width=\"\(f(barWidth))\" height=\"\(f(barHeight))\"/>"
+                svg.raw("<rect class=\"volume\" x=\"")
+                svg.fixed(x(index) - barWidth / 2, 1)
+                svg.raw("\" y=\"")
+                svg.fixed(top + height - barHeight, 1)
+                svg.raw("\" width=\"")
+                svg.fixed(barWidth, 1)
+                svg.raw("\" height=\"")
+                svg.fixed(barHeight, 1)
+                svg.raw("\"/>")
             }
-            return svg
         }
 
         /// One series as polylines, broken where a bucket has no value.
-        func line(_ series: String, _ ys: [Double?]) -> String {
-            var svg = ""
-            var segment: [String] = []
-            func flush() {
-                if segment.count > 1 { svg += "<polyline class=\"line \(series)\" points=\"\(segment.joined(separator: " "))\"/>" }
-                segment = []
+        func line(_ series: StaticString, _ ys: [Double?], to svg: inout HTMLWriter) {
+            var start = 0
+            while start < ys.count {
+                guard ys[start] != nil else { start += 1; continue }
+                var end = start
+                while end < ys.count, ys[end] != nil { end += 1 }
+                if end - start > 1 {
+                    svg.raw("<polyline class=\"line ")
+                    svg.raw(series)
+                    svg.raw("\" points=\"")
+                    for index in start..<end {
+                        if index > start { svg.raw(" ") }
+                        svg.fixed(x(index), 1)
+                        svg.raw(",")
+                        svg.fixed(ys[index]!, 1)
+                    }
+                    svg.raw("\"/>")
+                }
+                start = end
             }
-            for (index, y) in ys.enumerated() {
-                if let y { segment.append("\(f(x(index))),\(f(y))") } else { flush() }
-            }
-            flush()
-            return svg
         }
 
         /// One marker per bucket with data, titled with its figures and linked when the point has a target.
-        func markers(_ points: [TrendPoint]) -> String {
-            var svg = ""
+        func markers(_ points: [TrendPoint], to svg: inout HTMLWriter) {
             for (index, point) in points.enumerated() {
                 guard point.average != nil || point.csatPercent != nil else { continue }
-                let title = SVG.escape(point.label + ": average " + (point.average.map { SVG.fixed($0, 2) } ?? "–")
-                                       + ", CSAT " + (point.csatPercent.map { SVG.fixed($0, 1) + "%" } ?? "–")
-                                       + ", \(point.responses) responses")
-                var marker = "<title>\(title)</title>"
-                if let average = point.average {
-                    marker += "<circle class=\"dot average\" cx=\"\(f(x(index)))\" cy=\"\(f(yAverage(average)))\" r=\"4\"/>"
+                if let href = point.href {
+                    svg.raw("<a href=\"")
+                    svg.escaped(href)
+                    svg.raw("\" class=\"point\">")
+                } else {
+                    svg.raw("<g class=\"point\">")
                 }
-                if let csat = point.csatPercent {
-                    marker += "<circle class=\"dot csat\" cx=\"\(f(x(index)))\" cy=\"\(f(yPercent(csat)))\" r=\"3\"/>"
-                }
-                svg += point.href.map { "<a href=\"\(SVG.escape($0))\" class=\"point\">\(marker)</a>" } ?? "<g class=\"point\">\(marker)</g>"
+                svg.raw("<title>")
+                svg.escaped(point.label)
+                svg.raw(": average ")
+                Self.figure(point.average, places: 2, suffix: "", to: &svg)
+                svg.raw(", CSAT ")
+                Self.figure(point.csatPercent, places: 1, suffix: "%", to: &svg)
+                svg.raw(", ")
+                svg.integer(point.responses)
+                svg.raw(" responses</title>")
+                if let average = point.average { dot("dot average", x: x(index), y: yAverage(average), radius: "4", to: &svg) }
+                if let csat = point.csatPercent { dot("dot csat", x: x(index), y: yPercent(csat), radius: "3", to: &svg) }
+                svg.raw(point.href == nil ? "</g>" : "</a>")
             }
-            return svg
+        }
+
+        /// A figure of a marker's title, or a dash without one.
+        static func figure(_ value: Double?, places: Int, suffix: StaticString, to svg: inout HTMLWriter) {
+            guard let value else { return svg.raw("–") }
+            svg.fixed(value, places)
+            svg.raw(suffix)
+        }
+
+        func dot(_ cssClass: StaticString, x: Double, y: Double, radius: StaticString, to svg: inout HTMLWriter) {
+            svg.raw("<circle class=\"")
+            svg.raw(cssClass)
+            svg.raw("\" cx=\"")
+            svg.fixed(x, 1)
+            svg.raw("\" cy=\"")
+            svg.fixed(y, 1)
+            svg.raw("\" r=\"")
+            svg.raw(radius)
+            svg.raw("\"/>")
         }
 
         /// At most about seven labels along the bottom, the first and the last always, never closer than a label's
         /// width (about 72 units for a date at this size): the stride label nearest the end gives way to the last.
-        func xLabels(_ points: [TrendPoint]) -> String {
+        func xLabels(_ points: [TrendPoint], to svg: inout HTMLWriter) {
             let slotWidth = count > 1 ? width / Double(count - 1) : width
             let every = max(1, Int((Double(count) / 7).rounded(.up)), Int((72 / slotWidth).rounded(.up)))
             var labelled = Array(stride(from: 0, to: count, by: every))
@@ -224,10 +300,15 @@ public enum TrendChart {
                 if count - 1 - last < every, labelled.count > 1 { labelled.removeLast() }
                 labelled.append(count - 1)
             }
-            return labelled.map { index in
-                "<text class=\"axis\" x=\"\(f(x(index)))\" y=\"\(f(top + height + 18))\" text-anchor=\"middle\">"
-                    + SVG.escape(SVG.truncate(points[index].label, to: 12)) + "</text>"
-            }.joined()
+            for index in labelled {
+                svg.raw("<text class=\"axis\" x=\"")
+                svg.fixed(x(index), 1)
+                svg.raw("\" y=\"")
+                svg.fixed(top + height + 18, 1)
+                svg.raw("\" text-anchor=\"middle\">")
+                svg.escaped(SVG.truncate(points[index].label, to: 12))
+                svg.raw("</text>")
+            }
         }
     }
 }
@@ -239,13 +320,14 @@ public enum DistributionBar {
     public static func render(_ counts: ScoreCounts, hrefs: [String?] = [], width: Int = 760, height: Int = 28,
                               cssClass: StaticString = "chart distribution", label: String = "Scores 1 to 5") -> String {
         var out = HTMLWriter(capacity: 700 + label.utf8.count)
-        write(counts, hrefs: hrefs, width: width, height: height, cssClass: cssClass, label: label, to: &out)
+        write(counts, hrefs: hrefs, width: width, height: height, cssClass: cssClass, label: { $0.escaped(label) }, to: &out)
         return out.string
     }
 
-    /// `render`, written into the page (one per agent and team).
-    public static func write(_ counts: ScoreCounts, hrefs: [String?] = [], width: Int, height: Int, cssClass: StaticString, label: String,
-                             to out: inout HTMLWriter) {
+    /// `render`, written into the page (one per agent and team). `label` writes the accessible name, escaped, into
+    /// the page itself (a row's label was a string built by a dozen appends first).
+    public static func write(_ counts: ScoreCounts, hrefs: [String?] = [], width: Int, height: Int, cssClass: StaticString,
+                             label: (inout HTMLWriter) -> Void, to out: inout HTMLWriter) {
         out.raw("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"")
         out.raw(cssClass)
         out.raw("\" viewBox=\"0 0 ")
@@ -253,7 +335,7 @@ public enum DistributionBar {
         out.raw(" ")
         out.integer(height)
         out.raw("\" role=\"img\" aria-label=\"")
-        out.escaped(label)
+        label(&out)
         out.raw("\" preserveAspectRatio=\"none\">")
         let total = counts.reduce(0, +)
         guard total > 0 else {
