@@ -476,6 +476,7 @@ struct PageFilters {
 
     static func encode(_ query: [(name: String, value: String)]) -> String {
         var out: [UInt8] = []
+        out.reserveCapacity(query.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 } + 16)
         for (index, item) in query.enumerated() {
             if index > 0 { out.append(UInt8(ascii: "&")) }
             percentEncode(item.name, into: &out)
@@ -486,17 +487,18 @@ struct PageFilters {
     }
 
     /// RFC 3986 unreserved bytes stay, every other byte is %XX (pages build hundreds of links; no Foundation here).
-    static let hexDigits = Array("0123456789ABCDEF".utf8)
-
     static func percentEncode(_ text: String, into out: inout [UInt8]) {
-        let hex = hexDigits
+        let hex: (UInt8) -> UInt8 = { $0 < 10 ? UInt8(ascii: "0") + $0 : UInt8(ascii: "A") + $0 - 10 }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
                  UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.append(byte)
             default:
-                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+                // Byte by byte: an array literal here was an allocation per escaped byte.
+                out.append(UInt8(ascii: "%"))
+                out.append(hex(byte >> 4))
+                out.append(hex(byte & 15))
             }
         }
     }
