@@ -22,8 +22,7 @@ public struct HTTPRequest: Sendable {
     public var remoteAddress: String?
 
     private static func bearerToken(in headers: [(name: String, value: String)]) -> (String?, Int) {
-        guard let index = headers.indices.first(where: { headers[$0].name == "authorization" }) else { return (nil, 0) }
-        let header = headers[index].value
+        guard let header = headers.first(where: { $0.name == "authorization" })?.value else { return (nil, 0) }
         let utf8 = header.utf8
         guard utf8.count > 7 else { return (nil, 0) }
         // Bytes, not characters: this runs for every authenticated request.
@@ -44,8 +43,7 @@ public struct HTTPRequest: Sendable {
         // Names are stored lowercased and callers mostly ask in lowercase: lowercasing is the exception (every
         // request looks up several headers).
         let key = name.hasASCIIUppercase ? name.lowercased() : name
-        // By index: a `for header in headers` loop copies each pair out, retaining and releasing both strings.
-        for index in headers.indices where headers[index].name == key { return headers[index].value }
+        for header in headers where header.name == key { return header.value }
         return nil
     }
 

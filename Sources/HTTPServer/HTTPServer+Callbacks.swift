@@ -137,29 +137,26 @@ extension HTTPServer {
         var coding: String?
         var codings = 0
         var hosts = 0
-        let headers = request.headers
-        for index in headers.indices {
-            // By index, fields read in place: a `for header in` loop copies each pair out, both strings retained and
-            // released.
+        for header in request.headers {
             // RFC 9112 §5.1: no whitespace between a field name and its colon ("Transfer-Encoding : chunked").
-            if !isToken(headers[index].name) { return "A header name holds a space or a character that is not allowed." }
-            if hasControlCharacter(headers[index].value) {
-                return "The \(headers[index].name) header holds a control character (a bare CR, LF, DEL or another): refused, never read two ways."
+            if !isToken(header.name) { return "A header name holds a space or a character that is not allowed." }
+            if hasControlCharacter(header.value) {
+                return "The \(header.name) header holds a control character (a bare CR, LF, DEL or another): refused, never read two ways."
             }
-            if headers[index].name == "content-length" {
+            if header.name == "content-length" {
                 // Digits only, as libmicrohttpd frames the body by it (CMicroHTTPDFixes hides any other value from it,
                 // so the request must be refused here): no sign, no list, no spaces.
-                let value = headers[index].value
+                let value = header.value
                 if value.isEmpty || !value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
                     return "Content-Length must be a decimal number of bytes."
                 }
                 if let length, length != value[...] { return "Content-Length is given more than once with different values." }
                 length = value[...]
                 lengths += 1
-            } else if headers[index].name == "transfer-encoding" {
-                coding = headers[index].value
+            } else if header.name == "transfer-encoding" {
+                coding = header.value
                 codings += 1
-            } else if headers[index].name == "host" {
+            } else if header.name == "host" {
                 hosts += 1
             }
         }

@@ -116,7 +116,7 @@ struct FilterPanel {
         var options = names.sorted { ($0.value, $0.key) < ($1.value, $1.key) }.map { (String($0.key), $0.value) }
         for id in chosen where !options.contains(where: { $0.0 == id }) { options.append((id, context.name(id, names))) }
         let summary = chosen.isEmpty ? "All \(label.lowercased())" : "\(chosen.count) chosen"
-        // Written as bytes: one per agent and team, the options were a tenth of a page view's string appends.
+        // Written as bytes: one per agent and team, the options were a fifth of a page view's string appends.
         var html = HTMLWriter(capacity: 256 + options.count * 96)
         html.markup("<fieldset class=\"pick\" id=\"pick-\(field)\"><legend>\(label)</legend><details\(chosen.isEmpty ? "" : " open")>")
         html.markup("<summary>\(summary)</summary><div>")
@@ -287,7 +287,7 @@ struct SummaryView {
         html += "<details><summary>Trend data</summary><div class=\"scroll\"><table id=\"trend\"><caption>Trend by \(bucket)</caption>"
             + "<thead><tr><th scope=\"col\">\(bucket.capitalized)</th><th scope=\"col\">Responses</th><th scope=\"col\">Average</th>"
             + "<th scope=\"col\">CSAT</th></tr></thead><tbody>"
-        // The rows written as bytes (a row of interpolated strings per bucket was a tenth of a view's allocations).
+        // The rows written as bytes (a row of interpolated strings per bucket was a fifth of a view's allocations).
         var rows = HTMLWriter(capacity: 64 + points.count * 320)
         for point in points {
             rows.raw("<tr data-label=\"")
