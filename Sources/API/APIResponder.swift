@@ -54,7 +54,7 @@ public final class APIResponder: HTTPResponder {
         admission = Admission(policy: policy, verified: verified)
         self.idempotency = idempotency
         problems = ProblemMapper(logger: logger)
-        let accessLog = AccessLog(metrics: metrics, logger: logger, routes: routes.templates + Self.pseudoRoutes)
+        let accessLog = AccessLog(metrics: metrics, logger: logger, routes: routes.router.templates + Self.pseudoRoutes)
         steps = MiddlewareChain(steps: accessLog.then(ServerSpans(spans: spans).then(ids.then(cors.then(admission.then(ConditionalGET()))))))
         metrics.gauge("http_requests_in_flight", help: "Requests currently waiting on async work.") { [weak self] in
             [([], Double(self?.inFlight.load(ordering: .relaxed) ?? 0))]

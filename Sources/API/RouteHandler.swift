@@ -26,7 +26,7 @@ public enum RouteHandler: Sendable {
                 slow: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse)
 }
 
-/// A route's handler and the number of its template in `RouteTable.templates`, by which the access log finds the
+/// A route's handler and the number of its template in the router's `templates`, by which the access log finds the
 /// route's series without hashing the template on every answer.
 struct Routed: Sendable {
     let handler: RouteHandler
@@ -36,14 +36,12 @@ struct Routed: Sendable {
 /// The routes of one gateway, built at start-up and then read-only.
 public struct RouteTable: Sendable {
     var router = Router<Routed>()
-    /// Every template routed, once each, numbered by their place here.
-    private(set) var templates: [String] = []
 
     public init() {}
 
     public mutating func add(_ method: String, _ path: String, _ handler: RouteHandler) {
-        let number = templates.firstIndex(of: path) ?? templates.count
-        if number == templates.count { templates.append(path) }
+        // The router lists each template once, in the order first added: a new one takes the next place.
+        let number = router.templates.firstIndex(of: path) ?? router.templates.count
         router.add(method, path, Routed(handler: handler, number: number))
     }
 }
