@@ -98,6 +98,20 @@ public struct JSONWriter: ~Copyable {
         count += 12
     }
 
+    /// How many bytes have been written: where the next write starts, for `rewrite(from:count:)`.
+    public var position: Int { count }
+
+    /// The `length` bytes written at `start` written again: text a report repeats row after row (a group's id and
+    /// name, a bucket's dates) is made once and then copied.
+    @inlinable
+    public mutating func rewrite(from start: Int, count length: Int) {
+        precondition(start >= 0 && length >= 0 && start + length <= count, "rewrite outside what was written")
+        reserve(length)
+        // After `reserve`: growing moves the buffer. The source ends where the copy begins, so they never overlap.
+        (base + count).update(from: base + start, count: length)
+        count += length
+    }
+
     /// Room for `extra` more bytes, grown once (a caller that knows its size saves the doublings).
     @inlinable @inline(__always)
     public mutating func reserve(_ extra: Int) {

@@ -32,24 +32,51 @@ extension RoundedRatio {
     }
 }
 
-/// The dates of a report's buckets as JSON strings. Every row of a bucketed report repeats its bucket's two dates, so
-/// each date's calendar fields are worked out once per report, not twice per row (a weekly report has 2,800 rows and
-/// 28 distinct dates). Slots are taken by day number modulo 128; a date whose slot holds another is worked out again,
-/// so a shared slot costs time, never a wrong date.
-struct BucketDates {
-    /// Made at the first date: a report without buckets writes none and allocates nothing here.
-    private var slots: [(day: Int, year: Int32, month: UInt8, dayOfMonth: UInt8)] = []
+/// Text a report repeats row after row, written once and then copied from where it was first written: each row of
+/// a group starts with the group's id and name (a weekly agents' report writes 14 rows a group), and every row of a
+/// bucket carries its bucket's two dates (2,800 rows, 14 buckets). Formatting the dates and escaping the names for
+/// each row was a twentieth of a weekly report's time.
+struct RepeatedText {
+    /// Where the last row's `{"id":…,"name":…` was written, and its group.
+    private var group: (key: ReportKey, at: Int, length: Int)?
+    /// Bucket objects by start day modulo 128; one whose slot holds another bucket is written anew (and takes the
+    /// slot), so a shared slot costs time, never a wrong date. Made at the first bucket: a report without buckets
+    /// allocates nothing here.
+    private var buckets: [(start: Int, end: Int, at: Int, length: Int)] = []
 
-    mutating func write(_ date: LocalDate, to out: inout JSONWriter) {
-        if slots.isEmpty { slots = Array(repeating: (.min, 0, 0, 0), count: 128) }
-        let index = date.dayNumber & 127
-        if slots[index].day != date.dayNumber {
-            let (y, m, d) = date.components
-            guard (0...9999).contains(y) else { return out.string(date.description) }
-            slots[index] = (date.dayNumber, Int32(y), UInt8(m), UInt8(d))
+    mutating func writeGroup(_ row: borrowing CSATRow, to out: inout JSONWriter) {
+        if let group, group.key == row.key { return out.rewrite(from: group.at, count: group.length) }
+        let at = out.position
+        out.raw("{\"id\":")
+        switch row.key.value {
+        case .none: out.raw("null")
+        case .id(let id): out.integer(id)
+        case .text(let text): out.string(text)
         }
-        let slot = slots[index]
-        out.date(year: Int(slot.year), month: Int(slot.month), day: Int(slot.dayOfMonth))
+        out.raw(",\"name\":")
+        out.string(row.name)
+        group = (row.key, at, out.position - at)
+    }
+
+    /// `,"bucket":{"start":…,"end":…}`.
+    mutating func writeBucket(_ start: LocalDate, _ end: LocalDate, to out: inout JSONWriter) {
+        if buckets.isEmpty { buckets = Array(repeating: (.min, .min, 0, 0), count: 128) }
+        let index = start.dayNumber & 127
+        let slot = buckets[index]
+        if slot.start == start.dayNumber, slot.end == end.dayNumber { return out.rewrite(from: slot.at, count: slot.length) }
+        let at = out.position
+        out.raw(",\"bucket\":{\"start\":")
+        Self.write(start, to: &out)
+        out.raw(",\"end\":")
+        Self.write(end, to: &out)
+        out.raw("}")
+        buckets[index] = (start.dayNumber, end.dayNumber, at, out.position - at)
+    }
+
+    private static func write(_ date: LocalDate, to out: inout JSONWriter) {
+        let (y, m, d) = date.components
+        guard (0...9999).contains(y) else { return out.string(date.description) }
+        out.date(year: y, month: m, day: d)
     }
 }
 
@@ -85,11 +112,11 @@ extension CSATReport {
         out.raw(",\"source\":")
         out.string(source)
         out.raw(",\"rows\":[")
-        var dates = BucketDates()
+        var repeated = RepeatedText()
         for index in rows.indices {
             if index > 0 { out.raw(",") }
             // Borrowed in place: a row copied out of the array was a twentieth of a weekly report's time.
-            Self.write(rows[index], dates: &dates, to: &out)
+            Self.write(rows[index], repeated: &repeated, to: &out)
         }
         out.raw("],\"totals\":{")
         totals.write(to: &out)
@@ -103,22 +130,9 @@ extension CSATReport {
         out.raw("}}}")
     }
 
-    private static func write(_ row: borrowing CSATRow, dates: inout BucketDates, to out: inout JSONWriter) {
-        out.raw("{\"id\":")
-        switch row.key.value {
-        case .none: out.raw("null")
-        case .id(let id): out.integer(id)
-        case .text(let text): out.string(text)
-        }
-        out.raw(",\"name\":")
-        out.string(row.name)
-        if let start = row.bucketStart, let end = row.bucketEnd {
-            out.raw(",\"bucket\":{\"start\":")
-            dates.write(start, to: &out)
-            out.raw(",\"end\":")
-            dates.write(end, to: &out)
-            out.raw("}")
-        }
+    private static func write(_ row: borrowing CSATRow, repeated: inout RepeatedText, to out: inout JSONWriter) {
+        repeated.writeGroup(row, to: &out)
+        if let start = row.bucketStart, let end = row.bucketEnd { repeated.writeBucket(start, end, to: &out) }
         out.raw(",")
         row.figures.write(to: &out)
         if let previous = row.previous {

@@ -235,6 +235,25 @@ import Testing
         #expect(loose == expected(10) && loose.capacity < 1_000)
     }
 
+    /// Bytes written earlier are written again as they were, also after the buffer grew and moved.
+    @Test func rewritingCopiesEarlierBytesAcrossGrowth() {
+        var writer = JSONWriter(capacity: 1)
+        writer.string("name \"quoted\"")
+        let first = (at: 0, length: writer.position)
+        writer.raw(",")
+        let second = writer.position
+        writer.date(year: 2026, month: 11, day: 27)
+        let secondLength = writer.position - second
+        for _ in 0..<200 {
+            writer.raw(",")
+            writer.rewrite(from: first.at, count: first.length)
+            writer.raw(",")
+            writer.rewrite(from: second, count: secondLength)
+        }
+        let expected = "\"name \\\"quoted\\\"\"" + ",\"2026-11-27\"" + String(repeating: ",\"name \\\"quoted\\\"\",\"2026-11-27\"", count: 200)
+        #expect(writer.string == expected)
+    }
+
     @Test func stringsAreEscapedAndRoundTrip() throws {
         let samples = ["plain", "quote \" and \\ backslash", "line\nbreak\r\ttab", "\u{0}\u{1}\u{1F}", "héllo ☃ 𝄞",
                        "separators \u{2028}\u{2029}", "", "\u{E2}\u{80}"]
@@ -262,6 +281,41 @@ import Testing
             && number(json["averageScore"]) == figures.averageScore && number(json["csatPercent"]) == figures.csatPercent
             && number(json["responseRate"]) == figures.responseRate
             && (1...5).allSatisfy { json["distribution"]?[String($0)]?.intValue == figures.distribution[$0 - 1] }
+    }
+
+    /// Thousands of groups (the ranks' table grows many times), ids and text values in a random order, each in
+    /// several entries: every group's rows hold the sums of its entries, in name order, once a bucket.
+    @Test func manyGroupsAreRankedAndSummedOnce() throws {
+        var generator = SystemRandomNumberGenerator()
+        for dimension in [ReportDimension.agent, .channelType] {
+            let p = try ReportParameters.parse([("from", "2026-03-01"), ("to", "2026-03-28"), ("groupBy", dimension.rawValue), ("bucket", "week")],
+                                               accept: nil, today: { _ in LocalDate("2026-06-30") }, isKnownZone: { $0 == "UTC" },
+                                               maxDays: 100, listing: false)
+            let keys: [ReportKey] = dimension.hasIds ? [.none] + (1...3_000).map { .id($0 * 7_919) } : (0..<300).map { .text("channel \($0)") }
+            var expected: [ReportKey: [Int: Int]] = [:]   // group → week start → responses
+            var entries: [ReportEntry] = []
+            for key in keys {
+                for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                    let day = LocalDate("2026-03-01")!.adding(days: Int.random(in: 0...27, using: &generator))
+                    let start = try #require(CSATReportShaper.bucket(of: day, .week, from: p.from, to: p.to)).0
+                    let responses = Int.random(in: 1...9, using: &generator)
+                    expected[key, default: [:]][start.dayNumber, default: 0] += responses
+                    entries.append((group: key, bucketStart: day, figures: CSATFigures(requests: responses, responses: responses,
+                                                                                        distribution: [0, 0, 0, 0, responses])))
+                }
+            }
+            entries.shuffle(using: &generator)
+            let report = CSATReportShaper.shape(parameters: p, source: "rollup", current: entries, previous: [], names: [:])
+            var seen: [ReportKey: [Int: Int]] = [:]
+            for row in report.rows {
+                let start = try #require(row.bucketStart).dayNumber
+                #expect(seen[row.key]?[start] == nil, "one row per group and bucket")
+                seen[row.key, default: [:]][start] = row.figures.responses
+            }
+            #expect(seen == expected)
+            let names = report.rows.map(\.name)
+            #expect(zip(names, names.dropFirst()).allSatisfy { $0 <= $1 })
+        }
     }
 
     /// The report's JSON is written straight into bytes; parsed back it holds every row, figure and name of the
