@@ -82,6 +82,23 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
+    /// Rows are a result's own: they stay whole after their connection ran other statements, read in another task,
+    /// and when only one row of them is kept.
+    @Test func rowsOutliveTheirConnectionsLaterStatements() async throws {
+        try await withPool(size: 1) { pool in
+            let first = try await pool.query("SELECT n, 'first ' || n, NULL::text FROM generate_series(1, 300) AS n ORDER BY n")
+            let kept = try #require(try await pool.query("SELECT 'kept', 7, NULL::int").first)
+            for _ in 0..<20 { _ = try await pool.query("SELECT n, repeat('overwrite', 50) FROM generate_series(1, 500) AS n") }
+            let read = try await Task.detached { () throws -> [String] in
+                try first.map { "\(try $0.decode(0, as: Int.self)) \($0[1] ?? "?") \(try $0.decodeIfPresent(2, as: String.self) ?? "null")" }
+            }.value
+            #expect(read == (1...300).map { "\($0) first \($0) null" })
+            let seven = try kept.decode(1, as: Int.self)
+            #expect(kept[0] == "kept" && seven == 7 && kept[2] == nil && kept[5] == nil)
+            #expect(first.columns == ["n", "?column?", "text"])
+        }
+    }
+
     @Test func nulBytesAreRejectedBeforeReachingTheServer() async throws {
         _ = try await withPool { pool in
             await #expect(throws: PostgresError.self) {
