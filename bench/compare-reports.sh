@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Two builds' report work side by side on the database `make bench` leaves behind (1,000,000 ratings): both gateways
+# up at once on it with the report cache off, and wrk at one connection alternating between them ROUNDS times on the
+# weekly and the unbucketed agents' report and the 30-day report page, which build goes first swapped each round.
+# Prints the gateway's µs of CPU per request (from /proc) per round, the medians, and in how many rounds the new build
+# was the cheaper. The answers are compared first: a change that alters a report is not a speed-up.
+#   bench/compare-reports.sh OLD_BINARY NEW_BINARY [ROUNDS]   (after one `make bench`)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+old_bin=$1 new_bin=$2 rounds=${3:-7} seconds=${COMPARE_SECONDS:-4}
+[ -d .build/bench-postgres/data ] || { echo "no bench database in .build/bench-postgres: run make bench first"; exit 1; }
+pids=()
+cleanup() {
+  # The new build first: the old one started the cluster, and stops it when it exits.
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM "${pids[$i]}" 2>/dev/null || true; wait "${pids[$i]}" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+export HOST=127.0.0.1 LOG_LEVEL=warning REPORT_CACHE_S=0 REPORT_TIME_ZONES=UTC,Asia/Kolkata SYNC_INTERVAL_S=0
+export CACHE_TTL_S=600 SESSION_CACHE_S=300 RATE_LIMIT_PER_MINUTE=10000000 RATE_LIMIT_BURST=10000000
+export HTTP_PER_ADDRESS_CONNECTION_LIMIT=0 SIGNIN_RATE_LIMIT_PER_MINUTE=10000000 SIGNIN_RATE_LIMIT_BURST=10000000
+export EMBEDDED_PG_DIR=.build/bench-postgres EMBEDDED_PG_PORT=${BENCH_PG_PORT:-25435}
+unset DATABASE_URL
+start() {  # binary name port emulator-port
+  PORT=$3 DESK_EMULATOR_PORT=$4 "$1" >".build/compare-reports-$2.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 600); do curl -fs "http://127.0.0.1:$3/readyz" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  echo "$2 did not become ready"; cat ".build/compare-reports-$2.log"; exit 1
+}
+start "$old_bin" old 18641 19641
+start "$new_bin" new 18642 19642
+key=$("$old_bin" api-key create --scope reports --name compare-reports 2>/dev/null | awk '/^key/ {print $2}')
+[ -n "$key" ] || { echo "could not create a reports key"; exit 1; }
+cookie=$(curl -s -o /dev/null -D - -X POST --data-urlencode "key=$key" http://127.0.0.1:18641/reports/sign-in \
+  | awk -F'[=;]' 'tolower($1) ~ /^set-cookie: dg_reports$/ {print $2}')
+to=$(date -u -d yesterday +%F)
+range="from=$(date -u -d "$to - 89 days" +%F)&to=$to&tz=UTC"
+# name path header
+scenarios=("week|/v1/reports/csat?groupBy=agent&$range&bucket=week|Authorization: Bearer $key"
+           "agents|/v1/reports/csat?groupBy=agent&$range|Authorization: Bearer $key"
+           "page|/reports?tz=UTC|Cookie: dg_reports=$cookie")
+for scenario in "${scenarios[@]}"; do
+  IFS='|' read -r name path header <<<"$scenario"
+  old_body=$(curl -fs -H "$header" "http://127.0.0.1:18641$path" | sed 's/"requestId":"[^"]*"//' | md5sum)
+  new_body=$(curl -fs -H "$header" "http://127.0.0.1:18642$path" | sed 's/"requestId":"[^"]*"//' | md5sum)
+  [ "$old_body" = "$new_body" ] || { echo "$name: the two builds answer differently"; exit 1; }
+done
+
+measure() {  # pid port path header -> µs of gateway CPU per request
+  local file=.build/compare-reports-wrk.txt c0 c1
+  wrk -t1 -c1 -d1s -H "$4" "http://127.0.0.1:$2$3" >/dev/null
+  c0=$(awk '{print $14 + $15}' "/proc/$1/stat")
+  wrk -t1 -c1 -d"${seconds}s" -H "$4" "http://127.0.0.1:$2$3" >"$file"
+  c1=$(awk '{print $14 + $15}' "/proc/$1/stat")
+  awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" '/requests in/ {n = $1} END {printf "%.0f\n", (b - a) / hz * 1e6 / n}' "$file"
+}
+results=.build/compare-reports-results.txt
+: >"$results"
+for round in $(seq 1 "$rounds"); do
+  for scenario in "${scenarios[@]}"; do
+    IFS='|' read -r name path header <<<"$scenario"
+    if ((round % 2)); then
+      old=$(measure "${pids[0]}" 18641 "$path" "$header"); new=$(measure "${pids[1]}" 18642 "$path" "$header")
+    else
+      new=$(measure "${pids[1]}" 18642 "$path" "$header"); old=$(measure "${pids[0]}" 18641 "$path" "$header")
+    fi
+    echo "$name $old $new" | tee -a "$results"
+  done
+done
+python3 - "$results" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
+for name in dict.fromkeys(r[0] for r in rows):
+    old = [float(r[1]) for r in rows if r[0] == name]
+    new = [float(r[2]) for r in rows if r[0] == name]
+    o, n = statistics.median(old), statistics.median(new)
+    cheaper = sum(1 for a, b in zip(old, new) if b < a)
+    print(f"{name}: old {o:.0f} µs, new {n:.0f} µs of gateway CPU a request ({(n / o - 1) * 100:+.1f} %), new cheaper in {cheaper} of {len(old)}")
+PY
