@@ -33,7 +33,8 @@ key=$("$old_bin" api-key create --scope reports --name compare-reports 2>/dev/nu
 [ -n "$key" ] || { echo "could not create a reports key"; exit 1; }
 cookie=$(curl -s -o /dev/null -D - -X POST --data-urlencode "key=$key" http://127.0.0.1:18641/reports/sign-in \
   | awk -F'[=;]' 'tolower($1) ~ /^set-cookie: dg_reports$/ {print $2}')
-to=$(date -u -d yesterday +%F)
+# The range `make bench` reports on: the 90 days to today.
+to=$(date -u +%F)
 range="from=$(date -u -d "$to - 89 days" +%F)&to=$to&tz=UTC"
 # name path header
 scenarios=("week|/v1/reports/csat?groupBy=agent&$range&bucket=week|Authorization: Bearer $key"

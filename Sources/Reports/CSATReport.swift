@@ -161,7 +161,6 @@ public struct CSATReport: Sendable {
     }
 }
 
-/// Turns summed figures keyed by group and bucket into report rows.
 /// Each group's rank by its key, in an open-addressed table of the keys' integers: a weekly agents' report looks up
 /// 3,000 entries, and hashing each key through `Hasher` was a fiftieth of its time.
 struct GroupRanks {
@@ -210,6 +209,7 @@ struct GroupRanks {
     }
 }
 
+/// Turns summed figures keyed by group and bucket into report rows.
 public enum CSATReportShaper {
     /// The natural bucket a day falls in (clipped to the report range).
     public static func bucket(of day: LocalDate, _ bucket: ReportBucket, from: LocalDate, to: LocalDate) -> (LocalDate, LocalDate)? {
