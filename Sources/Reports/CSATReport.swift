@@ -13,6 +13,12 @@ public struct ScoreCounts: Sendable, Equatable, MutableCollection, RandomAccessC
 
     public init(arrayLiteral elements: Int...) { self.init(elements) }
 
+    /// The counts of scores 1 to 5. Rows read from the rollups make one each (3,000 for a weekly agents' report): an
+    /// array literal made and released an array per row.
+    public init(_ ones: Int, _ twos: Int, _ threes: Int, _ fours: Int, _ fives: Int) {
+        counts = (ones, twos, threes, fours, fives)
+    }
+
     public var startIndex: Int { 0 }
     public var endIndex: Int { 5 }
 

@@ -91,7 +91,7 @@ public struct ReportStore: ReportReader {
         for row in try await reads.run({ try await $0.query(sql, binds) }) {
             let group = try p.groupBy.key(row)
             let tag: Int = try row.decode(1)
-            let distribution: ScoreCounts = [try row.decode(4), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8)]
+            let distribution = ScoreCounts(try row.decode(4), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8))
             let figures = CSATFigures(requests: try row.decode(2), responses: try row.decode(3), distribution: distribution)
             if tag == BlockPlan.previousTag {
                 previous.append((group, figures))
@@ -139,7 +139,7 @@ public struct ReportStore: ReportReader {
     /// Columns 2…10: requests, responses, scored, score sum, counts of 1…5.
     static func figures(_ row: PostgresRow) throws -> CSATFigures {
         CSATFigures(requests: try row.decode(2), responses: try row.decode(3), scored: try row.decode(4), scoreSum: try row.decode(5),
-                    distribution: [try row.decode(6), try row.decode(7), try row.decode(8), try row.decode(9), try row.decode(10)])
+                    distribution: ScoreCounts(try row.decode(6), try row.decode(7), try row.decode(8), try row.decode(9), try row.decode(10)))
     }
 
     /// Display names of agents or teams (kept current by sync).
