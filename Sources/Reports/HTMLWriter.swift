@@ -42,6 +42,13 @@ public struct HTMLWriter: ~Copyable {
         SVG.appendFixed(value, places, to: &out)
     }
 
+    /// A figure with a fixed count of decimals and its suffix, or a dash when there is none (no responses).
+    public mutating func figure(_ value: Double?, places: Int, suffix: StaticString) {
+        guard let value else { return raw("–") }
+        fixed(value, places)
+        raw(suffix)
+    }
+
     /// The JSON API's spelling of a number (nothing for nil).
     public mutating func number(_ value: Double?) {
         if let value { out.number(value) }

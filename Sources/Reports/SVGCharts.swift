@@ -259,9 +259,9 @@ public enum TrendChart {
                 svg.raw("<title>")
                 svg.escaped(point.label)
                 svg.raw(": average ")
-                Self.figure(point.average, places: 2, suffix: "", to: &svg)
+                svg.figure(point.average, places: 2, suffix: "")
                 svg.raw(", CSAT ")
-                Self.figure(point.csatPercent, places: 1, suffix: "%", to: &svg)
+                svg.figure(point.csatPercent, places: 1, suffix: "%")
                 svg.raw(", ")
                 svg.integer(point.responses)
                 svg.raw(" responses</title>")
@@ -269,13 +269,6 @@ public enum TrendChart {
                 if let csat = point.csatPercent { dot("dot csat", x: x(index), y: yPercent(csat), radius: "3", to: &svg) }
                 svg.raw(point.href == nil ? "</g>" : "</a>")
             }
-        }
-
-        /// A figure of a marker's title, or a dash without one.
-        static func figure(_ value: Double?, places: Int, suffix: StaticString, to svg: inout HTMLWriter) {
-            guard let value else { return svg.raw("–") }
-            svg.fixed(value, places)
-            svg.raw(suffix)
         }
 
         func dot(_ cssClass: StaticString, x: Double, y: Double, radius: StaticString, to svg: inout HTMLWriter) {

@@ -150,13 +150,22 @@ enum ReportPageHTML {
 /// The page's figures as the rows write them.
 extension HTMLWriter {
     mutating func average(_ value: Double?) {
-        if let value { fixed(value, 2) } else { raw("–") }
+        figure(value, places: 2, suffix: "")
     }
 
     mutating func percent(_ value: Double?) {
-        guard let value else { return raw("–") }
-        fixed(value, 1)
-        raw("%")
+        figure(value, places: 1, suffix: "%")
+    }
+
+    /// ` data-responses="…" data-average="…" data-csat="…"`: what the page's sorting reads from a table row.
+    mutating func sortData(responses: Int, average: Double?, csatPercent: Double?) {
+        raw(" data-responses=\"")
+        integer(responses)
+        raw("\" data-average=\"")
+        number(average)
+        raw("\" data-csat=\"")
+        number(csatPercent)
+        raw("\"")
     }
 
     mutating func change(_ now: Double?, _ before: Double?, places: Int, suffix: StaticString, noData: StaticString = "no previous data") {

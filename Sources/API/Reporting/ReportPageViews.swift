@@ -292,13 +292,9 @@ struct SummaryView {
         for point in points {
             rows.raw("<tr data-label=\"")
             rows.escaped(point.label)
-            rows.raw("\" data-responses=\"")
-            rows.integer(point.responses)
-            rows.raw("\" data-average=\"")
-            rows.markup(ReportPageHTML.number(point.average))
-            rows.raw("\" data-csat=\"")
-            rows.markup(ReportPageHTML.number(point.csatPercent))
-            rows.raw("\"><td><a href=\"")
+            rows.raw("\"")
+            rows.sortData(responses: point.responses, average: point.average, csatPercent: point.csatPercent)
+            rows.raw("><td><a href=\"")
             rows.escaped(point.href ?? "")
             rows.raw("\">")
             rows.escaped(point.label)
@@ -418,13 +414,9 @@ struct SummaryView {
         let figures = row.figures
         html.raw("<tr data-id=\"")
         html.integer(row.groupId)
-        html.raw("\" data-responses=\"")
-        html.integer(figures.responses)
-        html.raw("\" data-average=\"")
-        html.number(figures.averageScore)
-        html.raw("\" data-csat=\"")
-        html.number(figures.csatPercent)
-        html.raw("\" data-distribution=\"")
+        html.raw("\"")
+        html.sortData(responses: figures.responses, average: figures.averageScore, csatPercent: figures.csatPercent)
+        html.raw(" data-distribution=\"")
         for (index, count) in figures.distribution.enumerated() {
             if index > 0 { html.raw(",") }
             html.integer(count)
