@@ -21,6 +21,10 @@ struct dg_mhd_conn {
     /* Where the current request's target ends as libmicrohttpd first saw it (before unescaping): a NUL byte inside the
        raw target shows up as a gap between this and the HTTP version. */
     const char *target_end;
+    /* The client's address as text, made once when the connection starts (inet_ntop formats through sprintf, a
+       measurable part of a kept-alive request's cost when done per request); address_length 0 when unknown. */
+    unsigned char address_length;
+    char address[INET6_ADDRSTRLEN];
 };
 
 /* Per-daemon bookkeeping shared with the connection callbacks: the live connection count (read by the server to
@@ -57,6 +61,20 @@ static inline long long dg_mhd_now_ms(void)
     return (long long) now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
+/* The client's IP address as text into `buffer`; returns its length, 0 when unknown. */
+static inline size_t dg_mhd_format_ip(struct MHD_Connection *connection, char *buffer, size_t length)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!info || !info->client_addr) return 0;
+    const struct sockaddr *address = info->client_addr;
+    const char *text = NULL;
+    if (address->sa_family == AF_INET)
+        text = inet_ntop(AF_INET, &((const struct sockaddr_in *) address)->sin_addr, buffer, (socklen_t) length);
+    else if (address->sa_family == AF_INET6)
+        text = inet_ntop(AF_INET6, &((const struct sockaddr_in6 *) address)->sin6_addr, buffer, (socklen_t) length);
+    return text ? strlen(buffer) : 0;
+}
+
 /* A new connection gets `request_timeout` seconds of silence, not the idle timeout, until its first request (headers
    and body) is in (dg_mhd_headers_done then restores the idle timeout): connections that never send a request, or
    send it a byte at a time, are dropped sooner than idle keep-alive ones. It is also registered for the sweeper,
@@ -74,6 +92,7 @@ static inline void dg_mhd_connection_event(void *cls, struct MHD_Connection *con
         if (!info || !entry) { free(entry); return; }
         entry->fd = info->connect_fd;
         entry->started_ms = dg_mhd_now_ms();
+        entry->address_length = (unsigned char) dg_mhd_format_ip(connection, entry->address, sizeof entry->address);
         *socket_context = entry;
         if (state->request_timeout == 0) return;
         MHD_set_connection_option(connection, MHD_CONNECTION_OPTION_TIMEOUT, state->request_timeout);
@@ -239,16 +258,15 @@ static inline uint16_t dg_mhd_bound_port(struct MHD_Daemon *daemon)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     return info ? info->port : 0;
 }
-/* The client's IP address as text; returns 0 when unknown. */
-static inline int dg_mhd_client_ip(struct MHD_Connection *connection, char *buffer, size_t length)
+/* The client's address of a request: the connection's copy, made when it started, else formatted now. */
+static inline size_t dg_mhd_client_ip(struct MHD_Connection *connection, char *buffer, size_t length)
 {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (!info || !info->client_addr) return 0;
-    const struct sockaddr *address = info->client_addr;
-    if (address->sa_family == AF_INET)
-        return inet_ntop(AF_INET, &((const struct sockaddr_in *) address)->sin_addr, buffer, (socklen_t) length) != NULL;
-    if (address->sa_family == AF_INET6)
-        return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *) address)->sin6_addr, buffer, (socklen_t) length) != NULL;
-    return 0;
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const struct dg_mhd_conn *entry = info ? info->socket_context : NULL;
+    if (entry && entry->address_length > 0 && entry->address_length <= length) {
+        memcpy(buffer, entry->address, entry->address_length);
+        return entry->address_length;
+    }
+    return dg_mhd_format_ip(connection, buffer, length);
 }
 #endif

@@ -283,8 +283,10 @@ extension HTTPServer {
 
     private func clientAddress(of connection: OpaquePointer) -> String? {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
-            guard dg_mhd_client_ip(connection, buffer.baseAddress, 64) == 1 else { return nil }
-            return String(cString: buffer.baseAddress!)
+            let length = dg_mhd_client_ip(connection, buffer.baseAddress, 64)
+            guard length > 0 else { return nil }
+            return String(decoding: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[..<length]),
+                          as: UTF8.self)
         }
     }
 

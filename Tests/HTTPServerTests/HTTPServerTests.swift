@@ -51,6 +51,9 @@ struct TestResponder: HTTPResponder {
             HTTPResponse(status: 200, contentType: "text/plain", body: "item \(request.pathParameters["id"] ?? "?")")
         })
         router.add("GET", "/items/special", { _ in HTTPResponse(status: 200, contentType: "text/plain", body: "special") })
+        router.add("GET", "/peer", { request in
+            HTTPResponse(status: 200, contentType: "text/plain", body: request.remoteAddress ?? "unknown")
+        })
         router.add("POST", "/echo", { request in
             HTTPResponse(status: 200, headers: [("Content-Type", request.header("content-type") ?? "")], body: request.body)
         })
@@ -159,6 +162,27 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
                 return bodies
             }
             #expect(bodies == ["hello", "item 42", "special", "item 42"])
+        }
+    }
+
+    /// The client's address is made once per connection: every request on a kept-alive connection, and one on a
+    /// connection of its own, still carries it whole.
+    @Test func everyRequestOfAConnectionCarriesTheClientAddress() async throws {
+        try await withServer { server in
+            let port = server.port
+            let peers = try await onBlockingThread { () -> [String] in
+                var peers: [String] = []
+                for requests in [3, 1] {
+                    let connection = try RawHTTPConnection(port: port)
+                    for _ in 0..<requests {
+                        try connection.send(RawHTTPConnection.requestBytes("GET", "/peer"))
+                        guard let response = try connection.readResponse() else { throw TestHTTPError(description: "closed") }
+                        peers.append(response.text)
+                    }
+                }
+                return peers
+            }
+            #expect(peers == Array(repeating: "127.0.0.1", count: 4))
         }
     }
 
