@@ -37,6 +37,8 @@ public struct APIPolicy: Sendable {
 /// ETags), then routing, idempotency keys and problem+json around the route's handler.
 public final class APIResponder: HTTPResponder {
     private let router: Router<Routed>
+    /// Keeps the route entries the router lends.
+    private let routeEntries: [RouteEntry]
     private let ids = RequestIDs()
     private let cors: CORS
     private let admission: Admission
@@ -50,6 +52,7 @@ public final class APIResponder: HTTPResponder {
     public init(routes: RouteTable, metrics: MetricsRegistry, logger: Logger, policy: APIPolicy,
                 idempotency: (any IdempotencyKeys)? = nil, verified: VerifiedCallers = VerifiedCallers(), spans: (any SpanRecorder)? = nil) {
         router = routes.router
+        routeEntries = routes.entries
         cors = CORS(origins: policy.corsOrigins)
         admission = Admission(policy: policy, verified: verified)
         self.idempotency = idempotency
@@ -91,7 +94,7 @@ public final class APIResponder: HTTPResponder {
             request.pathParameters = parameters
             exchange.route = template
             exchange.routeNumber = routed.number
-            return handle(routed.handler, request, exchange)
+            return routed.withHandler { handle($0, request, exchange) }
         }
     }
 

@@ -71,6 +71,32 @@ import TestSupport
         }
     }
 
+    /// Every admitted answer tells the caller where it stands, in the three single fields and the combined one
+    /// (written digit by digit: the remaining budget crosses from four digits to three here).
+    @Test func admittedAnswersCarryTheirStandingInEveryRateLimitField() async throws {
+        try await withGateway(configure: {
+            $0.rateLimitBurst = 1000
+            $0.rateLimitPerMinute = 60
+        }) { app in
+            let customer = try await Customer.signIn(app)
+            var remainders: [Int] = []
+            for _ in 0..<3 {
+                let response = try await customer.send("GET", "/v1/tickets/open-count")
+                #expect(response.status == 200)
+                let limit = response.header("RateLimit-Limit") ?? "", remaining = response.header("RateLimit-Remaining") ?? ""
+                let reset = response.header("RateLimit-Reset") ?? ""
+                #expect(limit == "1000")
+                #expect(Int(reset).map { $0 >= 0 && $0 <= 1000 } == true, "\(reset)")
+                #expect(response.header("RateLimit") == "limit=\(limit), remaining=\(remaining), reset=\(reset)")
+                remainders.append(Int(remaining) ?? -1)
+            }
+            // Sign-ins have a bucket of their own: the reads start from the whole budget, a token each (the refill,
+            // one a second, may put one back).
+            #expect(remainders[0] == 999, "\(remainders)")
+            #expect(remainders[2] <= remainders[0] && remainders[2] >= 997, "\(remainders)")
+        }
+    }
+
     @Test func theClientAddressComesFromForwardedHeadersOnlyBehindTrustedProxies() {
         func request(peer: String, _ headers: [(String, String)]) -> HTTPRequest {
             var request = HTTPRequest(method: "GET", path: "/v1/tickets", headers: headers)

@@ -16,7 +16,9 @@ public struct AccessLog: Sendable {
     /// The same series in the order of the routes given, found by a route's number (`Exchange.routeNumber`): no
     /// template hashed, no series retained per answer.
     private let numbered: Unretained<RouteSeries>
-    private let cacheResults: [(name: String, counter: CounterHandle)]
+    /// The ticket cache's results and their counters, lent by index like the routes' series.
+    private let cacheResults: [String]
+    private let cacheCounters: Unretained<CounterHandle>
 
     /// The series of one route: its latency histogram and its requests by method and status.
     final class RouteSeries: Sendable {
@@ -41,7 +43,8 @@ public struct AccessLog: Sendable {
         }
         self.series = series
         numbered = Unretained(routes.map { series[$0]! })
-        cacheResults = ["hit", "miss", "stale"].map { ($0, metrics.counter("ticket_cache_total", [("result", $0)])) }
+        cacheResults = ["hit", "miss", "stale"]
+        cacheCounters = Unretained(cacheResults.map { metrics.counter("ticket_cache_total", [("result", $0)]) })
         let all = series
         metrics.addSource("http_requests_total") {
             all.flatMap { route, series in
@@ -84,8 +87,8 @@ public struct AccessLog: Sendable {
 
     private func count(_ response: HTTPResponse, method: String, route: String, number: Int, seconds: Double) {
         if let cache = response.header("x-cache") {
-            if let known = cacheResults.first(where: { HTTPResponse.sameName($0.name, cache) }) {
-                known.counter.increment()
+            if let known = cacheResults.firstIndex(where: { HTTPResponse.sameName($0, cache) }) {
+                cacheCounters.with(known) { $0.increment() }
             } else {
                 metrics.increment("ticket_cache_total", [("result", cache.lowercased())])
             }

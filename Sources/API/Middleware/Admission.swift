@@ -81,19 +81,53 @@ public struct RateLimitStanding: Sendable {
     static let headerCount = 4
 
     func append(to headers: inout [(name: String, value: String)]) {
-        let (limit, remaining, reset) = (String(limit), String(remaining), String(reset))
-        // One allocation for the combined field (interpolation grew its buffer twice).
-        var combined = ""
-        combined.reserveCapacity(30 + limit.utf8.count + remaining.utf8.count + reset.utf8.count)
-        combined += "limit="
-        combined += limit
-        combined += ", remaining="
-        combined += remaining
-        combined += ", reset="
-        combined += reset
-        headers.append(("RateLimit-Limit", limit))
-        headers.append(("RateLimit-Remaining", remaining))
-        headers.append(("RateLimit-Reset", reset))
+        // Written in place from the numbers, one allocation: interpolation grew its buffer twice and `+=` took
+        // String's general append path six times. Static writers with the position passed inout: nested functions
+        // capturing it were checked for exclusive access (`swift_beginAccess`) on every byte.
+        let combined = String(unsafeUninitializedCapacity: 96) { buffer in
+            var at = 0
+            Self.write("limit=", to: buffer, at: &at)
+            Self.write(limit, to: buffer, at: &at)
+            Self.write(", remaining=", to: buffer, at: &at)
+            Self.write(remaining, to: buffer, at: &at)
+            Self.write(", reset=", to: buffer, at: &at)
+            Self.write(reset, to: buffer, at: &at)
+            return at
+        }
+        headers.append(("RateLimit-Limit", String(limit)))
+        headers.append(("RateLimit-Remaining", String(remaining)))
+        headers.append(("RateLimit-Reset", String(reset)))
         headers.append(("RateLimit", combined))
+    }
+
+    private static func write(_ text: StaticString, to buffer: UnsafeMutableBufferPointer<UInt8>, at: inout Int) {
+        text.withUTF8Buffer { bytes in
+            for byte in bytes {
+                buffer[at] = byte
+                at += 1
+            }
+        }
+    }
+
+    /// Decimal digits (at most 20 with the sign) written in place.
+    private static func write(_ number: Int, to buffer: UnsafeMutableBufferPointer<UInt8>, at: inout Int) {
+        if number < 0 {
+            buffer[at] = UInt8(ascii: "-")
+            at += 1
+        }
+        var rest = number.magnitude
+        var digits = 1
+        var scale = rest
+        while scale >= 10 {
+            scale /= 10
+            digits += 1
+        }
+        at += digits
+        var index = at
+        repeat {
+            index -= 1
+            buffer[index] = UInt8(truncatingIfNeeded: rest % 10) + UInt8(ascii: "0")
+            rest /= 10
+        } while rest > 0
     }
 }
