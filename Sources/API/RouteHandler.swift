@@ -36,7 +36,7 @@ final class RouteEntry: Sendable {
 
 /// A route's handler, lent (copying this retains nothing: the route table owns the entry), and the number of its
 /// template in the router's `templates`, by which the access log finds the route's series without hashing the
-/// template on every answer.
+/// template on every answer. Unchecked: `Unmanaged` is not `Sendable`, though what it refers to is, and immutable.
 struct Routed: @unchecked Sendable {
     let entry: Unmanaged<RouteEntry>
     let number: Int
