@@ -261,8 +261,7 @@ static inline uint16_t dg_mhd_bound_port(struct MHD_Daemon *daemon)
 /* The client's address of a request: the connection's copy, made when it started, else formatted now. */
 static inline size_t dg_mhd_client_ip(struct MHD_Connection *connection, char *buffer, size_t length)
 {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    const struct dg_mhd_conn *entry = info ? info->socket_context : NULL;
+    const struct dg_mhd_conn *entry = dg_mhd_entry(connection);
     if (entry && entry->address_length > 0 && entry->address_length <= length) {
         memcpy(buffer, entry->address, entry->address_length);
         return entry->address_length;

@@ -285,8 +285,7 @@ extension HTTPServer {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
             let length = dg_mhd_client_ip(connection, buffer.baseAddress, 64)
             guard length > 0 else { return nil }
-            return String(decoding: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[..<length]),
-                          as: UTF8.self)
+            return String(decoding: UnsafeRawBufferPointer(start: buffer.baseAddress, count: length), as: UTF8.self)
         }
     }
 

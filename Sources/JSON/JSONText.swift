@@ -168,6 +168,12 @@ extension ByteSink where Self: ~Copyable {
         }
     }
 
+    /// Literal text, copied as it is.
+    @inlinable @inline(__always)
+    public mutating func put(_ text: StaticString) {
+        put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
     /// A signed integer in decimal.
     @inlinable
     public mutating func putInteger(_ value: Int64) {
@@ -199,6 +205,33 @@ enum DecimalDigits {
             start[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
             magnitude /= 10
         } while magnitude > 0
+    }
+}
+
+/// Bytes written into memory made ready elsewhere, such as a string's storage while
+/// `String(unsafeUninitializedCapacity:initializingUTF8With:)` makes it.
+public struct MemorySink: ByteSink {
+    @usableFromInline let base: UnsafeMutablePointer<UInt8>
+    @usableFromInline let capacity: Int
+    /// Bytes written so far.
+    public var count = 0
+
+    public init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+        base = buffer.baseAddress!
+        capacity = buffer.count
+    }
+
+    @inlinable public mutating func put(_ byte: UInt8) {
+        precondition(count < capacity, "written past the memory")
+        base[count] = byte
+        count += 1
+    }
+
+    @inlinable public mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        precondition(count + bytes.count <= capacity, "written past the memory")
+        guard let source = bytes.baseAddress else { return }
+        (base + count).update(from: source, count: bytes.count)
+        count += bytes.count
     }
 }
 

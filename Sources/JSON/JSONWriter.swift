@@ -51,7 +51,7 @@ public struct JSONWriter: ~Copyable {
     /// constant length.
     @inlinable @inline(__always)
     public mutating func raw(_ text: StaticString) {
-        put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        put(text)
     }
 
     public mutating func string(_ text: String) {

@@ -32,20 +32,16 @@ public enum SVG {
     private static func replaceEach<Sink: ByteSink & ~Copyable>(_ utf8: UnsafeBufferPointer<UInt8>, into out: inout Sink) {
         for byte in utf8 {
             switch byte {
-            case UInt8(ascii: "&"): put("&amp;", &out)
-            case UInt8(ascii: "<"): put("&lt;", &out)
-            case UInt8(ascii: ">"): put("&gt;", &out)
-            case UInt8(ascii: "\""): put("&quot;", &out)
-            case UInt8(ascii: "'"): put("&#39;", &out)
+            case UInt8(ascii: "&"): out.put("&amp;")
+            case UInt8(ascii: "<"): out.put("&lt;")
+            case UInt8(ascii: ">"): out.put("&gt;")
+            case UInt8(ascii: "\""): out.put("&quot;")
+            case UInt8(ascii: "'"): out.put("&#39;")
             // XML 1.0 has no place for most control characters, even escaped.
-            case 0..<0x20 where byte != 0x09 && byte != 0x0A && byte != 0x0D: put("\u{FFFD}", &out)
+            case 0..<0x20 where byte != 0x09 && byte != 0x0A && byte != 0x0D: out.put("\u{FFFD}")
             default: out.put(byte)
             }
         }
-    }
-
-    private static func put<Sink: ByteSink & ~Copyable>(_ text: StaticString, _ out: inout Sink) {
-        out.put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// At most `limit` characters, the last one an ellipsis when cut.
