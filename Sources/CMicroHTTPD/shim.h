@@ -176,37 +176,129 @@ static inline size_t dg_mhd_unescape(void *cls, struct MHD_Connection *connectio
     return length;
 }
 
-/* Walks the request's header lines in arrival order. libmicrohttpd parses them in place, turning each line ending
-   (CR LF or LF) into NUL bytes and measuring keys and values with strlen, so a raw NUL inside a value cuts it short
-   and the rest stays behind in the buffer, between the value's end and the next line. A clean request leaves exactly
-   one or two NUL bytes there; anything else (a smuggled tail, a folded line moved elsewhere) is refused. */
-struct dg_mhd_line_walk {
-    const char *previous_end;
-    int crlf_only;
-    int bad;
+/* One header or query argument as libmicrohttpd parsed it, pointing into the connection's memory (valid until the
+   request ends). Copied out with the sizes libmicrohttpd measured, so Swift makes its strings without strlen. */
+struct dg_mhd_pair {
+    const char *name;
+    size_t name_size;
+    const char *value;
+    size_t value_size;
 };
 
-static inline enum MHD_Result dg_mhd_check_line(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-                                               const char *value, size_t value_size)
+struct dg_mhd_pair_fill {
+    struct dg_mhd_pair *pairs;
+    size_t capacity;
+    size_t count;
+};
+
+static inline enum MHD_Result dg_mhd_fill_pair(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                              const char *value, size_t value_size)
 {
-    (void) kind; (void) key_size;
-    struct dg_mhd_line_walk *walk = cls;
-    if (!key || !value) return MHD_YES;
-    ptrdiff_t gap = key - walk->previous_end;
-    if (gap < 1 || gap > 2 || walk->previous_end[0] != 0 || walk->previous_end[gap - 1] != 0) { walk->bad = 1; return MHD_NO; }
-    if (gap == 1) walk->crlf_only = 0;
-    walk->previous_end = value + value_size;
+    (void) kind;
+    struct dg_mhd_pair_fill *fill = cls;
+    if (!key) return MHD_YES;
+    if (fill->count == fill->capacity) return MHD_NO;
+    fill->pairs[fill->count++] = (struct dg_mhd_pair) { key, key_size, value, value ? value_size : 0 };
     return MHD_YES;
 }
 
-/* Whether the request holds a raw NUL byte (such a request is refused, not cut short), and where: 1 in the request
-   target, 2 in a header line (or a line folded or cut short), 3 when CR LF lines end with a bare LF; 0 when clean. In the request target (its
-   end as first seen must sit right before the HTTP version) or in a header line, cookies included (see
-   dg_mhd_check_line; after the last line come the empty line's NUL bytes, four of them when the client ends its
-   lines with CR LF, as every client we know does). libmicrohttpd measures every value with strlen, so the sizes it
-   reports never show one; %00 in the path or query is caught by dg_mhd_unescape. */
-static inline int dg_mhd_has_nul(struct MHD_Connection *connection, const char *version)
+/* The request's pairs of one kind in arrival order, at most `capacity` of them; returns how many. */
+static inline size_t dg_mhd_pairs(struct MHD_Connection *connection, enum MHD_ValueKind kind, struct dg_mhd_pair *pairs,
+                                  size_t capacity)
 {
+    struct dg_mhd_pair_fill fill = { pairs, capacity, 0 };
+    if (capacity > 0) MHD_get_connection_values_n(connection, kind, dg_mhd_fill_pair, &fill);
+    return fill.count;
+}
+
+/* What the framing checks found in the header fields (RFC 9112 §2.2, §3.2, §5.1, §6): the first field at fault and
+   why (problem: 1 its name is not a token, 2 its value holds a control character, 3 Content-Length is not digits
+   only, 4 Content-Length given again with another value; index is the field's), and the counts the server's rules
+   need (Host fields, Content-Length fields, Transfer-Encoding fields and whether the one given is exactly chunked). */
+struct dg_mhd_framing {
+    int problem;
+    size_t index;
+    int hosts;
+    int lengths;
+    int codings;
+    int chunked;
+};
+
+/* RFC 9110 §5.6.2 tchar: `!#$%&'*+-.` and digits; letters and `^_`|~`. */
+static inline int dg_mhd_is_tchar(unsigned char byte)
+{
+    static const uint64_t low = 0x03FF6CFA00000000ull, high = 0x57FFFFFFC7FFFFFEull;
+    return byte < 64 ? (int) ((low >> byte) & 1) : byte < 128 ? (int) ((high >> (byte - 64)) & 1) : 0;
+}
+
+/* Whether `text` is `want` (lowercase ASCII) in any ASCII case. */
+static inline int dg_mhd_names(const char *text, size_t size, const char *want, size_t want_size)
+{
+    if (size != want_size) return 0;
+    for (size_t i = 0; i < size; i++) {
+        unsigned char byte = (unsigned char) text[i];
+        if ((byte >= 'A' && byte <= 'Z' ? byte + 32 : byte) != (unsigned char) want[i]) return 0;
+    }
+    return 1;
+}
+
+static inline int dg_mhd_field_problem(const struct dg_mhd_pair *pair, const struct dg_mhd_pair **length)
+{
+    if (pair->name_size == 0) return 1;
+    for (size_t i = 0; i < pair->name_size; i++) if (!dg_mhd_is_tchar((unsigned char) pair->name[i])) return 1;
+    /* A bare CR (a front proxy that ends lines at it would frame the request differently), LF, NUL, DEL or any other
+       control character but HTAB. */
+    /* Accumulated without an early exit, so the compiler scans the value in vector lanes (a bearer token is the
+       longest value of most requests). */
+    unsigned char control = 0;
+    for (size_t i = 0; i < pair->value_size; i++) {
+        unsigned char byte = (unsigned char) pair->value[i];
+        control |= (unsigned char) ((byte < 0x20) & (byte != 0x09)) | (unsigned char) (byte == 0x7F);
+    }
+    if (control) return 2;
+    if (!dg_mhd_names(pair->name, pair->name_size, "content-length", 14)) return 0;
+    /* Digits only, as libmicrohttpd frames the body by it: no sign, no list, no spaces. */
+    if (pair->value_size == 0) return 3;
+    for (size_t i = 0; i < pair->value_size; i++) if (pair->value[i] < '0' || pair->value[i] > '9') return 3;
+    if (*length && ((*length)->value_size != pair->value_size || memcmp((*length)->value, pair->value, pair->value_size))) return 4;
+    *length = pair;
+    return 0;
+}
+
+static inline void dg_mhd_check_fields(const struct dg_mhd_pair *pairs, size_t count, struct dg_mhd_framing *out)
+{
+    const struct dg_mhd_pair *length = NULL;
+    *out = (struct dg_mhd_framing) { 0 };
+    for (size_t index = 0; index < count; index++) {
+        const struct dg_mhd_pair *pair = &pairs[index];
+        int problem = dg_mhd_field_problem(pair, &length);
+        if (problem) { out->problem = problem; out->index = index; return; }
+        if (length == pair) {
+            out->lengths++;
+        } else if (dg_mhd_names(pair->name, pair->name_size, "transfer-encoding", 17)) {
+            /* Compared as libmicrohttpd compares it, which frames the body: it drops the spaces before a value but
+               not after, and reads "chunked " as no coding it knows, waiting for a body it cannot frame. */
+            out->codings++;
+            out->chunked = dg_mhd_names(pair->value, pair->value_size, "chunked", 7);
+        } else if (dg_mhd_names(pair->name, pair->name_size, "host", 4)) {
+            out->hosts++;
+        }
+    }
+}
+
+/* Whether the request holds a raw NUL byte (such a request is refused, not cut short), and where: 1 in the request
+   target, 2 in a header line (or a line folded or cut short), 3 when CR LF lines end with a bare LF; 0 when clean.
+   libmicrohttpd parses the header lines in place, turning each line ending (CR LF or LF) into NUL bytes and
+   measuring keys and values with strlen, so a raw NUL inside a value cuts it short and the rest stays behind in the
+   buffer, between the value's end and the next line. A clean request leaves exactly one or two NUL bytes there;
+   anything else (a smuggled tail, a folded line moved elsewhere) is refused. The target's end as first seen must sit
+   right before the HTTP version. After the last line come the empty line's NUL bytes, four of them when the client
+   ends its lines with CR LF, as every client we know does. %00 in the path or query is caught by dg_mhd_unescape.
+   Also runs the field checks above into `framing`. `pairs` are the request's headers from dg_mhd_pairs. */
+static inline int dg_mhd_check_headers(struct MHD_Connection *connection, const char *version,
+                                       const struct dg_mhd_pair *pairs, size_t count, struct dg_mhd_framing *framing)
+{
+    dg_mhd_check_fields(pairs, count, framing);
     if (!version) return 0;
     struct dg_mhd_conn *entry = dg_mhd_entry(connection);
     if (entry && entry->target_end) {
@@ -214,12 +306,17 @@ static inline int dg_mhd_has_nul(struct MHD_Connection *connection, const char *
         entry->target_end = NULL;
         if (moved) return 1;
     }
-    struct dg_mhd_line_walk walk = { version + strlen(version), 1, 0 };
-    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, dg_mhd_check_line, &walk);
-    if (walk.bad) return 2;
-    const char *end = walk.previous_end;
+    const char *end = version + strlen(version);
+    int crlf_only = 1;
+    for (size_t index = 0; index < count; index++) {
+        if (!pairs[index].value) continue;
+        ptrdiff_t gap = pairs[index].name - end;
+        if (gap < 1 || gap > 2 || end[0] != 0 || end[gap - 1] != 0) return 2;
+        if (gap == 1) crlf_only = 0;
+        end = pairs[index].value + pairs[index].value_size;
+    }
     if (end[0] != 0 || end[1] != 0) return 2;
-    return walk.crlf_only && (end[2] != 0 || end[3] != 0) ? 3 : 0;
+    return crlf_only && (end[2] != 0 || end[3] != 0) ? 3 : 0;
 }
 
 /* MHD_start_daemon is C-variadic, which Swift cannot call; this fixed-arity wrapper passes each option with the

@@ -25,42 +25,31 @@ let httpRequestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
     }
 }
 
-/// Collects header or query pairs through `MHD_get_connection_values`; lives on the caller's stack (no object
-/// is made per request for it).
-private struct PairCollector {
-    var pairs: [(name: String, value: String)] = []
-    let lowercaseNames: Bool
-}
-
-/// A header name lowercased as it is copied out of libmicrohttpd (`HTTPRequest` stores names lowercase).
-private func lowercased(_ name: UnsafePointer<CChar>) -> String {
-    let length = strlen(name)
-    return name.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
-        String(unsafeUninitializedCapacity: length) { buffer in
-            for index in 0..<length {
-                let byte = bytes[index]
+/// A header name or query argument copied out of libmicrohttpd's memory at the size it measured (no `strlen`),
+/// header names lowercased on the way (`HTTPRequest` stores them lowercase).
+private func text(_ bytes: UnsafePointer<CChar>?, _ size: Int, lowercased: Bool = false) -> String {
+    guard let bytes, size > 0 else { return "" }
+    return bytes.withMemoryRebound(to: UInt8.self, capacity: size) { source in
+        guard lowercased else { return String(decoding: UnsafeBufferPointer(start: source, count: size), as: UTF8.self) }
+        return String(unsafeUninitializedCapacity: size) { buffer in
+            for index in 0..<size {
+                let byte = source[index]
                 buffer[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
             }
-            return length
+            return size
         }
     }
 }
 
-private let collectPair: MHD_KeyValueIterator = { cls, _, key, value in
-    guard let cls, let key else { return .YES }
-    let collector = cls.assumingMemoryBound(to: PairCollector.self)
-    collector.pointee.pairs.append((collector.pointee.lowercaseNames ? lowercased(key) : String(cString: key), value.map { String(cString: $0) } ?? ""))
-    return .YES
+/// What the checks of a request's header block found, before any routing (see `dg_mhd_check_headers`).
+struct HeaderChecks {
+    var raw: Int32 = 0
+    var framing = dg_mhd_framing()
 }
 
 extension HTTPServer {
     /// Requests refused before routing, with the connection closed: NUL bytes (a C string would cut the value short
     /// into another valid one) and message framing that two parties could read two ways (request smuggling).
-    private static func trimmed(_ text: Substring) -> String {
-        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        return String(text.drop(while: blank).reversed().drop(while: blank).reversed())
-    }
-
     /// RFC 9110 `tchar`: what a method or a header name may hold. Every request's method and header names pass
     /// here: a byte is looked up in two bit masks (bytes 0–63, 64–127) instead of matched against twenty cases.
     static func isToken(_ text: String, maxLength: Int = .max) -> Bool {
@@ -79,13 +68,7 @@ extension HTTPServer {
     /// The longest method accepted; longer ones are refused before any bookkeeping (they would only be label noise).
     static let maxMethodLength = 32
 
-    /// Whether a field value holds a control character: CR (a front proxy that ends lines at a bare CR would frame
-    /// the request differently, RFC 9112 §2.2), LF, NUL, DEL or any other but HTAB.
-    static func hasControlCharacter(_ value: String) -> Bool {
-        value.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
-    }
-
-    /// Why `dg_mhd_has_nul` refused the request line or header block, in words.
+    /// Why `dg_mhd_check_headers` refused the request line or header block, in words.
     static func rawProblem(_ code: Int32) -> String? {
         switch code {
         case 0: return nil
@@ -123,48 +106,39 @@ extension HTTPServer {
         return target
     }
 
-    static func framingProblem(_ request: HTTPRequest, http11: Bool, rawProblem: String?) -> String? {
-        if let rawProblem { return rawProblem }
+    static func framingProblem(_ request: HTTPRequest, http11: Bool, checks: HeaderChecks) -> String? {
+        if let raw = rawProblem(checks.raw) { return raw }
         if request.path.utf8.contains(0x7F) || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
             return "The request target holds a NUL byte."
         }
         if !isToken(request.method, maxLength: maxMethodLength) {
             return "The method must be a token of at most \(maxMethodLength) characters."
         }
-        // One pass, no allocation on the common path (header names are stored lowercased).
-        var length: Substring?
-        var lengths = 0
-        var coding: String?
-        var codings = 0
-        var hosts = 0
-        for header in request.headers {
+        // The fields were checked in C as they came out of libmicrohttpd, in one pass over their bytes.
+        let framing = checks.framing
+        switch framing.problem {
+        case 1:
             // RFC 9112 §5.1: no whitespace between a field name and its colon ("Transfer-Encoding : chunked").
-            if !isToken(header.name) { return "A header name holds a space or a character that is not allowed." }
-            if hasControlCharacter(header.value) {
-                return "The \(header.name) header holds a control character (a bare CR, LF, DEL or another): refused, never read two ways."
-            }
-            if header.name == "content-length" {
-                // Digits only, as libmicrohttpd frames the body by it (CMicroHTTPDFixes hides any other value from it,
-                // so the request must be refused here): no sign, no list, no spaces.
-                let value = header.value
-                if value.isEmpty || !value.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-                    return "Content-Length must be a decimal number of bytes."
-                }
-                if let length, length != value[...] { return "Content-Length is given more than once with different values." }
-                length = value[...]
-                lengths += 1
-            } else if header.name == "transfer-encoding" {
-                coding = header.value
-                codings += 1
-            } else if header.name == "host" {
-                hosts += 1
-            }
+            return "A header name holds a space or a character that is not allowed."
+        case 2:
+            let index = Int(framing.index)
+            let name = index < request.headers.count ? request.headers[index].name : "a"
+            return "The \(name) header holds a control character (a bare CR, LF, DEL or another): refused, never read two ways."
+        case 3:
+            // Digits only, as libmicrohttpd frames the body by it (CMicroHTTPDFixes hides any other value from it, so
+            // the request must be refused here).
+            return "Content-Length must be a decimal number of bytes."
+        case 4:
+            return "Content-Length is given more than once with different values."
+        default:
+            break
         }
         // RFC 9112 §3.2: exactly one Host in HTTP/1.1 (and any 1.x above 1.0).
-        if http11, hosts != 1 { return hosts == 0 ? "Host is required." : "Host is given more than once." }
-        guard let coding else { return nil }
-        if lengths > 0 { return "Content-Length and Transfer-Encoding must not both be sent." }
-        if codings > 1 || trimmed(coding.lowercased()[...]) != "chunked" { return "The only transfer coding accepted is chunked." }
+        if http11, framing.hosts != 1 { return framing.hosts == 0 ? "Host is required." : "Host is given more than once." }
+        guard framing.codings > 0 else { return nil }
+        if framing.lengths > 0 { return "Content-Length and Transfer-Encoding must not both be sent." }
+        // Compared in ASCII case only and with spaces after it kept, as libmicrohttpd compares it.
+        if framing.codings > 1 || framing.chunked == 0 { return "The only transfer coding accepted is chunked." }
         return nil
     }
 
@@ -191,12 +165,13 @@ extension HTTPServer {
     /// The first call: headers only. Answering here would cost keep-alive, so only early rejects happen here.
     private func accept(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
                         conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+        var checks = HeaderChecks()
         let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET",
                                   path: url.map { Self.originForm(String(cString: $0)) } ?? "/",
                                   query: values(of: connection, kind: .GET_ARGUMENT_KIND),
-                                  lowercasedHeaders: values(of: connection, kind: .HEADER_KIND),
+                                  lowercasedHeaders: headers(of: connection, version: version, checks: &checks),
                                   remoteAddress: clientAddress(of: connection))
-        let refusal = refusal(of: request, connection: connection, version: version)
+        let refusal = refusal(of: request, version: version, checks: checks)
         // The request's last use: moved into the context, not copied.
         let context = RequestContext(request: request)
         context.connection = connection
@@ -208,7 +183,7 @@ extension HTTPServer {
     }
 
     /// The answer for a request refused before its body is read (the connection is closed after it), or nil.
-    private func refusal(of request: HTTPRequest, connection: OpaquePointer, version: UnsafePointer<CChar>?) -> HTTPResponse? {
+    private func refusal(of request: HTTPRequest, version: UnsafePointer<CChar>?, checks: HeaderChecks) -> HTTPResponse? {
         if openConnections > configuration.connectionLimit {
             return responder.overloaded(request)
         }
@@ -219,8 +194,7 @@ extension HTTPServer {
             refused.status = 505
             return refused
         }
-        let raw = Self.rawProblem(dg_mhd_has_nul(connection, version))
-        if let problem = Self.framingProblem(request, http11: spoken == .http11OrLater, rawProblem: raw) {
+        if let problem = Self.framingProblem(request, http11: spoken == .http11OrLater, checks: checks) {
             return responder.badRequest(request, reason: problem)
         }
         // More than 18 digits is refused as too large too (libmicrohttpd is never shown such a length).
@@ -270,15 +244,34 @@ extension HTTPServer {
     }
 
     private func values(of connection: OpaquePointer, kind: MHD_ValueKind) -> [(name: String, value: String)] {
-        // Counted first: most requests have no query, and those need no collector.
+        // Counted first: most requests have no query, and those need no copy.
         let count = Int(MHD_get_connection_values(connection, kind, nil, nil))
         guard count > 0 else { return [] }
-        var collector = PairCollector(lowercaseNames: kind == .HEADER_KIND)
-        collector.pairs.reserveCapacity(count)
-        withUnsafeMutablePointer(to: &collector) {
-            _ = MHD_get_connection_values(connection, kind, collectPair, UnsafeMutableRawPointer($0))
+        return withUnsafeTemporaryAllocation(of: dg_mhd_pair.self, capacity: count) { buffer in
+            let filled = dg_mhd_pairs(connection, kind, buffer.baseAddress, count)
+            return Self.strings(of: UnsafeBufferPointer(rebasing: buffer[..<filled]), lowercasingNames: false)
         }
-        return collector.pairs
+    }
+
+    /// The request's headers, names lowercased, with the checks of the header block run over the same pairs (the
+    /// line structure libmicrohttpd left in its buffer and the framing rules): `checks` says what they found.
+    private func headers(of connection: OpaquePointer, version: UnsafePointer<CChar>?, checks: inout HeaderChecks)
+        -> [(name: String, value: String)] {
+        let count = Int(MHD_get_connection_values(connection, .HEADER_KIND, nil, nil))
+        return withUnsafeTemporaryAllocation(of: dg_mhd_pair.self, capacity: max(count, 1)) { buffer in
+            let filled = dg_mhd_pairs(connection, .HEADER_KIND, buffer.baseAddress, count)
+            checks.raw = dg_mhd_check_headers(connection, version, buffer.baseAddress, filled, &checks.framing)
+            return Self.strings(of: UnsafeBufferPointer(rebasing: buffer[..<filled]), lowercasingNames: true)
+        }
+    }
+
+    private static func strings(of pairs: UnsafeBufferPointer<dg_mhd_pair>, lowercasingNames: Bool) -> [(name: String, value: String)] {
+        var strings: [(name: String, value: String)] = []
+        strings.reserveCapacity(pairs.count)
+        for pair in pairs {
+            strings.append((text(pair.name, pair.name_size, lowercased: lowercasingNames), text(pair.value, pair.value_size)))
+        }
+        return strings
     }
 
     private func clientAddress(of connection: OpaquePointer) -> String? {

@@ -61,6 +61,11 @@ import TestSupport
                 "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\n{}",
                 "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
                 "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n{}",
+                // The Kelvin sign lowercases to "k" in Unicode; transfer codings compare in ASCII case only.
+                "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chun\u{212A}ed\r\n\r\n0\r\n\r\n",
+                // libmicrohttpd keeps spaces after a value and would wait for a body it cannot frame.
+                "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked \r\n\r\n0\r\n\r\n",
+                "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\t\r\n\r\n0\r\n\r\n",
                 // Raw NUL bytes, which libmicrohttpd's C strings would cut short into another valid value.
                 "GET /livez\u{0}/x HTTP/1.1\r\nHost: a\r\n\r\n",
                 "GET /livez\u{0}HTTP/1.1 HTTP/1.1\r\nHost: a\r\n\r\n",
@@ -93,7 +98,9 @@ import TestSupport
                             "GET /livez?a=b HTTP/1.1\nHost: a\nX-Empty:\nConnection: close\n\n",
                             "GET /livez HTTP/1.0\r\n\r\n",
                             "GET /livez HTTP/1.1\r\nHost: a\r\nX-Pad:   b  \r\nX-Empty:\r\nConnection: close\r\n\r\n",
-                            "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"] {
+                            "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+                            "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\ncontent-LENGTH: 2\r\nConnection: close\r\n\r\n{}",
+                            "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:  ChUnKeD\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n"] {
                 let response = try await raw(app.port, request)
                 #expect(response?.status != nil && response?.status != 400, "\(request.debugDescription): \(response?.text ?? "no answer")")
             }
