@@ -59,16 +59,21 @@ public final class RateLimiter: Sendable {
         return shard(key).buckets.withLock { buckets in
             if buckets.count > shardCapacity { sweep(&buckets, now: now) }
             if buckets.count > shardCapacity { for key in buckets.keys.prefix(shardCapacity / 2) { buckets.removeValue(forKey: key) } }
-            var bucket = buckets[key] ?? (burst, now)
-            bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * perSecond)
-            bucket.at = now
-            let allowed = bucket.tokens >= 1
-            if allowed { bucket.tokens -= 1 }
-            buckets[key] = bucket
-            let reset = Int(((burst - bucket.tokens) / perSecond).rounded(.up))
-            let retry = allowed ? 0 : max(1, Int(((1 - bucket.tokens) / perSecond).rounded(.up)))
-            return Decision(allowed: allowed, remaining: Int(bucket.tokens), reset: reset, retryAfter: retry)
+            // Updated in place: the key (a bearer token, tens of bytes) is hashed once, not for a read and a write.
+            let (allowed, tokens) = refill(&buckets[key, default: (burst, now)], now: now)
+            let reset = Int(((burst - tokens) / perSecond).rounded(.up))
+            let retry = allowed ? 0 : max(1, Int(((1 - tokens) / perSecond).rounded(.up)))
+            return Decision(allowed: allowed, remaining: Int(tokens), reset: reset, retryAfter: retry)
         }
+    }
+
+    /// Refills the bucket for the time since it was last seen and takes a token if there is one.
+    private func refill(_ bucket: inout (tokens: Double, at: Double), now: Double) -> (allowed: Bool, tokens: Double) {
+        bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.at) * perSecond)
+        bucket.at = now
+        let allowed = bucket.tokens >= 1
+        if allowed { bucket.tokens -= 1 }
+        return (allowed, bucket.tokens)
     }
 
     private func sweep(_ buckets: inout [String: (tokens: Double, at: Double)], now: Double) {

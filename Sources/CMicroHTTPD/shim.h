@@ -242,20 +242,37 @@ static inline int dg_mhd_names(const char *text, size_t size, const char *want, 
     return 1;
 }
 
+/* A bare CR (a front proxy that ends lines at it would frame the request differently), LF, NUL, DEL or any other
+   control character but HTAB. */
+static inline int dg_mhd_is_control(unsigned char byte)
+{
+    return (byte < 0x20 && byte != 0x09) || byte == 0x7F;
+}
+
+/* Whether a value holds a control character, eight bytes at a time: a word with no byte below 0x20 and none equal
+   to 0x7F is clean (the bit tricks find whether such a byte exists, exactly); only a word that may hold one, a tab
+   perhaps, is looked at byte by byte. A bearer token is the longest value of most requests. */
+static inline int dg_mhd_has_control(const char *value, size_t size)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    size_t i = 0;
+    for (; i + 8 <= size; i += 8) {
+        uint64_t word, del;
+        memcpy(&word, value + i, 8);
+        del = word ^ (ones * 0x7F);
+        if ((((word - ones * 0x20) & ~word) | ((del - ones) & ~del)) & highs) {
+            for (size_t j = i; j < i + 8; j++) if (dg_mhd_is_control((unsigned char) value[j])) return 1;
+        }
+    }
+    for (; i < size; i++) if (dg_mhd_is_control((unsigned char) value[i])) return 1;
+    return 0;
+}
+
 static inline int dg_mhd_field_problem(const struct dg_mhd_pair *pair, const struct dg_mhd_pair **length)
 {
     if (pair->name_size == 0) return 1;
     for (size_t i = 0; i < pair->name_size; i++) if (!dg_mhd_is_tchar((unsigned char) pair->name[i])) return 1;
-    /* A bare CR (a front proxy that ends lines at it would frame the request differently), LF, NUL, DEL or any other
-       control character but HTAB. */
-    /* Accumulated without an early exit, so the compiler scans the value in vector lanes (a bearer token is the
-       longest value of most requests). */
-    unsigned char control = 0;
-    for (size_t i = 0; i < pair->value_size; i++) {
-        unsigned char byte = (unsigned char) pair->value[i];
-        control |= (unsigned char) ((byte < 0x20) & (byte != 0x09)) | (unsigned char) (byte == 0x7F);
-    }
-    if (control) return 2;
+    if (dg_mhd_has_control(pair->value, pair->value_size)) return 2;
     if (!dg_mhd_names(pair->name, pair->name_size, "content-length", 14)) return 0;
     /* Digits only, as libmicrohttpd frames the body by it: no sign, no list, no spaces. */
     if (pair->value_size == 0) return 3;

@@ -32,6 +32,18 @@ public struct HTTPResponse: Sendable {
     public static func sameName(_ a: String, _ b: String) -> Bool {
         // Most names compared differ in length (a native string knows its UTF-8 length without a scan).
         guard a.utf8.count == b.utf8.count else { return false }
+        // Compared as contiguous bytes (native and small strings, so nearly always): the UTF-8 views' iterators
+        // were most of this function's cost, and every answer asks for two of its headers by name.
+        let contiguous = a.utf8.withContiguousStorageIfAvailable { left in
+            b.utf8.withContiguousStorageIfAvailable { right in
+                for index in 0..<left.count where left[index] != right[index] {
+                    let x = left[index] | 0x20
+                    if x != right[index] | 0x20 || x &- UInt8(ascii: "a") >= 26 { return false }
+                }
+                return true
+            }
+        }
+        if let contiguous, let same = contiguous { return same }
         var left = a.utf8.makeIterator()
         var right = b.utf8.makeIterator()
         while true {

@@ -198,7 +198,7 @@ extension HTTPServer {
             return responder.badRequest(request, reason: problem)
         }
         // More than 18 digits is refused as too large too (libmicrohttpd is never shown such a length).
-        if let length = request.header("content-length"), length.utf8.count > 18 || (Int(length) ?? .max) > configuration.bodyLimitBytes {
+        if checks.framing.lengths > 0, let length = request.header("content-length"), length.utf8.count > 18 || (Int(length) ?? .max) > configuration.bodyLimitBytes {
             return responder.bodyTooLarge(request, limit: configuration.bodyLimitBytes)
         }
         return nil

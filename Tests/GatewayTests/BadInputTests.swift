@@ -98,6 +98,7 @@ import TestSupport
                             "GET /livez?a=b HTTP/1.1\nHost: a\nX-Empty:\nConnection: close\n\n",
                             "GET /livez HTTP/1.0\r\n\r\n",
                             "GET /livez HTTP/1.1\r\nHost: a\r\nX-Pad:   b  \r\nX-Empty:\r\nConnection: close\r\n\r\n",
+                            "GET /livez HTTP/1.1\r\nHost: a\r\nX-Tabs: abcdefg\thijklmnop\tqrstuvwxyz \u{E9}\u{7E}\r\nConnection: close\r\n\r\n",
                             "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
                             "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\ncontent-LENGTH: 2\r\nConnection: close\r\n\r\n{}",
                             "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:  ChUnKeD\r\nConnection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n"] {
@@ -128,6 +129,10 @@ import TestSupport
                 ("GET /livez HTTP/1.1\r\nHost: a\u{7F}b\r\n\r\n", "control character"),
                 ("GET /livez HTTP/1.1\r\nHost: a\rb\r\n\r\n", "control character"),
                 ("GET /livez HTTP/1.1\r\nHost: a\r\nX-A: b\u{1B}c\r\n\r\n", "control character"),
+                // Long values are scanned eight bytes at a time: a control character in the words and in the tail.
+                ("GET /livez HTTP/1.1\r\nHost: a\r\nX-Long: abcdefghijklmnop\u{7F}qrstuvwxyz0123456789\r\n\r\n", "control character"),
+                ("GET /livez HTTP/1.1\r\nHost: a\r\nX-Long: abcdefgh\u{01}ijklmnopqrstuvwxyz\r\n\r\n", "control character"),
+                ("GET /livez HTTP/1.1\r\nHost: a\r\nX-Long: abcdefghijklmnopqrstuvwx\u{1F}yz\r\n\r\n", "control character"),
                 ("GET /livez HTTP/1.2\r\nHost: a\r\nHost: b\r\n\r\n", "more than once"),
                 ("GET /livez HTTP/1.2\r\nX-A: b\r\n\r\n", "Host is required"),
                 ("GET /livez HTTP/1.1\r\nHost: a\r\nX-A: b\r\n  folded\r\nX-B: c\r\n\r\n", "folded"),
