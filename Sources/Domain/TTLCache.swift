@@ -35,6 +35,18 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
         entries.withLock { $0[key] }
     }
 
+    /// What `read` takes from the entry, read in place under the lock: `read` sees the value and when it was stored
+    /// and returns only what its caller needs. Copying a value out retains every reference it holds, on objects
+    /// that all request threads share. The entry is lent `inout` because only the values' modify accessor hands it
+    /// over without a copy (their getter copies); `read` must not change it.
+    @inlinable
+    public func read<Result>(_ key: Key, _ read: (inout (value: Value, at: Double)) -> Result?) -> Result? {
+        entries.withLock { entries in
+            guard let index = entries.index(forKey: key) else { return nil }
+            return read(&entries.values[index])
+        }
+    }
+
     @inlinable
     public func put(_ key: Key, _ value: Value, at: Double = TTLCache.now) {
         let last = lastSweep.load(ordering: .relaxed)

@@ -69,11 +69,9 @@ public final class CustomerTickets: TicketCache {
 
     static func now() -> Double { Date().timeIntervalSince1970 }
 
-    /// The memory fast path: a fresh entry owned by this customer, or nil.
-    public func fastGet(_ id: Int, customerId: Int) -> TicketMemoryCache.Entry? {
-        guard let entry = memory.get(id), entry.customerId == customerId,
-              Self.now() - entry.fetchedAt < settings.cacheTTLSeconds else { return nil }
-        return entry
+    /// The memory fast path: the body and tag of a fresh entry owned by this customer, or nil.
+    public func fastGet(_ id: Int, customerId: Int) -> (body: [UInt8], etag: String)? {
+        memory.served(id, customerId: customerId, fetchedAfter: Self.now() - settings.cacheTTLSeconds)
     }
 
     /// The read rules (cache, Desk, stale copy), on this service as the cache and the Desk client.

@@ -24,8 +24,12 @@ public final class TicketMemoryCache: Sendable {
 
     public var count: Int { entries.count }
 
-    public func get(_ id: Int) -> Entry? {
-        entries.lookup(id)?.value
+    /// The body and tag of the entry if `customerId` owns it and it was fetched after `since`, read in place (the
+    /// cached read needs nothing else of it).
+    public func served(_ id: Int, customerId: Int, fetchedAfter since: Double) -> (body: [UInt8], etag: String)? {
+        entries.read(id) { entry in
+            entry.value.customerId == customerId && entry.value.fetchedAt > since ? (entry.value.body, entry.value.etag) : nil
+        }
     }
 
     public func put(_ id: Int, customerId: Int, channelUrl: String, status: String, document: String, fetchedAt: Double, pending: String = "[]") {

@@ -215,4 +215,14 @@ import Testing
         cache.put(-1, "late", at: created + 6)
         #expect(cache.count == 1)
     }
+
+    /// A cache entry read in place gives what the reader takes from it, with its time, and leaves it as it was.
+    @Test func cacheEntriesReadInPlaceGiveTheirFieldsAndStay() {
+        let cache = TTLCache<String, (name: String, count: Int)>(ttl: 60)
+        cache.put("a", ("alpha", 3), at: 100)
+        #expect(cache.read("a") { $0.value.count == 3 ? $0.value.name + "@\(Int($0.at))" : nil } == "alpha@100")
+        #expect(cache.read("a") { $0.value.count == 4 ? $0.value.name : nil } == nil)
+        #expect(cache.read("b") { $0.value.name } == nil)
+        #expect(cache.lookup("a")?.value.name == "alpha" && cache.lookup("a")?.at == 100 && cache.count == 1)
+    }
 }

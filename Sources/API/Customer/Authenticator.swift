@@ -40,6 +40,14 @@ final class Authenticator: Sendable {
         return entry.value
     }
 
+    /// The cached session's customer, read in place (`cached` copies the whole record out, retaining its strings).
+    func cachedCustomerId(_ request: HTTPRequest) -> Int? {
+        guard let token = Self.bearer(request) else { return nil }
+        let now = TTLCache<String, SessionRecord>.now
+        let ttl = cache.ttl
+        return cache.read(token) { entry in now - entry.at < ttl && entry.value.expiresAt > now ? entry.value.customerId : nil }
+    }
+
     func authenticate(_ request: HTTPRequest) async throws -> SessionRecord {
         if let record = cached(request) { return record }
         guard let token = Self.bearer(request) else {
