@@ -23,7 +23,7 @@ public final class VerifiedCallers: Sendable {
     /// Forgets every credential (one was revoked somewhere; the rest are verified again on their next use).
     public func removeAll() { entries.removeAll() }
 
-    public func contains(_ credential: String) -> Bool { entries.get(credential) != nil }
+    public func contains(_ credential: String, now: Double) -> Bool { entries.get(credential, now: now) != nil }
 }
 
 /// An IPv4 or IPv6 network (`10.0.0.0/8`, `fd00::/8`, or a single address).

@@ -22,10 +22,10 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
 
     public static var now: Double { Date().timeIntervalSince1970 }
 
-    /// The value if it is younger than `maxAge` (the cache's `ttl` unless given).
+    /// The value if it is younger than `maxAge` (the cache's `ttl` unless given) at `now`.
     @inlinable
-    public func get(_ key: Key, maxAge: Double? = nil) -> Value? {
-        guard let entry = lookup(key), Self.now - entry.at < (maxAge ?? ttl) else { return nil }
+    public func get(_ key: Key, maxAge: Double? = nil, now: Double = TTLCache.now) -> Value? {
+        guard let entry = lookup(key), now - entry.at < (maxAge ?? ttl) else { return nil }
         return entry.value
     }
 

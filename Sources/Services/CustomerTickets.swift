@@ -67,11 +67,11 @@ public final class CustomerTickets: TicketCache {
         teams = TeamDirectory(store: store)
     }
 
-    static func now() -> Double { Date().timeIntervalSince1970 }
+    public static func now() -> Double { Date().timeIntervalSince1970 }
 
     /// The memory fast path: the body and tag of a fresh entry owned by this customer, or nil.
-    public func fastGet(_ id: Int, customerId: Int) -> (body: [UInt8], etag: String)? {
-        memory.served(id, customerId: customerId, fetchedAfter: Self.now() - settings.cacheTTLSeconds)
+    public func fastGet(_ id: Int, customerId: Int, now: Double = CustomerTickets.now()) -> (body: [UInt8], etag: String)? {
+        memory.served(id, customerId: customerId, fetchedAfter: now - settings.cacheTTLSeconds)
     }
 
     /// The read rules (cache, Desk, stale copy), on this service as the cache and the Desk client.

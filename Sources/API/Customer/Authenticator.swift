@@ -41,9 +41,8 @@ final class Authenticator: Sendable {
     }
 
     /// The cached session's customer, read in place (`cached` copies the whole record out, retaining its strings).
-    func cachedCustomerId(_ request: HTTPRequest) -> Int? {
+    func cachedCustomerId(_ request: HTTPRequest, now: Double) -> Int? {
         guard let token = Self.bearer(request) else { return nil }
-        let now = TTLCache<String, SessionRecord>.now
         let ttl = cache.ttl
         return cache.read(token) { entry in now - entry.at < ttl && entry.value.expiresAt > now ? entry.value.customerId : nil }
     }

@@ -200,8 +200,10 @@ public struct CustomerRoutes: Sendable {
 
     /// The hot path: a fresh ticket for a cached session, answered on the polling thread with no I/O.
     func fastTicket(_ request: HTTPRequest) -> HTTPResponse? {
-        guard let customerId = authenticator.cachedCustomerId(request), let text = request.pathParameters["id"], let id = Int(text),
-              let entry = tickets.fastGet(id, customerId: customerId) else { return nil }
+        // One clock reading for both caches.
+        let now = CustomerTickets.now()
+        guard let customerId = authenticator.cachedCustomerId(request, now: now), let text = request.pathParameters["id"], let id = Int(text),
+              let entry = tickets.fastGet(id, customerId: customerId, now: now) else { return nil }
         var headers = AnswerHeaders.withRoom(for: 3)
         headers.append(("Content-Type", "application/json"))
         headers.append(("X-Cache", "HIT"))

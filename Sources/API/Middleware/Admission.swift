@@ -1,4 +1,5 @@
 public import HTTPServer
+import Foundation
 import JSON
 
 /// Rate limits that count the right caller. A request with a verified credential counts against that credential;
@@ -36,23 +37,27 @@ public final class Admission: Sendable {
     public func admit(_ request: HTTPRequest) -> Decision {
         let client = clients.client(request)
         let credential = request.header("x-api-key") ?? Authenticator.bearer(request)
-        let isVerified = credential.map(verified.contains) ?? false
+        // One clock reading for every bucket and cache asked below.
+        let now = Date().timeIntervalSince1970
+        let isVerified = credential.map { verified.contains($0, now: now) } ?? false
         let isSignIn = request.method == "POST" && (request.path == "/v1/sessions" || request.path == "/reports/sign-in")
         let isWebhook = request.path == "/v1/webhooks/desk"
-        if !isVerified, credential != nil || isSignIn || isWebhook, failures.isExhausted("f:" + client) {
+        if !isVerified, credential != nil || isSignIn || isWebhook, failures.isExhausted("f:" + client, now: now) {
             var error = APIError(.rateLimited, detail: "Too many failed authentications from this address; retry later.")
             error.headers = [("Retry-After", String(max(1, Int((60 / Double(max(1, policy.authFailuresPerMinute))).rounded(.up)))))]
             return .refused(error)
         }
         if isWebhook { return .admitted(nil) }
         // The buckets passed as they are: picked into a tuple first, each was retained and released per request.
-        if isSignIn { return take(from: signIns, key: "s:" + client, perMinute: policy.signInPerMinute, what: "sign-ins") }
-        if let credential, isVerified { return take(from: credentials, key: credential, perMinute: policy.rateLimitPerMinute, what: "requests") }
-        return take(from: limiter, key: "a:" + client, perMinute: policy.rateLimitPerMinute, what: "requests")
+        if isSignIn { return take(from: signIns, key: "s:" + client, perMinute: policy.signInPerMinute, what: "sign-ins", now: now) }
+        if let credential, isVerified {
+            return take(from: credentials, key: credential, perMinute: policy.rateLimitPerMinute, what: "requests", now: now)
+        }
+        return take(from: limiter, key: "a:" + client, perMinute: policy.rateLimitPerMinute, what: "requests", now: now)
     }
 
-    private func take(from bucket: RateLimiter, key: String, perMinute: Int, what: String) -> Decision {
-        let decision = bucket.take(key)
+    private func take(from bucket: RateLimiter, key: String, perMinute: Int, what: String, now: Double) -> Decision {
+        let decision = bucket.take(key, now: now)
         let standing = RateLimitStanding(limit: Int(bucket.burst), remaining: decision.remaining, reset: decision.reset)
         guard decision.allowed else {
             var error = APIError(.rateLimited, detail: "This client sent more than \(perMinute) \(what) a minute; retry after \(decision.retryAfter) s.")
