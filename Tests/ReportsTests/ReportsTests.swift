@@ -202,6 +202,30 @@ import Testing
         #expect(writer.bytes == Array(JSONValue.array(tree).serialized().utf8.dropFirst().dropLast()))
     }
 
+    /// Integers are written as their decimal text, at every change in the number of digits, through the writer and
+    /// through any other byte sink.
+    @Test func integersAreWrittenAsTheirDecimalText() {
+        var values: [Int64] = [0, 1, 9, Int64.max, Int64.min, Int64.min + 1]
+        var power: Int64 = 1
+        for _ in 0..<18 {
+            power *= 10
+            values += [power - 1, power, power + 1, -power, -(power - 1), power * 7 / 3]
+        }
+        var generator = SystemRandomNumberGenerator()
+        values += (0..<2_000).map { _ in Int64.random(in: 0...99_999, using: &generator) }
+        for value in values {
+            var writer = JSONWriter(capacity: 1)
+            writer.putInteger(value)
+            #expect(writer.bytes == Array(String(value).utf8), "\(value)")
+            let text = String(unsafeUninitializedCapacity: 24) { buffer in
+                var sink = MemorySink(buffer)
+                sink.putInteger(value)
+                return sink.count
+            }
+            #expect(text == String(value))
+        }
+    }
+
     /// A decimal written from its whole number of hundredths or ten-thousandths is what `number` writes for the
     /// Double it stands for.
     @Test func decimalsFromWholeNumbersAreWrittenAsTheirDoubles() {
