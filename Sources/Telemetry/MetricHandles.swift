@@ -19,7 +19,9 @@ public final class HistogramHandle: Sendable {
     let bounds: [Double]
     /// Observations per bucket, not cumulative; the last is above every bound.
     let counts: Unretained<CounterHandle>
-    let sumBits = Atomic<UInt64>(0)
+    /// The sum in whole nanoseconds (every histogram here times something): one atomic add an observation, where a
+    /// Double's bits needed a load and a compare-and-swap that both request threads raced on.
+    let sumNanos = Atomic<Int64>(0)
 
     init(bounds: [Double]) {
         self.bounds = bounds
@@ -30,17 +32,13 @@ public final class HistogramHandle: Sendable {
         var index = 0
         while index < bounds.count, value > bounds[index] { index += 1 }
         counts.with(index) { $0.increment() }
-        var current = sumBits.load(ordering: .relaxed)
-        while true {
-            let (exchanged, original) = sumBits.compareExchange(
-                expected: current, desired: (Double(bitPattern: current) + value).bitPattern, ordering: .relaxed)
-            if exchanged { return }
-            current = original
-        }
+        // Durations: never below zero, and a NaN or a century is no duration to sum.
+        let nanos = value > 0 && value < 3e9 ? Int64((value * 1e9).rounded()) : 0
+        sumNanos.wrappingAdd(nanos, ordering: .relaxed)
     }
 
     var sample: MetricsRegistry.Sample {
-        var sample = MetricsRegistry.Sample(value: Double(bitPattern: sumBits.load(ordering: .relaxed)))
+        var sample = MetricsRegistry.Sample(value: Double(sumNanos.load(ordering: .relaxed)) / 1e9)
         var running = 0
         for index in 0..<counts.count {
             running += counts.with(index) { $0.value }

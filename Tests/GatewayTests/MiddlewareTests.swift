@@ -165,6 +165,24 @@ import Testing
         #expect(!text.contains("/v1/tickets/1001"))
     }
 
+    /// A histogram's sum is what was observed, from any number of threads at once; what is no duration (a NaN,
+    /// below zero) is counted in its bucket and adds nothing to the sum.
+    @Test func histogramsSumWhatWasObserved() async {
+        let metrics = MetricsRegistry()
+        metrics.describe("work_seconds", .histogram, help: "Work.")
+        let histogram = metrics.histogram("work_seconds")
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask { for _ in 0..<1_000 { histogram.observe(0.25); histogram.observe(0.000_001) } }
+            }
+        }
+        histogram.observe(.nan)
+        histogram.observe(-1)
+        let text = metrics.render()
+        #expect(text.contains("work_seconds_sum 1000.004\n"), "\(text)")
+        #expect(text.contains("work_seconds_count 8002\n"), "\(text)")
+    }
+
     /// Routes resolved ahead are counted without the registry's lock; what /metrics shows is what the unresolved way
     /// shows, and two threads counting at once lose nothing.
     @Test func resolvedRouteSeriesRenderAsTheSlowPathDoesAndLoseNoCount() async {
