@@ -231,6 +231,14 @@ static inline int dg_mhd_is_tchar(unsigned char byte)
     return byte < 64 ? (int) ((low >> byte) & 1) : byte < 128 ? (int) ((high >> (byte - 64)) & 1) : 0;
 }
 
+/* Whether a C string (the request's method) is a token of at most `max` bytes. */
+static inline int dg_mhd_is_token(const char *text, size_t max)
+{
+    size_t i = 0;
+    for (; text[i]; i++) if (i == max || !dg_mhd_is_tchar((unsigned char) text[i])) return 0;
+    return i > 0;
+}
+
 /* Whether `text` is `want` (lowercase ASCII) in any ASCII case. */
 static inline int dg_mhd_names(const char *text, size_t size, const char *want, size_t want_size)
 {

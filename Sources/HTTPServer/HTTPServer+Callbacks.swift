@@ -45,26 +45,11 @@ private func text(_ bytes: UnsafePointer<CChar>?, _ size: Int, lowercased: Bool 
 struct HeaderChecks {
     var raw: Int32 = 0
     var framing = dg_mhd_framing()
+    /// RFC 9110: the method is a token (`dg_mhd_is_token`, the same test as the header names'), and not a long one.
+    var methodIsToken = true
 }
 
 extension HTTPServer {
-    /// Requests refused before routing, with the connection closed: NUL bytes (a C string would cut the value short
-    /// into another valid one) and message framing that two parties could read two ways (request smuggling).
-    /// RFC 9110 `tchar`: what a method or a header name may hold. Every request's method and header names pass
-    /// here: a byte is looked up in two bit masks (bytes 0–63, 64–127) instead of matched against twenty cases.
-    static func isToken(_ text: String, maxLength: Int = .max) -> Bool {
-        var count = 0
-        for byte in text.utf8 {
-            count += 1
-            guard count <= maxLength, byte < 128, (byte < 64 ? tokenLow >> byte : tokenHigh >> (byte - 64)) & 1 == 1 else { return false }
-        }
-        return count > 0
-    }
-
-    /// `!#$%&'*+-.` and digits; letters and `^_`|~`.
-    private static let tokenLow: UInt64 = 0x03FF_6CFA_0000_0000
-    private static let tokenHigh: UInt64 = 0x57FF_FFFF_C7FF_FFFE
-
     /// The longest method accepted; longer ones are refused before any bookkeeping (they would only be label noise).
     static let maxMethodLength = 32
 
@@ -106,12 +91,14 @@ extension HTTPServer {
         return target
     }
 
+    /// Requests refused before routing, with the connection closed: NUL bytes (a C string would cut the value short
+    /// into another valid one) and message framing that two parties could read two ways (request smuggling).
     static func framingProblem(_ request: HTTPRequest, http11: Bool, checks: HeaderChecks) -> String? {
         if let raw = rawProblem(checks.raw) { return raw }
         if request.path.utf8.contains(0x7F) || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
             return "The request target holds a NUL byte."
         }
-        if !isToken(request.method, maxLength: maxMethodLength) {
+        if !checks.methodIsToken {
             return "The method must be a token of at most \(maxMethodLength) characters."
         }
         // The fields were checked in C as they came out of libmicrohttpd, in one pass over their bytes.
@@ -166,6 +153,7 @@ extension HTTPServer {
     private func accept(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?,
                         conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         var checks = HeaderChecks()
+        checks.methodIsToken = method.map { dg_mhd_is_token($0, Self.maxMethodLength) != 0 } ?? true
         let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET",
                                   path: url.map { Self.originForm(String(cString: $0)) } ?? "/",
                                   query: values(of: connection, kind: .GET_ARGUMENT_KIND),
