@@ -33,18 +33,21 @@ final class Authenticator: Sendable {
 
     /// The cached session, without any I/O (nil on a miss).
     func cached(_ request: HTTPRequest) -> SessionRecord? {
-        guard let token = Self.bearer(request) else { return nil }
-        guard let entry = cache.lookup(token) else { return nil }
-        let now = TTLCache<String, SessionRecord>.now
-        guard now - entry.at < cache.ttl, entry.value.expiresAt > now else { return nil }
-        return entry.value
+        fresh(request, now: TTLCache<String, SessionRecord>.now) { $0 }
     }
 
-    /// The cached session's customer, read in place (`cached` copies the whole record out, retaining its strings).
+    /// The cached session's customer (the cached ticket read needs nothing else, and `cached` retains every string
+    /// of the record it copies out).
     func cachedCustomerId(_ request: HTTPRequest, now: Double) -> Int? {
+        fresh(request, now: now) { $0.customerId }
+    }
+
+    /// What `take` reads of the request's cached session if it is fresh at `now` (younger than the cache's TTL, not
+    /// expired), read in place under the cache's lock.
+    private func fresh<Result>(_ request: HTTPRequest, now: Double, _ take: (SessionRecord) -> Result) -> Result? {
         guard let token = Self.bearer(request) else { return nil }
         let ttl = cache.ttl
-        return cache.read(token) { entry in now - entry.at < ttl && entry.value.expiresAt > now ? entry.value.customerId : nil }
+        return cache.read(token) { entry in now - entry.at < ttl && entry.value.expiresAt > now ? take(entry.value) : nil }
     }
 
     func authenticate(_ request: HTTPRequest) async throws -> SessionRecord {
