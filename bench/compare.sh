@@ -33,10 +33,14 @@ customer() {
   curl -fs -o /dev/null -H "Authorization: Bearer $token" "$base/v1/tickets/$id"
   echo "$token $id"
 }
+# COMPARE_HEADERS: more fields sent with every request, one "Name: value" a line (bench/browser-headers.txt is
+# what Chromium sends with a page's API call; wrk alone sends two).
+extra=()
+while IFS= read -r line; do [ -n "$line" ] && extra+=(-H "$line"); done <<<"${COMPARE_HEADERS:-}"
 # pid url [token] -> "requests/s µs-per-request"
 measure() {
-  local auth=() c0 c1 file=.build/compare-wrk.txt
-  [ -n "${3:-}" ] && auth=(-H "Authorization: Bearer $3")
+  local auth=("${extra[@]}") c0 c1 file=.build/compare-wrk.txt
+  [ -n "${3:-}" ] && auth+=(-H "Authorization: Bearer $3")
   wrk -t2 -c64 -d2s "${auth[@]}" "$2" >/dev/null
   c0=$(awk '{print $14 + $15}' "/proc/$1/stat")
   wrk -t2 -c64 -d8s "${auth[@]}" "$2" >"$file"

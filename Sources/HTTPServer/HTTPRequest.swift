@@ -5,8 +5,8 @@ public struct HTTPRequest: Sendable {
     public var path: String
     /// Query arguments already percent-decoded, repeated keys kept in order.
     public var query: [(name: String, value: String)]
-    /// Header names are lower-cased so lookups are case-insensitive.
-    public var headers: [(name: String, value: String)] {
+    /// Header names are lower-cased so lookups are case-insensitive; values are read when asked for.
+    public var headers: HTTPHeaders {
         didSet { (bearerToken, authorizationBytes) = Self.bearerToken(in: headers) }
     }
     /// The token of `Authorization: Bearer <token>` (scheme case-insensitive, spaces around the token dropped), cut
@@ -21,30 +21,31 @@ public struct HTTPRequest: Sendable {
     /// The peer's IP address (the proxy's, behind one).
     public var remoteAddress: String?
 
-    private static func bearerToken(in headers: [(name: String, value: String)]) -> (String?, Int) {
-        guard let header = headers.first(where: { $0.name == "authorization" })?.value else { return (nil, 0) }
-        let utf8 = header.utf8
-        guard utf8.count > 7 else { return (nil, 0) }
-        // Bytes, not characters: this runs for every authenticated request.
-        var start = utf8.startIndex
-        for want in "bearer ".utf8 {
-            let byte = utf8[start]
-            if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != want { return (nil, 0) }
-            start = utf8.index(after: start)
-        }
-        var end = utf8.endIndex
-        while start < end, utf8[start] == UInt8(ascii: " ") { start = utf8.index(after: start) }
-        while start < end, utf8[utf8.index(before: end)] == UInt8(ascii: " ") { end = utf8.index(before: end) }
-        return start == end ? (nil, 0) : (String(Substring(utf8[start..<end])), utf8.count)
+    private static func bearerToken(in headers: HTTPHeaders) -> (String?, Int) {
+        headers.withValue("authorization") { value -> (String?, Int) in
+            guard value.count > 7 else { return (nil, 0) }
+            // Bytes, not characters: this runs for every authenticated request.
+            var start = 0
+            for want in "bearer ".utf8 {
+                let byte = value[start]
+                if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != want { return (nil, 0) }
+                start += 1
+            }
+            var end = value.count
+            while start < end, value[start] == UInt8(ascii: " ") { start += 1 }
+            while start < end, value[end - 1] == UInt8(ascii: " ") { end -= 1 }
+            guard start < end else { return (nil, 0) }
+            return (String(decoding: UnsafeBufferPointer(rebasing: value[start..<end]), as: UTF8.self), value.count)
+        } ?? (nil, 0)
     }
 
     /// The first value of a header, matched case-insensitively.
     public func header(_ name: String) -> String? {
         // Names are stored lowercased and callers mostly ask in lowercase: lowercasing is the exception (every
         // request looks up several headers).
-        let key = name.hasASCIIUppercase ? name.lowercased() : name
-        for header in headers where header.name == key { return header.value }
-        return nil
+        // Passed on as it is when lowercase (a new value of it would be retained and released).
+        if name.hasASCIIUppercase { return headers.value(name.lowercased()) }
+        return headers.value(name)
     }
 
     public func queryValue(_ name: String) -> String? {
@@ -64,16 +65,14 @@ extension HTTPRequest {
     public init(method: String, path: String, query: [(name: String, value: String)] = [],
                 headers: [(name: String, value: String)] = [], body: [UInt8] = [],
                 pathParameters: PathParameters = [:], remoteAddress: String? = nil) {
-        // The server hands names over lowercased already: then the array is kept as it is, not mapped anew.
-        let lowered = headers.indices.contains(where: { headers[$0].name.hasASCIIUppercase })
-            ? headers.map { $0.name.hasASCIIUppercase ? ($0.name.lowercased(), $0.value) : $0 } : headers
+        let lowered = HTTPHeaders(headers)
         let (token, bytes) = Self.bearerToken(in: lowered)
         self.init(method: method, path: path, query: query, headers: lowered, bearerToken: token, authorizationBytes: bytes,
                   body: body, pathParameters: pathParameters, remoteAddress: remoteAddress)
     }
 
-    /// The server's: its collector lowercases header names as it copies them, so they are not scanned again.
-    init(method: String, path: String, query: [(name: String, value: String)], lowercasedHeaders headers: [(name: String, value: String)],
+    /// The server's: its header block is lowercased as it is copied.
+    init(method: String, path: String, query: [(name: String, value: String)], lowercasedHeaders headers: HTTPHeaders,
          remoteAddress: String?) {
         let (token, bytes) = Self.bearerToken(in: headers)
         self.init(method: method, path: path, query: query, headers: headers, bearerToken: token, authorizationBytes: bytes,

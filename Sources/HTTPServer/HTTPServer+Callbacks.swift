@@ -25,19 +25,11 @@ let httpRequestCompleted: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
     }
 }
 
-/// A header name or query argument copied out of libmicrohttpd's memory at the size it measured (no `strlen`),
-/// header names lowercased on the way (`HTTPRequest` stores them lowercase).
-private func text(_ bytes: UnsafePointer<CChar>?, _ size: Int, lowercased: Bool = false) -> String {
+/// A query argument's name or value copied out of libmicrohttpd's memory at the size it measured (no `strlen`).
+private func text(_ bytes: UnsafePointer<CChar>?, _ size: Int) -> String {
     guard let bytes, size > 0 else { return "" }
-    return bytes.withMemoryRebound(to: UInt8.self, capacity: size) { source in
-        guard lowercased else { return String(decoding: UnsafeBufferPointer(start: source, count: size), as: UTF8.self) }
-        return String(unsafeUninitializedCapacity: size) { buffer in
-            for index in 0..<size {
-                let byte = source[index]
-                buffer[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte + 32 : byte
-            }
-            return size
-        }
+    return bytes.withMemoryRebound(to: UInt8.self, capacity: size) {
+        String(decoding: UnsafeBufferPointer(start: $0, count: size), as: UTF8.self)
     }
 }
 
@@ -237,29 +229,25 @@ extension HTTPServer {
         guard count > 0 else { return [] }
         return withUnsafeTemporaryAllocation(of: dg_mhd_pair.self, capacity: count) { buffer in
             let filled = dg_mhd_pairs(connection, kind, buffer.baseAddress, count)
-            return Self.strings(of: UnsafeBufferPointer(rebasing: buffer[..<filled]), lowercasingNames: false)
+            var strings: [(name: String, value: String)] = []
+            strings.reserveCapacity(filled)
+            for pair in UnsafeBufferPointer(rebasing: buffer[..<filled]) {
+                strings.append((text(pair.name, pair.name_size), text(pair.value, pair.value_size)))
+            }
+            return strings
         }
     }
 
     /// The request's headers, names lowercased, with the checks of the header block run over the same pairs (the
     /// line structure libmicrohttpd left in its buffer and the framing rules): `checks` says what they found.
     private func headers(of connection: OpaquePointer, version: UnsafePointer<CChar>?, checks: inout HeaderChecks)
-        -> [(name: String, value: String)] {
+        -> HTTPHeaders {
         let count = Int(MHD_get_connection_values(connection, .HEADER_KIND, nil, nil))
         return withUnsafeTemporaryAllocation(of: dg_mhd_pair.self, capacity: max(count, 1)) { buffer in
             let filled = dg_mhd_pairs(connection, .HEADER_KIND, buffer.baseAddress, count)
             checks.raw = dg_mhd_check_headers(connection, version, buffer.baseAddress, filled, &checks.framing)
-            return Self.strings(of: UnsafeBufferPointer(rebasing: buffer[..<filled]), lowercasingNames: true)
+            return HTTPHeaders(pairs: UnsafeBufferPointer(rebasing: buffer[..<filled]))
         }
-    }
-
-    private static func strings(of pairs: UnsafeBufferPointer<dg_mhd_pair>, lowercasingNames: Bool) -> [(name: String, value: String)] {
-        var strings: [(name: String, value: String)] = []
-        strings.reserveCapacity(pairs.count)
-        for pair in pairs {
-            strings.append((text(pair.name, pair.name_size, lowercased: lowercasingNames), text(pair.value, pair.value_size)))
-        }
-        return strings
     }
 
     private func clientAddress(of connection: OpaquePointer) -> String? {

@@ -93,7 +93,7 @@ final class OTLPReceiver: HTTPResponder {
               (try? JSONSerialization.jsonObject(with: Data(request.body))) is [String: Any] else {
             return .now(HTTPResponse(status: 400))
         }
-        exports.withLock { $0.append((request.headers, request.body)) }
+        exports.withLock { $0.append((Array(request.headers), request.body)) }
         return .now(HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array("{}".utf8)))
     }
     func bodyTooLarge(_ request: HTTPRequest, limit: Int) -> HTTPResponse { HTTPResponse(status: 413) }

@@ -57,6 +57,13 @@ struct TestResponder: HTTPResponder {
         router.add("POST", "/echo", { request in
             HTTPResponse(status: 200, headers: [("Content-Type", request.header("content-type") ?? "")], body: request.body)
         })
+        router.add("GET", "/headers", { request in
+            let lines = request.headers.map { "\($0.name)=\($0.value)" }
+            let asked = request.headers.values("x-twice").joined(separator: "|")
+            return HTTPResponse(status: 200, contentType: "text/plain",
+                                body: (lines + ["first=" + (request.header("X-Twice") ?? "none"), "all=" + asked,
+                                                "token=" + (request.bearerToken ?? "none")]).joined(separator: "\n"))
+        })
         router.add("GET", "/query", { request in
             HTTPResponse(status: 200, contentType: "text/plain", body: request.queryValues("tag").joined(separator: "|"))
         })
@@ -275,6 +282,25 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
         try await withServer { server in
             let response = try await httpRequest(port: server.port, "GET", "/query?tag=a%20b&tag=c&other=1")
             #expect(response.text == "a b|c")
+        }
+    }
+
+    @Test func headersArriveInOrderWithNamesLowercasedAndValuesAsSent() async throws {
+        try await withServer { server in
+            let long = String(repeating: "v", count: 300)
+            let response = try await httpRequest(port: server.port, "GET", "/headers", headers: [
+                ("X-Twice", "one"), ("Authorization", "bEaReR  tok-123  "), ("X-Empty", ""), ("X-Long", long),
+                ("x-twice", "two"), ("X-Utf8", "café"),
+            ])
+            let lines = response.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            #expect(lines.contains("x-twice=one"))
+            #expect(lines.contains("authorization=bEaReR  tok-123  "))
+            #expect(lines.contains("x-empty="))
+            #expect(lines.contains("x-long=" + long))
+            #expect(lines.contains("x-utf8=café"))
+            let ours = lines.filter { $0.hasPrefix("x-") || $0.hasPrefix("authorization=") }
+            #expect(ours == ["x-twice=one", "authorization=bEaReR  tok-123  ", "x-empty=", "x-long=" + long, "x-twice=two", "x-utf8=café"])
+            #expect(lines.suffix(3) == ["first=one", "all=one|two", "token=tok-123"])
         }
     }
 

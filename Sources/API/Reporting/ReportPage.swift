@@ -80,8 +80,8 @@ public struct ReportPageRoutes: Sendable {
     // MARK: Sessions
 
     static func cookieValue(_ request: HTTPRequest) -> String? {
-        for header in request.headers where header.name == "cookie" {
-            for part in header.value.split(separator: ";") {
+        for value in request.headers.values("cookie") {
+            for part in value.split(separator: ";") {
                 let pair = part.trimmingCharacters(in: .whitespaces)
                 if pair.hasPrefix(cookie + "=") { return String(pair.dropFirst(cookie.count + 1)) }
             }
