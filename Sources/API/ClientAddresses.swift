@@ -8,22 +8,26 @@ import System
 /// against its token only when the token is in here; any other request counts against its client address, so
 /// made-up tokens cannot each get a fresh bucket.
 public final class VerifiedCallers: Sendable {
-    private let entries: TTLCache<String, Bool>
+    /// In shards, each under its own lock: every request asks, and both request threads waited on one lock.
+    private let shards: [TTLCache<String, Bool>]
+    static let shardCount = 8
 
     public init(seconds: Double = 300) {
-        entries = TTLCache(ttl: seconds, capacity: 50_000)
+        shards = (0..<Self.shardCount).map { _ in TTLCache(ttl: seconds, capacity: 50_000 / Self.shardCount) }
     }
 
-    public var count: Int { entries.count }
+    private func entries(_ credential: String) -> TTLCache<String, Bool> { shards[shardIndex(credential, of: Self.shardCount)] }
 
-    public func add(_ credential: String) { entries.put(credential, true) }
+    public var count: Int { shards.reduce(0) { $0 + $1.count } }
 
-    func remove(_ credential: String) { entries.remove(credential) }
+    public func add(_ credential: String) { entries(credential).put(credential, true) }
+
+    func remove(_ credential: String) { entries(credential).remove(credential) }
 
     /// Forgets every credential (one was revoked somewhere; the rest are verified again on their next use).
-    public func removeAll() { entries.removeAll() }
+    public func removeAll() { for shard in shards { shard.removeAll() } }
 
-    public func contains(_ credential: String, now: Double) -> Bool { entries.get(credential, now: now) != nil }
+    public func contains(_ credential: String, now: Double) -> Bool { entries(credential).get(credential, now: now) != nil }
 }
 
 /// An IPv4 or IPv6 network (`10.0.0.0/8`, `fd00::/8`, or a single address).

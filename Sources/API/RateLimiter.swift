@@ -36,10 +36,7 @@ public final class RateLimiter: Sendable {
         shards = (0..<Self.shardCount).map { _ in Shard() }
     }
 
-    private func shard(_ key: String) -> Shard {
-        let utf8 = key.utf8
-        return shards[(Int(utf8.last ?? 0) &+ utf8.count) % Self.shardCount]
-    }
+    private func shard(_ key: String) -> Shard { shards[shardIndex(key, of: Self.shardCount)] }
 
     /// Whether `key`'s bucket is empty now, without taking from it.
     func isExhausted(_ key: String, now: Double = Date().timeIntervalSince1970) -> Bool {
@@ -79,4 +76,11 @@ public final class RateLimiter: Sendable {
     private func sweep(_ buckets: inout [String: (tokens: Double, at: Double)], now: Double) {
         buckets = buckets.filter { min(burst, $0.value.tokens + (now - $0.value.at) * perSecond) < burst }
     }
+}
+
+/// The shard of a credential or address among `count`: its last byte and length (random tokens spread evenly; no
+/// hash of the whole key, which the shard's dictionary hashes anyway).
+func shardIndex(_ key: String, of count: Int) -> Int {
+    let utf8 = key.utf8
+    return (Int(utf8.last ?? 0) &+ utf8.count) % count
 }

@@ -126,6 +126,21 @@ import Testing
         #expect(!verified.contains("revoked", now: Date().timeIntervalSince1970))
     }
 
+    @Test func verifiedCallersAreKeptApartInShardsAndForgottenTogether() {
+        let verified = VerifiedCallers()
+        let now = Date().timeIntervalSince1970
+        // Keys of every length and last byte land in every shard.
+        let credentials = (0..<200).map { "tok-\(String(repeating: "x", count: $0 % 9))-\($0)" }
+        for credential in credentials { verified.add(credential) }
+        #expect(verified.count == credentials.count)
+        #expect(credentials.allSatisfy { verified.contains($0, now: now) })
+        #expect(!verified.contains("tok-unknown", now: now))
+        // Past their age they no longer count.
+        #expect(!verified.contains(credentials[8], now: now + 301))
+        verified.removeAll()
+        #expect(verified.count == 0 && !credentials.contains { verified.contains($0, now: now) })
+    }
+
     @Test func problemsMapEveryFailureWithoutLeakingDetail() {
         let mapper = ProblemMapper(logger: Logger(label: "test"))
         let info = RequestInfo(id: "r-1", route: "/v1/tickets/{id}")
