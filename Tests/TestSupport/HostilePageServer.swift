@@ -45,15 +45,16 @@ public final class HostilePageServer: @unchecked Sendable {
 
     public var bytesSent: Int { lock.withLock { sent } }
 
+    /// Wakes the accept loop, which closes the listener itself: closed here, its number could be handed to another
+    /// thread's new socket before the loop's next accept, which would then take that socket's connections.
     public func stop() {
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     private func acceptLoop() {
         while true {
             let client = accept(listener, nil, nil)
-            guard client >= 0 else { return }
+            guard client >= 0 else { close(listener); return }
             Thread { [self] in serve(client) }.start()
         }
     }

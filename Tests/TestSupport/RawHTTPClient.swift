@@ -42,20 +42,30 @@ public final class RawHTTPConnection: @unchecked Sendable {
 
     /// - Parameter source: a local address to connect from (e.g. 127.0.0.2, to be another client on loopback).
     public init(port: Int, host: String = "127.0.0.1", source: String? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // The descriptor is stored only once connected: a throwing initializer of a class whose properties are all
+        // set still runs deinit, and a second close of the number could close another thread's new socket
+        // (libmicrohttpd aborts when closing a connection fails).
+        fd = try Self.connected(port: port, host: host, source: source)
+    }
+
+    private static func connected(port: Int, host: String, source: String?) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestHTTPError(description: "socket() failed") }
         if let source {
-            guard Self.withAddress(source, port: 0, { bind(fd, $0, $1) }) == 0 else {
+            guard withAddress(source, port: 0, { bind(fd, $0, $1) }) == 0 else {
+                let error = errno
                 close(fd)
-                throw TestHTTPError(description: "bind to \(source) failed (errno \(errno))")
+                throw TestHTTPError(description: "bind to \(source) failed (errno \(error))")
             }
         }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard Self.withAddress(host, port: port, { connect(fd, $0, $1) }) == 0 else {
+        guard withAddress(host, port: port, { connect(fd, $0, $1) }) == 0 else {
+            let error = errno
             close(fd)
-            throw TestHTTPError(description: "connect to port \(port) failed (errno \(errno))")
+            throw TestHTTPError(description: "connect to port \(port) failed (errno \(error))")
         }
+        return fd
     }
 
     /// Runs `body` (bind or connect) with an IPv4 socket address.
