@@ -9,25 +9,25 @@ import System
 /// made-up tokens cannot each get a fresh bucket.
 public final class VerifiedCallers: Sendable {
     /// In shards, each under its own lock: every request asks, and both request threads waited on one lock.
-    private let shards: [TTLCache<String, Bool>]
+    private let shards: Shards<TTLCache<String, Bool>>
     static let shardCount = 8
 
     public init(seconds: Double = 300) {
-        shards = (0..<Self.shardCount).map { _ in TTLCache(ttl: seconds, capacity: 50_000 / Self.shardCount) }
+        shards = Shards(count: Self.shardCount) { TTLCache(ttl: seconds, capacity: 50_000 / Self.shardCount) }
     }
 
-    private func entries(_ credential: String) -> TTLCache<String, Bool> { shards[shardIndex(credential, of: Self.shardCount)] }
+    public var count: Int { shards.all.reduce(0) { $0 + $1.count } }
 
-    public var count: Int { shards.reduce(0) { $0 + $1.count } }
+    public func add(_ credential: String) { shards.with(credential) { $0.put(credential, true) } }
 
-    public func add(_ credential: String) { entries(credential).put(credential, true) }
-
-    func remove(_ credential: String) { entries(credential).remove(credential) }
+    func remove(_ credential: String) { shards.with(credential) { $0.remove(credential) } }
 
     /// Forgets every credential (one was revoked somewhere; the rest are verified again on their next use).
-    public func removeAll() { for shard in shards { shard.removeAll() } }
+    public func removeAll() { for shard in shards.all { shard.removeAll() } }
 
-    public func contains(_ credential: String, now: Double) -> Bool { entries(credential).get(credential, now: now) != nil }
+    public func contains(_ credential: String, now: Double) -> Bool {
+        shards.with(credential) { $0.get(credential, now: now) != nil }
+    }
 }
 
 /// An IPv4 or IPv6 network (`10.0.0.0/8`, `fd00::/8`, or a single address).

@@ -17,7 +17,7 @@ public final class RateLimiter: Sendable {
     let perSecond: Double
     /// Buckets in shards chosen by the key's last byte and length, each under its own lock: the request threads
     /// rarely wait on each other.
-    private let shards: [Shard]
+    private let shards: Shards<Shard>
 
     final class Shard: Sendable {
         let buckets = Mutex<[String: (tokens: Double, at: Double)]>([:])
@@ -28,32 +28,30 @@ public final class RateLimiter: Sendable {
     public static let capacity = 100_000
     static let shardCount = 8
 
-    public var count: Int { shards.reduce(0) { total, shard in total + shard.buckets.withLock { $0.count } } }
+    public var count: Int { shards.all.reduce(0) { total, shard in total + shard.buckets.withLock { $0.count } } }
 
     public init(perMinute: Int, burst: Int) {
         self.burst = Double(max(1, burst))
         self.perSecond = Double(max(1, perMinute)) / 60
-        shards = (0..<Self.shardCount).map { _ in Shard() }
+        shards = Shards(count: Self.shardCount) { Shard() }
     }
-
-    private func shard(_ key: String) -> Shard { shards[shardIndex(key, of: Self.shardCount)] }
 
     /// Whether `key`'s bucket is empty now, without taking from it.
     func isExhausted(_ key: String, now: Double = Date().timeIntervalSince1970) -> Bool {
-        shard(key).buckets.withLock { buckets in
+        shards.with(key) { $0.buckets.withLock { buckets in
             guard let bucket = buckets[key] else { return false }
             return min(burst, bucket.tokens + max(0, now - bucket.at) * perSecond) < 1
-        }
+        } }
     }
 
     public func take(_ key: String, now: Double = Date().timeIntervalSince1970) -> Decision {
         // Once a minute (or at capacity) buckets that have refilled are dropped: callers seen once leave no trace.
         let last = lastSweep.load(ordering: .relaxed)
         if Int(now) - last >= 60, lastSweep.compareExchange(expected: last, desired: Int(now), ordering: .relaxed).exchanged {
-            for shard in shards { shard.buckets.withLock { sweep(&$0, now: now) } }
+            for shard in shards.all { shard.buckets.withLock { sweep(&$0, now: now) } }
         }
         let shardCapacity = Self.capacity / Self.shardCount
-        return shard(key).buckets.withLock { buckets in
+        return shards.with(key) { $0.buckets.withLock { buckets in
             if buckets.count > shardCapacity { sweep(&buckets, now: now) }
             if buckets.count > shardCapacity { for key in buckets.keys.prefix(shardCapacity / 2) { buckets.removeValue(forKey: key) } }
             // Updated in place: the key (a bearer token, tens of bytes) is hashed once, not for a read and a write.
@@ -61,7 +59,7 @@ public final class RateLimiter: Sendable {
             let reset = Int(((burst - tokens) / perSecond).rounded(.up))
             let retry = allowed ? 0 : max(1, Int(((1 - tokens) / perSecond).rounded(.up)))
             return Decision(allowed: allowed, remaining: Int(tokens), reset: reset, retryAfter: retry)
-        }
+        } }
     }
 
     /// Refills the bucket for the time since it was last seen and takes a token if there is one.
@@ -78,9 +76,20 @@ public final class RateLimiter: Sendable {
     }
 }
 
-/// The shard of a credential or address among `count`: its last byte and length (random tokens spread evenly; no
-/// hash of the whole key, which the shard's dictionary hashes anyway).
-func shardIndex(_ key: String, of count: Int) -> Int {
-    let utf8 = key.utf8
-    return (Int(utf8.last ?? 0) &+ utf8.count) % count
+/// Objects split by key, a key's part chosen by its last byte and length (random tokens spread evenly; no hash of
+/// the whole key, which the part's dictionary hashes anyway). Parts are lent without a retain: they live as long as
+/// this, and every request retaining the same few objects from both request threads made their counts a shared spot.
+struct Shards<Part: AnyObject & Sendable>: @unchecked Sendable {  // `lent` only points into `all`
+    let all: [Part]
+    private let lent: [Unmanaged<Part>]
+
+    init(count: Int, _ make: () -> Part) {
+        all = (0..<count).map { _ in make() }
+        lent = all.map { Unmanaged.passUnretained($0) }
+    }
+
+    func with<Result>(_ key: String, _ body: (Part) -> Result) -> Result {
+        let utf8 = key.utf8
+        return lent[(Int(utf8.last ?? 0) &+ utf8.count) % lent.count]._withUnsafeGuaranteedRef(body)
+    }
 }

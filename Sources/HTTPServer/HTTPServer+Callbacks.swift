@@ -153,7 +153,7 @@ extension HTTPServer {
                                   remoteAddress: clientAddress(of: connection))
         let refusal = refusal(of: request, version: version, checks: checks)
         // The request's last use: moved into the context, not copied.
-        let context = RequestContext(request: request)
+        let context = RequestContext(request: consume request)
         context.connection = connection
         conCls.pointee = Unmanaged.passRetained(context).toOpaque()
         liveContexts.add(1, ordering: .relaxed)
