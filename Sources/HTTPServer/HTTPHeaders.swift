@@ -15,32 +15,35 @@ public struct HTTPHeaders: @unchecked Sendable, RandomAccessCollection, Expressi
     // type's metadata each time. Never nil (the shared empty block stands for no fields): unwrapping an optional
     // retained the block on every lookup.
     private let block: Block
+    /// The field count, kept here as well: reading a class's stored property (the block's header) is checked for
+    /// exclusive access at run time, on every lookup.
+    private let fields: Int
 
     final class Block: ManagedBuffer<Int, UInt8> {}
 
     nonisolated(unsafe) private static let empty = unsafeDowncast(Block.create(minimumCapacity: 0) { _ in 0 }, to: Block.self)
 
-    public init() { block = Self.empty }
+    public init() { (block, fields) = (Self.empty, 0) }
 
     public init(arrayLiteral elements: (name: String, value: String)...) { self.init(elements) }
 
     /// Names are lowercased (ASCII) on the way in, as the server's are.
     public init(_ fields: some Collection<(name: String, value: String)>) {
-        block = Self.pack(count: fields.count, bytes: fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }) { write in
+        (block, self.fields) = (Self.pack(count: fields.count, bytes: fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count }) { write in
             for field in fields {
                 var name = field.name, value = field.value
                 name.withUTF8 { nameBytes in value.withUTF8 { write(nameBytes, $0) } }
             }
-        }
+        }, fields.count)
     }
 
     /// The server's: copied straight out of libmicrohttpd's pairs at the sizes it measured.
     init(pairs: UnsafeBufferPointer<dg_mhd_pair>) {
-        block = Self.pack(count: pairs.count, bytes: pairs.reduce(0) { $0 + $1.name_size + $1.value_size }) { write in
+        (block, fields) = (Self.pack(count: pairs.count, bytes: pairs.reduce(0) { $0 + $1.name_size + $1.value_size }) { write in
             for pair in pairs {
                 write(Self.bytes(pair.name, pair.name_size), Self.bytes(pair.value, pair.value_size))
             }
-        }
+        }, pairs.count)
     }
 
     private static func bytes(_ text: UnsafePointer<CChar>?, _ size: Int) -> UnsafeBufferPointer<UInt8> {
@@ -76,7 +79,7 @@ public struct HTTPHeaders: @unchecked Sendable, RandomAccessCollection, Expressi
     }
 
     public var startIndex: Int { 0 }
-    public var endIndex: Int { block.header }
+    public var endIndex: Int { fields }
 
     public subscript(position: Int) -> (name: String, value: String) {
         precondition(position >= 0 && position < endIndex, "header index out of range")
@@ -108,15 +111,15 @@ public struct HTTPHeaders: @unchecked Sendable, RandomAccessCollection, Expressi
 
     /// Calls `body` with each value of the field until it returns false.
     private func forEachValue(_ lowercasedName: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
-        guard block.header > 0 else { return }
+        guard fields > 0 else { return }
         // The name's own bytes, lent: a copy of the string made contiguous would retain it on every lookup.
-        if lowercasedName.utf8.withContiguousStorageIfAvailable({ Self.scan(block, for: $0, body) }) == nil {
-            Array(lowercasedName.utf8).withUnsafeBufferPointer { Self.scan(block, for: $0, body) }
+        if lowercasedName.utf8.withContiguousStorageIfAvailable({ Self.scan(block, fields, for: $0, body) }) == nil {
+            Array(lowercasedName.utf8).withUnsafeBufferPointer { Self.scan(block, fields, for: $0, body) }
         }
     }
 
-    private static func scan(_ block: Block, for wanted: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
-        let count = block.header
+    private static func scan(_ block: Block, _ count: Int, for wanted: UnsafeBufferPointer<UInt8>,
+                             _ body: (UnsafeBufferPointer<UInt8>) -> Bool) {
         block.withUnsafeMutablePointerToElements { start in
             for index in 0..<count {
                 let (nameStart, valueStart, valueEnd) = bounds(UnsafeRawPointer(start), index)
