@@ -9,24 +9,28 @@ import System
 /// made-up tokens cannot each get a fresh bucket.
 public final class VerifiedCallers: Sendable {
     /// In shards, each under its own lock: every request asks, and both request threads waited on one lock.
-    private let shards: Shards<TTLCache<String, Bool>>
+    private let shards: Unretained<TTLCache<String, Bool>>
     static let shardCount = 8
 
     public init(seconds: Double = 300) {
-        shards = Shards(count: Self.shardCount) { TTLCache(ttl: seconds, capacity: 50_000 / Self.shardCount) }
+        shards = Unretained((0..<Self.shardCount).map { _ in TTLCache(ttl: seconds, capacity: 50_000 / Self.shardCount) })
     }
 
-    public var count: Int { shards.all.reduce(0) { $0 + $1.count } }
+    public var count: Int {
+        var total = 0
+        shards.forEach { total += $0.count }
+        return total
+    }
 
-    public func add(_ credential: String) { shards.with(credential) { $0.put(credential, true) } }
+    public func add(_ credential: String) { shards.with(key: credential) { $0.put(credential, true) } }
 
-    func remove(_ credential: String) { shards.with(credential) { $0.remove(credential) } }
+    func remove(_ credential: String) { shards.with(key: credential) { $0.remove(credential) } }
 
     /// Forgets every credential (one was revoked somewhere; the rest are verified again on their next use).
-    public func removeAll() { for shard in shards.all { shard.removeAll() } }
+    public func removeAll() { shards.forEach { $0.removeAll() } }
 
     public func contains(_ credential: String, now: Double) -> Bool {
-        shards.with(credential) { $0.get(credential, now: now) != nil }
+        shards.with(key: credential) { $0.get(credential, now: now) != nil }
     }
 }
 

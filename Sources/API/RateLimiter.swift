@@ -1,3 +1,4 @@
+import Domain
 public import Foundation
 import Synchronization
 
@@ -17,7 +18,7 @@ public final class RateLimiter: Sendable {
     let perSecond: Double
     /// Buckets in shards chosen by the key's last byte and length, each under its own lock: the request threads
     /// rarely wait on each other.
-    private let shards: Shards<Shard>
+    private let shards: Unretained<Shard>
 
     final class Shard: Sendable {
         let buckets = Mutex<[String: (tokens: Double, at: Double)]>([:])
@@ -28,17 +29,21 @@ public final class RateLimiter: Sendable {
     public static let capacity = 100_000
     static let shardCount = 8
 
-    public var count: Int { shards.all.reduce(0) { total, shard in total + shard.buckets.withLock { $0.count } } }
+    public var count: Int {
+        var total = 0
+        shards.forEach { shard in total += shard.buckets.withLock { $0.count } }
+        return total
+    }
 
     public init(perMinute: Int, burst: Int) {
         self.burst = Double(max(1, burst))
         self.perSecond = Double(max(1, perMinute)) / 60
-        shards = Shards(count: Self.shardCount) { Shard() }
+        shards = Unretained((0..<Self.shardCount).map { _ in Shard() })
     }
 
     /// Whether `key`'s bucket is empty now, without taking from it.
     func isExhausted(_ key: String, now: Double = Date().timeIntervalSince1970) -> Bool {
-        shards.with(key) { $0.buckets.withLock { buckets in
+        shards.with(key: key) { $0.buckets.withLock { buckets in
             guard let bucket = buckets[key] else { return false }
             return min(burst, bucket.tokens + max(0, now - bucket.at) * perSecond) < 1
         } }
@@ -48,10 +53,10 @@ public final class RateLimiter: Sendable {
         // Once a minute (or at capacity) buckets that have refilled are dropped: callers seen once leave no trace.
         let last = lastSweep.load(ordering: .relaxed)
         if Int(now) - last >= 60, lastSweep.compareExchange(expected: last, desired: Int(now), ordering: .relaxed).exchanged {
-            for shard in shards.all { shard.buckets.withLock { sweep(&$0, now: now) } }
+            shards.forEach { shard in shard.buckets.withLock { sweep(&$0, now: now) } }
         }
         let shardCapacity = Self.capacity / Self.shardCount
-        return shards.with(key) { $0.buckets.withLock { buckets in
+        return shards.with(key: key) { $0.buckets.withLock { buckets in
             if buckets.count > shardCapacity { sweep(&buckets, now: now) }
             if buckets.count > shardCapacity { for key in buckets.keys.prefix(shardCapacity / 2) { buckets.removeValue(forKey: key) } }
             // Updated in place: the key (a bearer token, tens of bytes) is hashed once, not for a read and a write.
@@ -76,20 +81,11 @@ public final class RateLimiter: Sendable {
     }
 }
 
-/// Objects split by key, a key's part chosen by its last byte and length (random tokens spread evenly; no hash of
-/// the whole key, which the part's dictionary hashes anyway). Parts are lent without a retain: they live as long as
-/// this, and every request retaining the same few objects from both request threads made their counts a shared spot.
-struct Shards<Part: AnyObject & Sendable>: @unchecked Sendable {  // `lent` only points into `all`
-    let all: [Part]
-    private let lent: [Unmanaged<Part>]
-
-    init(count: Int, _ make: () -> Part) {
-        all = (0..<count).map { _ in make() }
-        lent = all.map { Unmanaged.passUnretained($0) }
-    }
-
-    func with<Result>(_ key: String, _ body: (Part) -> Result) -> Result {
+extension Unretained {
+    /// The part a credential or address falls in, lent to `body`: chosen by the key's last byte and length (random
+    /// tokens spread evenly; no hash of the whole key, which the part's dictionary hashes anyway).
+    func with<Result>(key: String, _ body: (Element) -> Result) -> Result {
         let utf8 = key.utf8
-        return lent[(Int(utf8.last ?? 0) &+ utf8.count) % lent.count]._withUnsafeGuaranteedRef(body)
+        return with((Int(utf8.last ?? 0) &+ utf8.count) % count, body)
     }
 }

@@ -18,6 +18,12 @@ public struct Unretained<Element: AnyObject> {
     public func with<Result>(_ index: Int, _ body: (Element) throws -> Result) rethrows -> Result {
         try references[index]._withUnsafeGuaranteedRef(body)
     }
+
+    /// Each object in turn, lent to `body`.
+    @inlinable
+    public func forEach(_ body: (Element) throws -> Void) rethrows {
+        for index in references.indices { try with(index, body) }
+    }
 }
 
 extension Unretained: @unchecked Sendable where Element: Sendable {}

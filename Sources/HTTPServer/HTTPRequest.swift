@@ -41,9 +41,8 @@ public struct HTTPRequest: Sendable {
 
     /// The first value of a header, matched case-insensitively.
     public func header(_ name: String) -> String? {
-        // Names are stored lowercased and callers mostly ask in lowercase: lowercasing is the exception (every
-        // request looks up several headers).
-        // Passed on as it is when lowercase (a new value of it would be retained and released).
+        // Names are stored lowercased and callers mostly ask in lowercase: such a name is passed on as it is (a new
+        // value of it would be retained and released, and every request looks up several headers).
         if name.hasASCIIUppercase { return headers.value(name.lowercased()) }
         return headers.value(name)
     }
