@@ -9,18 +9,21 @@
 set -euo pipefail
 pid=$1 port=$2 path=$3 n=${4:-2000}
 shift $(( $# < 4 ? $# : 4 ))
-libc=$(ldd "/proc/$pid/exe" | awk '/libc\.so/ {print $3}')
-for fn in malloc calloc realloc free; do
+libc=$(ldd "/proc/$pid/exe" | awk '$1 == "libc.so.6" {print $3}')  # not libswiftGlibc.so
+for fn in malloc calloc realloc free clock_gettime; do
   perf probe -q -x "$libc" --add "$fn" 2>/dev/null || true  # already there from an earlier run
 done
-events=probe_libc:malloc,probe_libc:calloc,probe_libc:realloc,probe_libc:free
+events=probe_libc:malloc,probe_libc:calloc,probe_libc:realloc,probe_libc:free,probe_libc:clock_gettime
 swift=$(ldd "/proc/$pid/exe" | awk '/libswiftCore\.so/ {print $3}')
 if [ -n "$swift" ]; then
   for fn in swift_retain swift_release swift_bridgeObjectRetain swift_bridgeObjectRelease; do
     perf probe -q -x "$swift" --add "$fn" 2>/dev/null || true
   done
+  # Every Set or Dictionary lookup (and any other use of Hasher) ends in one call of Hasher._finalize.
+  perf probe -q -x "$swift" --add 'hasher_finalize=$ss6HasherV9_finalizeSiyF' 2>/dev/null || true
   events+=,probe_libswiftCore:swift_retain,probe_libswiftCore:swift_release
   events+=,probe_libswiftCore:swift_bridgeObjectRetain,probe_libswiftCore:swift_bridgeObjectRelease
+  events+=,probe_libswiftCore:hasher_finalize
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -42,6 +45,8 @@ perf stat -x, -o "$work/counts" -e "$events" -p "$pid" -- \
 awk -F, -v n="$n" '$3 ~ /probe_/ {sub("probe_[a-zA-Z]*:", "", $3); v[$3] = $1 / n}
   END {printf "allocations per request: %.2f (malloc %.2f, calloc %.2f, realloc %.2f), frees %.2f\n",
        v["malloc"] + v["calloc"] + v["realloc"], v["malloc"], v["calloc"], v["realloc"], v["free"]
+       printf "clock readings per request (clock_gettime): %.2f\n", v["clock_gettime"]
        if ("swift_retain" in v)
          printf "reference counting calls per request: retain %.2f, release %.2f; strings: retain %.2f, release %.2f\n",
-           v["swift_retain"], v["swift_release"], v["swift_bridgeObjectRetain"], v["swift_bridgeObjectRelease"]}' "$work/counts"
+           v["swift_retain"], v["swift_release"], v["swift_bridgeObjectRetain"], v["swift_bridgeObjectRelease"]
+       if ("hasher_finalize" in v) printf "hashes per request (Set and Dictionary lookups): %.2f\n", v["hasher_finalize"]}' "$work/counts"

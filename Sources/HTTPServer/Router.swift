@@ -46,14 +46,45 @@ final class RouteTree: @unchecked Sendable {
     }
 
     final class Node {
-        let literals: [String: Unmanaged<Node>]
+        /// The literal children: their segments back to back, where each ends, and the child. A request's segment
+        /// is compared as bytes with each in turn (a node has a few), where a dictionary hashed a string made of it.
+        let literalBytes: [UInt8]
+        let literalEnds: [Int]
+        let literalChildren: [Unmanaged<Node>]
         let parameterName: String?
         let parameterChild: Unmanaged<Node>?
-        let endpoints: [String: (index: Int, template: String)]
+        /// Methods (uppercase) with their endpoints, compared in turn: a template has one to three.
+        let endpoints: [(method: String, index: Int, template: String)]
 
-        init(literals: [String: Unmanaged<Node>], parameterName: String?, parameterChild: Unmanaged<Node>?,
-             endpoints: [String: (index: Int, template: String)]) {
-            (self.literals, self.parameterName, self.parameterChild, self.endpoints) = (literals, parameterName, parameterChild, endpoints)
+        init(literals: [(segment: String, child: Unmanaged<Node>)], parameterName: String?, parameterChild: Unmanaged<Node>?,
+             endpoints: [(method: String, index: Int, template: String)]) {
+            literalBytes = literals.flatMap { Array($0.segment.utf8) }
+            var end = 0
+            literalEnds = literals.map { literal in
+                end += literal.segment.utf8.count
+                return end
+            }
+            literalChildren = literals.map(\.child)
+            (self.parameterName, self.parameterChild, self.endpoints) = (parameterName, parameterChild, endpoints)
+        }
+
+        func literal(_ segment: UnsafeBufferPointer<UInt8>) -> Unmanaged<Node>? {
+            literalBytes.withUnsafeBufferPointer { bytes in
+                var start = 0
+                for index in literalEnds.indices {
+                    let end = literalEnds[index]
+                    if end - start == segment.count, (0..<segment.count).allSatisfy({ bytes[start + $0] == segment[$0] }) {
+                        return literalChildren[index]
+                    }
+                    start = end
+                }
+                return nil
+            }
+        }
+
+        func endpoint(_ method: String) -> (index: Int, template: String)? {
+            for endpoint in endpoints where endpoint.method == method { return (endpoint.index, endpoint.template) }
+            return nil
         }
     }
 
@@ -70,8 +101,6 @@ final class RouteTree: @unchecked Sendable {
     let templates: [String]
     private let nodes: [Node]
     private let root: Unmanaged<Node>
-    /// Templates without parameters by their canonical path: such a request is one lookup, no walk.
-    private let exact: [String: Unmanaged<Node>]
 
     init(routes: [(method: String, template: String, endpoint: Int)]) {
         let top = Draft()
@@ -81,9 +110,8 @@ final class RouteTree: @unchecked Sendable {
             if !templates.contains(template) { templates.append(template) }
         }
         var nodes: [Node] = []
-        var exact: [String: Unmanaged<Node>] = [:]
-        root = Self.compile(top, path: "", literal: true, into: &nodes, exact: &exact)
-        (self.routes, self.templates, self.nodes, self.exact) = (routes, templates, nodes, exact)
+        root = Self.compile(top, into: &nodes)
+        (self.routes, self.templates, self.nodes) = (routes, templates, nodes)
     }
 
     private static func add(_ method: String, _ template: String, endpoint: Int, to root: Draft) {
@@ -104,34 +132,28 @@ final class RouteTree: @unchecked Sendable {
         node.endpoints[method] = (endpoint, template)
     }
 
-    /// The draft's node, its children first; a node reached by literal segments alone is indexed by its path.
-    private static func compile(_ draft: Draft, path: String, literal: Bool, into nodes: inout [Node],
-                                exact: inout [String: Unmanaged<Node>]) -> Unmanaged<Node> {
-        var literals: [String: Unmanaged<Node>] = [:]
-        for (segment, child) in draft.literals {
-            literals[segment] = compile(child, path: path + "/" + segment, literal: literal, into: &nodes, exact: &exact)
-        }
-        let parameterChild = draft.parameterChild.map { compile($0, path: path, literal: false, into: &nodes, exact: &exact) }
-        let node = Node(literals: literals, parameterName: draft.parameterName, parameterChild: parameterChild, endpoints: draft.endpoints)
+    /// The draft's node, its children first.
+    private static func compile(_ draft: Draft, into nodes: inout [Node]) -> Unmanaged<Node> {
+        let literals = draft.literals.sorted { $0.key < $1.key }.map { (segment: $0.key, child: compile($0.value, into: &nodes)) }
+        let parameterChild = draft.parameterChild.map { compile($0, into: &nodes) }
+        let endpoints = draft.endpoints.sorted { $0.key < $1.key }.map { (method: $0.key, index: $0.value.index, template: $0.value.template) }
+        let node = Node(literals: literals, parameterName: draft.parameterName, parameterChild: parameterChild, endpoints: endpoints)
         nodes.append(node)
-        let reference = Unmanaged.passUnretained(node)
-        if literal, !draft.endpoints.isEmpty { exact[path.isEmpty ? "/" : path] = reference }
-        return reference
+        return Unmanaged.passUnretained(node)
     }
 
     @usableFromInline
     func match(method: String, path: String) -> Match {
         var parameters = PathParameters()
-        // A literal path wins over any parameter, so its exact entry is the walk's answer.
-        guard let found = exact[path] ?? Self.walk(root, path, &parameters) else { return .notFound }
+        guard let found = Self.walk(root, path, &parameters) else { return .notFound }
         return found._withUnsafeGuaranteedRef { node in
             // Methods arrive uppercase almost always: no new string for them.
             let method = method.hasASCIILowercase ? method.uppercased() : method
-            if let endpoint = node.endpoints[method] ?? (method == "HEAD" ? node.endpoints["GET"] : nil) {
+            if let endpoint = node.endpoint(method) ?? (method == "HEAD" ? node.endpoint("GET") : nil) {
                 return .found(endpoint.index, template: endpoint.template, parameters: parameters)
             }
-            guard let any = node.endpoints.values.first else { return .notFound }
-            var allowed = Set(node.endpoints.keys)
+            guard let any = node.endpoints.first else { return .notFound }
+            var allowed = Set(node.endpoints.map(\.method))
             if allowed.contains("GET") { allowed.insert("HEAD") }
             return .methodNotAllowed(allowed: allowed.sorted(), template: any.template)
         }
@@ -155,13 +177,13 @@ final class RouteTree: @unchecked Sendable {
             guard start < path.count else { return node.endpoints.isEmpty ? nil : reference }
             var end = start
             while end < path.count, path[end] != slash { end += 1 }
-            let segment = String(decoding: UnsafeBufferPointer(rebasing: path[start..<end]), as: UTF8.self)
-            if let literal = node.literals[segment], let found = find(literal, path, from: end, &parameters) {
+            let segment = UnsafeBufferPointer(rebasing: path[start..<end])
+            if let literal = node.literal(segment), let found = find(literal, path, from: end, &parameters) {
                 return found
             }
             if let name = node.parameterName, let child = node.parameterChild {
                 let saved = parameters
-                parameters[name] = segment
+                parameters[name] = String(decoding: segment, as: UTF8.self)
                 if let found = find(child, path, from: end, &parameters) { return found }
                 parameters = saved
             }

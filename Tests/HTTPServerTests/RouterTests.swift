@@ -55,6 +55,24 @@ import Testing
         #expect(parameters.pairs.map(\.name) == ["e"])
     }
 
+    /// Segments are compared as whole byte strings: a prefix, a longer segment or one of the same length with other
+    /// bytes is no literal's, and a literal branch that dead-ends falls back to the parameter.
+    @Test func segmentsAreComparedWholeAndBacktrack() {
+        var router = router()
+        router.add("GET", "/", "root")
+        router.add("GET", "/livez", "live")
+        #expect(name(router.match(method: "GET", path: "/")) == "root")
+        #expect(name(router.match(method: "GET", path: "//livez/")) == "live")
+        #expect(name(router.match(method: "get", path: "/livez")) == "live")
+        #expect(name(router.match(method: "GET", path: "/live")) == "404")
+        #expect(name(router.match(method: "GET", path: "/livezz")) == "404")
+        #expect(name(router.match(method: "GET", path: "/v1/ticket")) == "404")
+        #expect(name(router.match(method: "GET", path: "/v1/tickets/open-counT")) == "get:id=open-counT")
+        #expect(name(router.match(method: "POST", path: "/v1/tickets/open-count/close")) == "close:id=open-count")
+        #expect(name(router.match(method: "GET", path: "/v1/tickets/by-channel")) == "get:id=by-channel")
+        #expect(name(router.match(method: "GET", path: "/v1/tickets/caf\u{E9}")) == "get:id=caf\u{E9}")
+    }
+
     @Test func unknownPathsAreNotFound() {
         #expect(name(router().match(method: "GET", path: "/v1/nothing")) == "404")
         #expect(name(router().match(method: "GET", path: "/v1/tickets/9/close/extra")) == "404")
