@@ -1,5 +1,5 @@
-import Domain
-public import Foundation
+public import Domain
+import Foundation
 import Synchronization
 
 /// Token buckets per caller (bearer token, or client address when there is none): `burst` requests at once,
@@ -24,7 +24,7 @@ public final class RateLimiter: Sendable {
         let buckets = Mutex<[String: (tokens: Double, at: Double)]>([:])
     }
     /// Whole seconds of the last sweep (an atomic, so the hot path takes no second lock).
-    private let lastSweep = Atomic<Int>(Int(Date().timeIntervalSince1970))
+    private let lastSweep = Atomic<Int>(Int(WallClock.seconds()))
     /// Buckets kept at most; a full bucket is the same as none, so sweeps drop those.
     public static let capacity = 100_000
     static let shardCount = 8
@@ -42,14 +42,14 @@ public final class RateLimiter: Sendable {
     }
 
     /// Whether `key`'s bucket is empty now, without taking from it.
-    func isExhausted(_ key: String, now: Double = Date().timeIntervalSince1970) -> Bool {
+    func isExhausted(_ key: String, now: Double = WallClock.seconds()) -> Bool {
         shards.with(key: key) { $0.buckets.withLock { buckets in
             guard let bucket = buckets[key] else { return false }
             return min(burst, bucket.tokens + max(0, now - bucket.at) * perSecond) < 1
         } }
     }
 
-    public func take(_ key: String, now: Double = Date().timeIntervalSince1970) -> Decision {
+    public func take(_ key: String, now: Double = WallClock.seconds()) -> Decision {
         // Once a minute (or at capacity) buckets that have refilled are dropped: callers seen once leave no trace.
         let last = lastSweep.load(ordering: .relaxed)
         if Int(now) - last >= 60, lastSweep.compareExchange(expected: last, desired: Int(now), ordering: .relaxed).exchanged {

@@ -1,4 +1,4 @@
-import Domain
+public import Domain
 public import Foundation
 import CurlHTTP
 import JSON
@@ -205,7 +205,7 @@ extension DeskClient {
     /// (seconds, or a Unix timestamp in seconds or milliseconds) or `X-RateLimit-Reset` (a Unix timestamp, or
     /// seconds when small); held to 1...`maxRetryAfterSeconds`: an absurd hint (`999999999`, `-5`, a time past) is
     /// never a "retry at once" to clients.
-    public static func retryAfter(_ headers: [AnyHashable: Any], now: Double = Date().timeIntervalSince1970) -> Int? {
+    public static func retryAfter(_ headers: [AnyHashable: Any], now: Double = WallClock.seconds()) -> Int? {
         var values: [String: String] = [:]
         for (key, value) in headers {
             if let key = key as? String, let value = value as? String { values[key.lowercased()] = value.trimmingCharacters(in: .whitespaces) }

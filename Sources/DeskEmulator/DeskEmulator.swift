@@ -306,6 +306,6 @@ extension HTTPRequest {
 extension Date {
     static var nowRounded: Date {
         // Millisecond precision, as rendered.
-        Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+        Date(timeIntervalSince1970: (WallClock.seconds() * 1000).rounded(.down) / 1000)
     }
 }

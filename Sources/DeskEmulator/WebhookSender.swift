@@ -36,7 +36,7 @@ struct WebhookEvent: Sendable {
         self.type = type.rawValue
         self.ticket = ticket
         self.message = message
-        self.occurredAt = Date().timeIntervalSince1970
+        self.occurredAt = WallClock.seconds()
     }
 
     func body(_ shape: WebhookShape) -> [UInt8] {
@@ -138,7 +138,7 @@ final class WebhookSender: Sendable {
                     let body = event.body(settings.shape.withLock { $0 })
                     var delivered = true
                     for url in urls where !(await Self.deliver(body, to: url, secret: secret, client: client)) { delivered = false }
-                    let lag = Date().timeIntervalSince1970 - event.occurredAt
+                    let lag = WallClock.seconds() - event.occurredAt
                     counters.value.withLock {
                         $0.queued -= 1
                         if delivered { $0.delivered += 1 } else { $0.failed += 1 }

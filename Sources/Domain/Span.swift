@@ -30,13 +30,28 @@ public struct Span: Sendable {
     }
 
     /// Now on the wall clock, in the span's unit.
-    public static func now() -> UInt64 { UInt64(max(0, Date().timeIntervalSince1970 * 1e9)) }
+    public static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return UInt64(max(0, time.tv_sec)) &* 1_000_000_000 &+ UInt64(max(0, time.tv_nsec))
+    }
 
     /// The wall-clock time of a monotonic instant (`MonotonicClock.nanos()`) in the recent past.
     public static func wallNanos(ofMonotonic instant: Int64) -> UInt64 {
         let nanos = UInt64(max(0, MonotonicClock.nanos() - instant))
         let now = Self.now()
         return now > nanos ? now - nanos : 0
+    }
+}
+
+/// The wall clock as seconds since 1970: the one spelling for every cache, bucket and stamp that keeps time.
+/// `Date()` reads the same clock through Foundation and the 2001 reference date and back (in the cached read's
+/// profile 0.65 % of the samples, against 0.25 % for this).
+public enum WallClock {
+    public static func seconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }
 

@@ -13,18 +13,16 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
     // up type metadata on every read).
     @usableFromInline let entries = Mutex<[Key: (value: Value, at: Double)]>([:])
     /// Whole seconds of the last sweep (an atomic: no second lock on the way in).
-    @usableFromInline let lastSweep = Atomic<Int>(Int(TTLCache.now))
+    @usableFromInline let lastSweep = Atomic<Int>(Int(WallClock.seconds()))
 
     public init(ttl: Double, capacity: Int = 10_000) {
         self.ttl = ttl
         self.capacity = max(2, capacity)
     }
 
-    public static var now: Double { Date().timeIntervalSince1970 }
-
     /// The value if it is younger than `maxAge` (the cache's `ttl` unless given) at `now`.
     @inlinable
-    public func get(_ key: Key, maxAge: Double? = nil, now: Double = TTLCache.now) -> Value? {
+    public func get(_ key: Key, maxAge: Double? = nil, now: Double = WallClock.seconds()) -> Value? {
         guard let entry = lookup(key), now - entry.at < (maxAge ?? ttl) else { return nil }
         return entry.value
     }
@@ -48,7 +46,7 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
     }
 
     @inlinable
-    public func put(_ key: Key, _ value: Value, at: Double = TTLCache.now) {
+    public func put(_ key: Key, _ value: Value, at: Double = WallClock.seconds()) {
         let last = lastSweep.load(ordering: .relaxed)
         let sweep = Double(Int(at) - last) >= max(ttl, 1)
             && lastSweep.compareExchange(expected: last, desired: Int(at), ordering: .relaxed).exchanged
@@ -98,18 +96,18 @@ public final class CachedValue<Value: Sendable>: Sendable {
         slot.withLock { $0 }
     }
 
-    public func put(_ value: Value, at: Double = TTLCache<Int, Int>.now) {
+    public func put(_ value: Value, at: Double = WallClock.seconds()) {
         slot.withLock { $0 = (value, at) }
     }
 
     /// Seconds since the value was stored (infinite before the first).
-    public func age(now: Double = TTLCache<Int, Int>.now) -> Double {
+    public func age(now: Double = WallClock.seconds()) -> Double {
         lookup().map { now - $0.at } ?? .infinity
     }
 
     /// The fresh value, or `load`'s, which is then stored. Concurrent misses may each load once.
     public func value(load: () async throws -> Value) async rethrows -> Value {
-        if let (value, at) = lookup(), TTLCache<Int, Int>.now - at < ttl { return value }
+        if let (value, at) = lookup(), WallClock.seconds() - at < ttl { return value }
         let loaded = try await load()
         put(loaded)
         return loaded

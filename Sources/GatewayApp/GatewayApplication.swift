@@ -311,7 +311,7 @@ func syncLoop(_ sync: DeskSync, _ wiring: Wiring) -> BackgroundLoop {
     return BackgroundLoop("Desk sync", repeating(every: .seconds(wiring.config.syncIntervalSeconds)) {
         do {
             let summary = try await sync.run()
-            lastSuccess.set(Date().timeIntervalSince1970)
+            lastSuccess.set(WallClock.seconds())
             logger.info("sync finished", metadata: ["summary": "\(summary)"])
         } catch {
             logger.warning("sync failed", metadata: ["error": "\(error)"])

@@ -1,3 +1,4 @@
+import Domain
 import Foundation
 import Logging
 import Services
@@ -53,7 +54,7 @@ final class Housekeeper: Sendable {
             ages.withLock { $0 = fresh }
             let audit = try await state.value(CSATAudit.differencesKey).flatMap(Double.init)
             auditDifferences.withLock { $0 = audit }
-            lastRun.set(Date().timeIntervalSince1970)
+            lastRun.set(WallClock.seconds())
             return removed
         } catch {
             logger.warning("housekeeping pass failed; the next one retries", metadata: ["error": "\(error)"])

@@ -67,10 +67,8 @@ public final class CustomerTickets: TicketCache {
         teams = TeamDirectory(store: store)
     }
 
-    public static func now() -> Double { Date().timeIntervalSince1970 }
-
     /// The memory fast path: the body and tag of a fresh entry owned by this customer, or nil.
-    public func fastGet(_ id: Int, customerId: Int, now: Double = CustomerTickets.now()) -> (body: [UInt8], etag: String)? {
+    public func fastGet(_ id: Int, customerId: Int, now: Double = WallClock.seconds()) -> (body: [UInt8], etag: String)? {
         memory.served(id, customerId: customerId, fetchedAfter: now - settings.cacheTTLSeconds)
     }
 
@@ -136,7 +134,7 @@ public final class CustomerTickets: TicketCache {
         let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current(needing: ticket.groupId))
         report(try await store.upsert([row]))
         let pending = try await store.pendingOperations(ticketId: ticket.id)
-        let now = Self.now()
+        let now = WallClock.seconds()
         memory.put(ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
                    fetchedAt: now, pending: pending)
         return CachedTicket(id: ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
@@ -160,7 +158,7 @@ public final class CustomerTickets: TicketCache {
     /// Returns true when Desk could not be reached and the cache is all there is.
     public func refreshList(_ session: SessionRecord) async throws -> Bool {
         let last = try await store.lastSync(customerId: session.customerId)
-        if let last, Self.now() - last < settings.cacheTTLSeconds {
+        if let last, WallClock.seconds() - last < settings.cacheTTLSeconds {
             return false
         }
         let tickets: [DeskTicket]

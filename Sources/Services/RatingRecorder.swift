@@ -96,7 +96,7 @@ public enum RatingRecorder {
             channelType: payload["channelType"]?.stringValue ?? ticket.channelType ?? "UNKNOWN",
             priority: payload["priority"]?.stringValue.flatMap(TicketPriority.init) ?? ticket.priority,
             customerSendbirdId: payload["customerSendbirdId"]?.stringValue,
-            ratedAt: ratedAt ?? Date().timeIntervalSince1970, source: .gateway, attributionInferred: !inline)
+            ratedAt: ratedAt ?? WallClock.seconds(), source: .gateway, attributionInferred: !inline)
     }
 
     /// Hands `writes` to `store` in order; counts what changed.

@@ -31,7 +31,7 @@ public struct TicketReader: Sendable {
         self.desk = desk
         self.ttl = ttl
         self.staleBudget = staleBudget
-        self.now = now ?? { Date().timeIntervalSince1970 }
+        self.now = now ?? { WallClock.seconds() }
     }
 
     public func read(_ key: TicketKey, customerId: Int, deskToken: String) async throws -> (ticket: CachedTicket, freshness: Freshness) {

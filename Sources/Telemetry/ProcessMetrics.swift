@@ -1,4 +1,5 @@
 import CBuildInfo
+import Domain
 import Foundation
 import Synchronization
 import System
@@ -70,7 +71,7 @@ public enum ProcessMetrics {
         guard let fields = stat(), let boot = try? String(contentsOfFile: "/proc/stat", encoding: .utf8)
             .split(separator: "\n").first(where: { $0.hasPrefix("btime ") })
             .flatMap({ Double($0.dropFirst(6).trimmingCharacters(in: .whitespaces)) }) else {
-            return Date().timeIntervalSince1970
+            return WallClock.seconds()
         }
         return boot + Double(fields[18]) / ticks
     }

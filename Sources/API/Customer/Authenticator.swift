@@ -33,7 +33,7 @@ final class Authenticator: Sendable {
 
     /// The cached session, without any I/O (nil on a miss).
     func cached(_ request: HTTPRequest) -> SessionRecord? {
-        fresh(request, now: TTLCache<String, SessionRecord>.now) { $0 }
+        fresh(request, now: WallClock.seconds()) { $0 }
     }
 
     /// The cached session's customer (the cached ticket read needs nothing else, and `cached` retains every string

@@ -201,7 +201,7 @@ public struct CustomerRoutes: Sendable {
     /// The hot path: a fresh ticket for a cached session, answered on the polling thread with no I/O.
     func fastTicket(_ request: HTTPRequest) -> HTTPResponse? {
         // One clock reading for both caches.
-        let now = CustomerTickets.now()
+        let now = WallClock.seconds()
         guard let customerId = authenticator.cachedCustomerId(request, now: now), let text = request.pathParameters["id"], let id = Int(text),
               let entry = tickets.fastGet(id, customerId: customerId, now: now) else { return nil }
         var headers = AnswerHeaders.withRoom(for: 3)
@@ -357,7 +357,7 @@ public struct CustomerRoutes: Sendable {
         // The ticket must be the caller's by Desk's word (a ticket the cache does not hold is read from Desk first).
         try await tickets.confirmOwnership(id, session: session, requireCached: true)
         guard let snapshot = try await tickets.snapshot(id, session: session) else { throw APIError.notFound("No ticket has this id.") }
-        let now = Date().timeIntervalSince1970
+        let now = WallClock.seconds()
         let context = RatingContext(ticketId: id, agentId: snapshot.agentId, teamId: snapshot.teamId, channelType: snapshot.channelType,
                                     priority: snapshot.priority, customerSendbirdId: session.sendbirdId)
         guard let score else {

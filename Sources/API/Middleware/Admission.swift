@@ -1,4 +1,5 @@
 public import HTTPServer
+import Domain
 import Foundation
 import JSON
 
@@ -38,7 +39,7 @@ public final class Admission: Sendable {
         let client = clients.client(request)
         let credential = request.header("x-api-key") ?? Authenticator.bearer(request)
         // One clock reading for every bucket and cache asked below.
-        let now = Date().timeIntervalSince1970
+        let now = WallClock.seconds()
         let isVerified = credential.map { verified.contains($0, now: now) } ?? false
         let isSignIn = request.method == "POST" && (request.path == "/v1/sessions" || request.path == "/reports/sign-in")
         let isWebhook = request.path == "/v1/webhooks/desk"

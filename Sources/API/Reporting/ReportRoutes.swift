@@ -336,7 +336,7 @@ final class ResultCache: Sendable {
     }
 
     func get(_ key: String) -> HTTPResponse? {
-        let now = Date().timeIntervalSince1970
+        let now = WallClock.seconds()
         return state.withLock { state in
             state.sweep(now: now, ttl: ttl)
             guard let entry = state.entries[key] else { return nil }
@@ -348,7 +348,7 @@ final class ResultCache: Sendable {
     func put(_ key: String, _ response: HTTPResponse) {
         let size = response.body.count + key.utf8.count + response.headers.reduce(64) { $0 + $1.name.utf8.count + $1.value.utf8.count }
         guard ttl > 0, size <= maxBytes / 4 else { return }
-        let now = Date().timeIntervalSince1970
+        let now = WallClock.seconds()
         state.withLock { state in
             state.remove(key)
             state.sweep(now: now, ttl: ttl)
@@ -361,7 +361,7 @@ final class ResultCache: Sendable {
     }
 
     func usage() -> (entries: Int, bytes: Int) {
-        let now = Date().timeIntervalSince1970
+        let now = WallClock.seconds()
         return state.withLock { state in
             state.sweep(now: now, ttl: ttl)
             return (state.entries.count, state.bytes)
