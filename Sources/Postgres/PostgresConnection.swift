@@ -239,14 +239,31 @@ public final class PostgresConnection {
     }
 }
 
-/// Makes NUL-terminated copies that live for the duration of `body` (libpq reads parameters synchronously).
-func withCStringArray<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
-    let copies: [UnsafeMutablePointer<CChar>?] = strings.map { $0.flatMap { strdup($0) } }
-    defer { for copy in copies { free(copy) } }
-    return body(copies.map { $0.map { UnsafePointer($0) } })
+/// NUL-terminated copies that live for the duration of `body` (libpq reads parameters synchronously): one buffer for
+/// all of them and one for the pointers, on the stack when small (a `strdup` per parameter was an allocation each).
+func withCStringArray<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    var total = 0
+    for string in strings { total += (string?.utf8.count ?? 0) + 1 }
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { bytes in
+        withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: max(1, strings.count)) { pointers in
+            var offset = 0
+            for index in strings.indices {
+                guard let string = strings[index] else {
+                    pointers[index] = nil
+                    continue
+                }
+                let start = offset
+                offset = UnsafeMutableBufferPointer(rebasing: bytes[offset...]).initialize(from: string.utf8).1 + offset
+                bytes[offset] = 0
+                offset += 1
+                pointers[index] = UnsafeRawPointer(bytes.baseAddress! + start).assumingMemoryBound(to: CChar.self)
+            }
+            return body(UnsafePointer(pointers.baseAddress!))
+        }
+    }
 }
 
-func withCStringArray<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
     // libpq's keyword/value arrays end with a NULL entry.
     withCStringArray(strings.map { Optional($0) } + [nil], body)
 }

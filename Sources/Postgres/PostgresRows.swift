@@ -151,7 +151,48 @@ extension Int32: PostgresDecodable {
     public init?(postgresText: String) { self.init(postgresText) }
     @inlinable public init?(postgresUTF8 bytes: UnsafeBufferPointer<UInt8>) { self.init(postgresDigits: bytes) }
 }
-extension Double: PostgresDecodable { public init?(postgresText: String) { self.init(postgresText) } }
+extension Double: PostgresDecodable {
+    public init?(postgresText: String) { self.init(postgresText) }
+
+    /// A plain decimal (`-1764278912.123456`) whose digits make an integer below 2^53 with at most 22 of them after
+    /// the point is that integer divided by a power of ten, both exact, so the one division rounds correctly: no
+    /// string is made for it (an epoch time with its fraction is over 15 bytes, a heap string per value). Anything
+    /// else (exponents, more digits, `NaN`, `Infinity`) goes through the string parser.
+    @inlinable public init?(postgresUTF8 bytes: UnsafeBufferPointer<UInt8>) {
+        if let value = Self.plainDecimal(bytes) {
+            self = value
+        } else {
+            self.init(postgresText: String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
+    @inlinable static func plainDecimal(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+        var index = 0
+        let negative = bytes.first == UInt8(ascii: "-")
+        if negative { index = 1 }
+        var mantissa: UInt64 = 0
+        var digits = 0
+        var fraction = -1   // digits after the point; -1 while there is no point
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "."), fraction < 0, digits > 0 {
+                fraction = 0
+            } else {
+                let digit = byte &- UInt8(ascii: "0")
+                guard digit < 10, digits < 19 else { return nil }
+                mantissa = mantissa &* 10 &+ UInt64(digit)
+                digits += 1
+                if fraction >= 0 { fraction += 1 }
+            }
+            index += 1
+        }
+        guard digits > 0, fraction != 0, mantissa < 1 << 53, fraction <= 22 else { return nil }
+        var scale = 1.0
+        for _ in 0..<max(0, fraction) { scale *= 10 }
+        let magnitude = Double(mantissa) / scale
+        return negative ? -magnitude : magnitude
+    }
+}
 extension Bool: PostgresDecodable {
     public init?(postgresText: String) {
         switch postgresText {

@@ -50,12 +50,20 @@ public enum TicketDocument {
 
     /// The stored document with `pendingOperations` (operations queued for Desk) and `stale` appended.
     public static func serve(_ document: String, stale: Bool, pending: String = "[]") -> [UInt8] {
-        var bytes = Array(document.utf8)
-        guard bytes.last == UInt8(ascii: "}") else { return bytes }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(document.utf8.count + pending.utf8.count + 40)
+        serve(document, stale: stale, pending: pending, into: &bytes)
+        return bytes
+    }
+
+    /// The same, written at the end of `bytes` (a list writes its tickets into one body; it grows as an array does,
+    /// since reserving each ticket's exact room would copy the whole body once per ticket).
+    public static func serve(_ document: String, stale: Bool, pending: String = "[]", into bytes: inout [UInt8]) {
+        bytes.append(contentsOf: document.utf8)
+        guard bytes.last == UInt8(ascii: "}") else { return }
         bytes.removeLast()
         bytes.append(contentsOf: #","pendingOperations":"#.utf8)
         bytes.append(contentsOf: pending.utf8)
         bytes.append(contentsOf: (stale ? #","stale":true}"# : #","stale":false}"#).utf8)
-        return bytes
     }
 }

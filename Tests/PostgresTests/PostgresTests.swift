@@ -55,6 +55,35 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
+    /// A float8 read from its digits is the same Double the string parser makes of them, bit for bit: epoch times
+    /// with fractions (the list's keyset cursor is built from them), every magnitude and sign PostgreSQL prints,
+    /// and the forms only the parser reads.
+    @Test func floatsDecodeBitForBitAsTheirText() async throws {
+        try await withPool { pool in
+            let rows = try await pool.query("""
+                SELECT x, x::text FROM (
+                  SELECT extract(epoch FROM timestamptz '2026-11-27 21:15:16.385+00' + n * interval '1.234567 s')::float8 FROM generate_series(1, 500) n
+                  UNION ALL SELECT (random() * 10 ^ (n % 25 - 6) * CASE WHEN n % 2 = 0 THEN 1 ELSE -1 END)::float8 FROM generate_series(1, 2000) n
+                  UNION ALL SELECT unnest('{0,-0,0.1,1e-7,9007199254740991,9007199254740993,1e300,NaN,Infinity,-Infinity}'::float8[])
+                ) AS t(x)
+                """)
+            #expect(rows.count == 2510)
+            for row in rows {
+                let text = try #require(row[1])
+                let decoded = try row.decode(0, as: Double.self)
+                let parsed = try #require(Double(text))
+                #expect(decoded.bitPattern == parsed.bitPattern || (decoded.isNaN && parsed.isNaN), "\(text)")
+            }
+        }
+        for text in ["0", "-0", "1.5", "-1764278116.385", "123456789012345678.5", "9007199254740993", "0.1234567890123456789012345",
+                     "1e5", "NaN", "Infinity", "-Infinity", "1.", ".5", "", "-", "1.2.3", "12a", "--1"] {
+            let bytes = Array(text.utf8)
+            let decoded = bytes.withUnsafeBufferPointer { Double(postgresUTF8: $0) }
+            let parsed = Double(text)
+            #expect(decoded?.bitPattern == parsed?.bitPattern || (decoded?.isNaN == true && parsed?.isNaN == true), "\(text)")
+        }
+    }
+
     @Test func arraysAndNullsBindCorrectly() async throws {
         try await withPool { pool in
             let rows = try await pool.query("SELECT x FROM unnest($1::text[]) AS x WHERE x IS NOT NULL ORDER BY x",

@@ -305,16 +305,18 @@ public struct CustomerRoutes: Sendable {
         let rows = try await tickets.list(session, closed: closed, customFields: filter.isEmpty ? nil : JSONValue.object(filter).serialized(),
                                           after: cursor, limit: limit + 1)
         let page = rows.prefix(limit)
-        var body = "{\"items\":["
+        // The tickets written straight into the body (each was a string of its own, then appended to another).
+        var body = Array(#"{"items":["#.utf8)
         for (index, row) in page.enumerated() {
-            if index > 0 { body += "," }
-            body += String(decoding: TicketDocument.serve(row.document, stale: stale, pending: row.pendingOperations), as: UTF8.self)
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            TicketDocument.serve(row.document, stale: stale, pending: row.pendingOperations, into: &body)
         }
         let next = rows.count > limit ? page.last.map { Self.encodeCursor(createdAt: $0.createdAt, id: $0.id) } : nil
-        body += "],\"nextCursor\":" + (next.map { JSONValue.string($0).serialized() } ?? "null")
-        body += ",\"hasNext\":\(next != nil),\"stale\":\(stale)}"
-        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("X-Cache", stale ? "STALE" : "HIT")],
-                            body: Array(body.utf8))
+        body.append(contentsOf: #"],"nextCursor":"#.utf8)
+        body.append(contentsOf: (next.map { JSONValue.string($0).serialized() } ?? "null").utf8)
+        body.append(contentsOf: (next != nil ? #","hasNext":true,"stale":"# : #","hasNext":false,"stale":"#).utf8)
+        body.append(contentsOf: (stale ? "true}" : "false}").utf8)
+        return HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("X-Cache", stale ? "STALE" : "HIT")], body: body)
     }
 
     static func encodeCursor(createdAt: Double, id: Int) -> String { KeysetCursor.encode(time: createdAt, id: id) }
