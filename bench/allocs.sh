@@ -23,7 +23,8 @@ if [ -n "$swift" ]; then
   perf probe -q -x "$swift" --add 'hasher_finalize=$ss6HasherV9_finalizeSiyF' 2>/dev/null || true
   events+=,probe_libswiftCore:swift_retain,probe_libswiftCore:swift_release
   events+=,probe_libswiftCore:swift_bridgeObjectRetain,probe_libswiftCore:swift_bridgeObjectRelease
-  events+=,probe_libswiftCore:hasher_finalize
+  # A runtime without that symbol (another Swift release) goes on without the hash count.
+  if perf probe -l 2>/dev/null | grep -q 'probe_libswiftCore:hasher_finalize'; then events+=,probe_libswiftCore:hasher_finalize; fi
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
