@@ -240,23 +240,30 @@ public enum CSATReportShaper {
         // afterwards was a fifth of its gateway time.
         var rank = GroupRanks(expected: min(current.count, 4_096))
         var groups: [(name: String, raw: Int)] = []
-        var keyed: [(group: Int, bucket: Int, entry: Int, range: (LocalDate, LocalDate)?)] = []
-        keyed.reserveCapacity(current.count)
+        var groupOf = [Int](repeating: 0, count: current.count)
         for (position, entry) in current.enumerated() {
-            let group: Int
             if let known = rank.rank(of: entry.group) {
-                group = known
+                groupOf[position] = known
             } else {
-                group = groups.count
-                rank.add(entry.group, rank: group)
+                groupOf[position] = groups.count
+                rank.add(entry.group, rank: groups.count)
                 groups.append((name(entry.group, names), entry.group.raw))
             }
-            let range = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to) }
-            keyed.append((group, range?.0.dayNumber ?? .min, position, range))
         }
         var order = [Int](repeating: 0, count: groups.count)
         for (place, group) in groups.indices.sorted(by: { groups[$0] < groups[$1] }).enumerated() { order[group] = place }
-        keyed.sort { (order[$0.group], $0.bucket, $0.entry) < (order[$1.group], $1.bucket, $1.entry) }
+        // Each entry's place and bucket in one integer (a group's place below 2^32, a bucket's first day counted from
+        // the range's, 0 for none), sorted with the entry's position: sorting the tuples with their bucket ranges and
+        // the groups' places looked up in each comparison was a twentieth of a weekly report's gateway time.
+        let firstDay = parameters.from.dayNumber - 1
+        var keyed: [(key: UInt64, entry: Int)] = []
+        keyed.reserveCapacity(current.count)
+        for (position, entry) in current.enumerated() {
+            let start = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to)?.0 }
+            let day = UInt64(truncatingIfNeeded: start.map { $0.dayNumber - firstDay } ?? 0) & 0xFFFF_FFFF
+            keyed.append((UInt64(order[groupOf[position]]) << 32 | day, position))
+        }
+        keyed.sort { ($0.key, $0.entry) < ($1.key, $1.entry) }
         // The previous period per group, found through the groups' ranks (a group absent from the current period has
         // no row, and counts only in the previous totals).
         var previousTotals = CSATFigures()
@@ -268,20 +275,22 @@ public enum CSATReportShaper {
         }
         var rows: [CSATRow] = []
         rows.reserveCapacity(keyed.count)
-        var last: (group: Int, bucket: Int)?
+        var totals = CSATFigures()
+        var last: UInt64?
         for key in keyed {
             let entry = current[key.entry]
             let figures = entry.figures.restricted(to: parameters.scores)
-            if let last, last == (key.group, key.bucket) {
+            totals.add(figures)
+            if last == key.key {
                 rows[rows.count - 1].figures.add(figures)
                 continue
             }
-            last = (key.group, key.bucket)
-            rows.append(CSATRow(key: entry.group, name: groups[key.group].name, bucketStart: key.range?.0, bucketEnd: key.range?.1,
-                                figures: figures, previous: previousByGroup.isEmpty ? nil : previousByGroup[key.group]))
+            last = key.key
+            let group = groupOf[key.entry]
+            let range = entry.bucketStart.flatMap { bucket(of: $0, parameters.bucket, from: parameters.from, to: parameters.to) }
+            rows.append(CSATRow(key: entry.group, name: groups[group].name, bucketStart: range?.0, bucketEnd: range?.1,
+                                figures: figures, previous: previousByGroup.isEmpty ? nil : previousByGroup[group]))
         }
-        var totals = CSATFigures()
-        for row in rows { totals.add(row.figures) }
         return CSATReport(parameters: parameters, source: source, rows: rows, totals: totals, previousTotals: previousTotals)
     }
 

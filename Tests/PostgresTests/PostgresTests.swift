@@ -111,6 +111,34 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
+    /// Rows lent in place (`forEachRow`, how reports read thousands) read as the result's rows do: every value in its
+    /// place, NULL as nil, and a NULL or a value of another type refused when decoded as a number.
+    @Test func rowsLentInPlaceReadAsTheRowsDo() async throws {
+        try await withPool { pool in
+            let rows = try await pool.query("""
+                SELECT n, CASE WHEN n % 4 = 0 THEN NULL ELSE n * 1000003 END, CASE WHEN n % 3 = 0 THEN repeat('v', n) ELSE '' END, 'x' || n
+                  FROM generate_series(1, 200) AS n ORDER BY n
+                """)
+            var lent: [String] = []
+            var refused = 0
+            try rows.forEachRow { row in
+                let n: Int = try row.decode(0)
+                let big = try row.decodeIfPresent(1, as: Int64.self)
+                lent.append("\(n) \(big.map(String.init) ?? "null") \(try row.decode(2, as: String.self)) \(try row.decode(3, as: String.self))")
+                if (try? row.decode(3, as: Int.self)) == nil { refused += 1 }
+                if n % 4 == 0, (try? row.decode(1, as: Int.self)) == nil { refused += 1 }
+                let pastTheEnd = try row.decodeIfPresent(9, as: Int.self)
+                #expect(pastTheEnd == nil)
+            }
+            let indexed = try rows.map { row in
+                "\(try row.decode(0, as: Int.self)) \(row[1] ?? "null") \(row[2] ?? "?") \(row[3] ?? "?")"
+            }
+            #expect(lent == indexed && lent.count == 200)
+            #expect(lent[2] == "3 3000009 vvv x3" && lent[3] == "4 null  x4")
+            #expect(refused == 250)
+        }
+    }
+
     /// Rows are a result's own: they stay whole after their connection ran other statements, read in another task,
     /// and when only one row of them is kept.
     @Test func rowsOutliveTheirConnectionsLaterStatements() async throws {

@@ -339,6 +339,13 @@ import Testing
             #expect(seen == expected)
             let names = report.rows.map(\.name)
             #expect(zip(names, names.dropFirst()).allSatisfy { $0 <= $1 })
+            // A group's rows in the order of their weeks, and the totals every entry once.
+            let ordered = zip(report.rows, report.rows.dropFirst()).allSatisfy { row, next in
+                row.key != next.key || row.bucketStart! < next.bucketStart!
+            }
+            #expect(ordered)
+            #expect(report.totals.responses == entries.reduce(0) { $0 + $1.figures.responses })
+            #expect(report.totals == report.rows.reduce(into: CSATFigures()) { $0.add($1.figures) })
         }
     }
 
