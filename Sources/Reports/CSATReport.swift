@@ -252,9 +252,9 @@ public enum CSATReportShaper {
         }
         var order = [Int](repeating: 0, count: groups.count)
         for (place, group) in groups.indices.sorted(by: { groups[$0] < groups[$1] }).enumerated() { order[group] = place }
-        // Each entry's place and bucket in one integer (a group's place below 2^32, a bucket's first day counted from
-        // the range's, 0 for none), sorted with the entry's position: sorting the tuples with their bucket ranges and
-        // the groups' places looked up in each comparison was a twentieth of a weekly report's gateway time.
+        // Each entry's place and bucket in one integer (a group's place above, a bucket's first day counted from the
+        // range's below, 0 for none), sorted with the entry's position: 16-byte pairs compared as integers, where the
+        // sort moved 40-byte tuples with their bucket ranges and looked the groups' places up in every comparison.
         let firstDay = parameters.from.dayNumber - 1
         var keyed: [(key: UInt64, entry: Int)] = []
         keyed.reserveCapacity(current.count)
