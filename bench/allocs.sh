@@ -2,7 +2,8 @@
 # Heap allocations per request in a running server: perf counts libc's malloc, calloc, realloc and free calls in
 # process PID (uprobes: needs root and Debian's linux-perf) while N keep-alive GETs of PATH go to 127.0.0.1:PORT;
 # for a Swift server also the runtime's reference counting calls (retain and release of objects and of strings'
-# storage; a call on a small string or an immortal object returns at once, so these count work, not cache misses).
+# storage; a call on a small string or an immortal object returns at once, so these count work, not cache misses),
+# and the context switches of all its threads.
 # Counts do not move with the machine's load, so a change of one allocation per request shows where timings cannot.
 #   bench/allocs.sh PID PORT PATH [N] ["Name: value" ...]
 #   e.g. bench/allocs.sh "$(pgrep -x desk-gateway)" 8080 /livez 2000
@@ -43,11 +44,17 @@ PY
 python3 "$work/client.py" "$port" "$path" 200 "$@"  # warm: caches filled, first-use allocations done
 perf stat -x, -o "$work/counts" -e "$events" -p "$pid" -- \
   python3 "$work/client.py" "$port" "$path" "$n" "$@"
-awk -F, -v n="$n" '$3 ~ /probe_/ {sub("probe_[a-zA-Z]*:", "", $3); v[$3] = $1 / n}
+# Threads waking each other (a request handed to a task, a query to the pool's thread, the answer back): each switch
+# is kernel time the request pays for. Counted in a run of its own: slowed by the probes, a server is still busy with
+# one answer when the next request comes, and sleeps less often than it does.
+perf stat -x, -o "$work/switches" -e context-switches -p "$pid" -- python3 "$work/client.py" "$port" "$path" "$n" "$@"
+cat "$work/switches" >> "$work/counts"
+awk -F, -v n="$n" '$3 ~ /probe_/ || $3 == "context-switches" {sub("probe_[a-zA-Z]*:", "", $3); v[$3] = $1 / n}
   END {printf "allocations per request: %.2f (malloc %.2f, calloc %.2f, realloc %.2f), frees %.2f\n",
        v["malloc"] + v["calloc"] + v["realloc"], v["malloc"], v["calloc"], v["realloc"], v["free"]
        printf "clock readings per request (clock_gettime): %.2f\n", v["clock_gettime"]
        if ("swift_retain" in v)
          printf "reference counting calls per request: retain %.2f, release %.2f; strings: retain %.2f, release %.2f\n",
            v["swift_retain"], v["swift_release"], v["swift_bridgeObjectRetain"], v["swift_bridgeObjectRelease"]
-       if ("hasher_finalize" in v) printf "hashes per request (Set and Dictionary lookups): %.2f\n", v["hasher_finalize"]}' "$work/counts"
+       if ("hasher_finalize" in v) printf "hashes per request (Set and Dictionary lookups): %.2f\n", v["hasher_finalize"]
+       printf "context switches per request (all threads): %.2f\n", v["context-switches"]}' "$work/counts"
