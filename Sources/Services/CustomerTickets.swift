@@ -55,6 +55,11 @@ public final class CustomerTickets: TicketCache {
     public let teams: TeamDirectory
     let settings: TicketFreshness
     let logger: Logger
+    /// When each customer's list was last known to be up to date (brought up to date here, or read so from
+    /// PostgreSQL): a list read within `cacheTTLSeconds` of it skips asking PostgreSQL when the list was last synced,
+    /// one query and a hop to the pool's thread of the two an open list made. Another instance's later sync only
+    /// makes the list fresher, and nothing but a cache reset (with another Desk's configuration) takes a mark back.
+    let listSynced: TTLCache<Int, Bool>
 
     /// `etag` tags a ready-to-send document (the memory cache keeps the tag with it).
     public init(desk: any DeskCustomerReader, store: any TicketRepository, settings: TicketFreshness, logger: Logger,
@@ -65,6 +70,7 @@ public final class CustomerTickets: TicketCache {
         self.logger = logger
         memory = TicketMemoryCache(etag: etag)
         teams = TeamDirectory(store: store)
+        listSynced = TTLCache(ttl: max(settings.cacheTTLSeconds, 1), capacity: 100_000)
     }
 
     /// The memory fast path: the body and tag of a fresh entry owned by this customer, or nil.
@@ -157,8 +163,10 @@ public final class CustomerTickets: TicketCache {
     /// Re-reads the customer's tickets from Desk when the last full read is older than the list TTL.
     /// Returns true when Desk could not be reached and the cache is all there is.
     public func refreshList(_ session: SessionRecord) async throws -> Bool {
+        if listSynced.get(session.customerId, maxAge: settings.cacheTTLSeconds) != nil { return false }
         let last = try await store.lastSync(customerId: session.customerId)
         if let last, WallClock.seconds() - last < settings.cacheTTLSeconds {
+            listSynced.put(session.customerId, true, at: last)
             return false
         }
         let tickets: [DeskTicket]
@@ -178,6 +186,7 @@ public final class CustomerTickets: TicketCache {
         report(try await store.upsert(rows))
         for row in rows { memory.remove(row.id) }
         try await store.markSynced(customerId: session.customerId)
+        listSynced.put(session.customerId, true)
         return false
     }
 

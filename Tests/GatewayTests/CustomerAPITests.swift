@@ -4,6 +4,8 @@ import GatewayApp
 import HTTPServer
 import JSON
 import Postgres
+import Store
+import Synchronization
 import Testing
 import TestSupport
 
@@ -207,6 +209,33 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
                 #expect(response.status == 400, "\(bad)")
                 #expect(response.json?["code"] as? String == "invalid_query")
             }
+        }
+    }
+
+    /// A list read again within `CACHE_TTL_S` of its sync does not ask PostgreSQL when it was synced: with
+    /// `customer_syncs` locked against every reader, it still answers, with the ticket, before the lock is let go.
+    @Test func aListWithinItsTTLDoesNotAskWhenItWasSynced() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let id = try #require(try await customer.createTicket("kept")["id"] as? Int)
+            #expect(try await customer.send("GET", "/v1/tickets?status=open").status == 200)
+            let locked = Atomic<Bool>(false), release = Atomic<Bool>(false), gaveUp = Atomic<Bool>(false)
+            let holder = Task.detached {
+                try await app.database.transaction { tx in
+                    try tx.query("LOCK TABLE customer_syncs IN ACCESS EXCLUSIVE MODE")
+                    locked.store(true, ordering: .releasing)
+                    // Let go after 5 s at the latest: a list that waited on the lock answers only then.
+                    for _ in 0..<500 where !release.load(ordering: .acquiring) { usleep(10_000) }
+                    gaveUp.store(!release.load(ordering: .acquiring), ordering: .releasing)
+                }
+            }
+            while !locked.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(10)) }
+            let page = try await customer.send("GET", "/v1/tickets?status=open")
+            let answeredUnderTheLock = !gaveUp.load(ordering: .acquiring)
+            release.store(true, ordering: .releasing)
+            try await holder.value
+            #expect(answeredUnderTheLock)
+            #expect(page.status == 200 && (page.json?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int } == [id])
         }
     }
 
