@@ -21,6 +21,10 @@ public enum TestGateway {
         config.housekeepingIntervalSeconds = 0
         // The suite runs many gateways and emulators at once on two cores: a slow answer is not an outage here.
         config.deskTimeoutMilliseconds = 20_000
+        // Likewise the database: dozens of gateways connect while their databases are being created.
+        config.dbConnectTimeoutSeconds = TestLimits.connectTimeoutSeconds
+        config.dbAcquireTimeoutMilliseconds = TestLimits.acquireTimeoutMilliseconds
+        config.dbStatementTimeoutMilliseconds = TestLimits.statementTimeoutMilliseconds
         config.reportCacheSeconds = 0
         return config
     }
