@@ -41,6 +41,16 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
     }
 
     static let empty = ResultCells(columns: [], rowCount: 0, text: [], starts: [], ends: [])
+
+    /// Lends the three buffers at once; `PostgresRowView` is the one reader of their layout.
+    @inlinable
+    func withBuffers<R>(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<Int>, UnsafeBufferPointer<Int>) throws -> R) rethrows -> R {
+        try text.withUnsafeBufferPointer { text in
+            try starts.withUnsafeBufferPointer { starts in
+                try ends.withUnsafeBufferPointer { ends in try body(text, starts, ends) }
+            }
+        }
+    }
 }
 
 public struct PostgresRow: Sendable {
@@ -65,18 +75,24 @@ public struct PostgresRow: Sendable {
         return self[index]
     }
 
+    /// Lends this row as a view, which reads its values.
+    @inlinable
+    func withView<R>(_ body: (borrowing PostgresRowView) throws -> R) rethrows -> R {
+        try cells.withBuffers { text, starts, ends in
+            try body(PostgresRowView(text: text, starts: starts, ends: ends, first: first, columnCount: cells.columnCount))
+        }
+    }
+
     /// Lends the value's bytes (nil for NULL or a column past the end).
     @inlinable
     func withValue<R>(_ index: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
-        guard index >= 0, index < cells.columnCount, cells.starts[first + index] >= 0 else { return try body(nil) }
-        let (start, end) = (cells.starts[first + index], cells.ends[first + index])
-        return try cells.text.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[start..<end])) }
+        try withView { try body($0.value(index)) }
     }
 
     /// Inlinable so callers get it specialized for the concrete type (hot in report and list reads).
     @inlinable
     public func decode<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T {
-        try withValue(index) { try PostgresRowView.decoded($0, column: index) }
+        try withView { try $0.decode(index, as: type) }
     }
 
     public func decode<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
@@ -89,8 +105,7 @@ public struct PostgresRow: Sendable {
     /// nil for SQL NULL; throws only when a present value does not decode.
     @inlinable
     public func decodeIfPresent<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T? {
-        guard index >= 0, index < cells.columnCount, cells.starts[first + index] >= 0 else { return nil }
-        return try decode(index, as: type)
+        try withView { try $0.decodeIfPresent(index, as: type) }
     }
 
     public func decodeIfPresent<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T? {
@@ -106,13 +121,9 @@ extension PostgresRows {
     @inlinable
     public func forEachRow(_ body: (borrowing PostgresRowView) throws -> Void) rethrows {
         let (count, width) = (cells.rowCount, cells.columnCount)
-        try cells.text.withUnsafeBufferPointer { text in
-            try cells.starts.withUnsafeBufferPointer { starts in
-                try cells.ends.withUnsafeBufferPointer { ends in
-                    for row in 0..<count {
-                        try body(PostgresRowView(text: text, starts: starts, ends: ends, first: row * width, columnCount: width))
-                    }
-                }
+        try cells.withBuffers { text, starts, ends in
+            for row in 0..<count {
+                try body(PostgresRowView(text: text, starts: starts, ends: ends, first: row * width, columnCount: width))
             }
         }
     }
