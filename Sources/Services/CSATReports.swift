@@ -67,22 +67,31 @@ public final class CSATReports: Sendable {
     public func shaped(_ asked: ReportParameters, caller: ReportCaller) async throws -> CSATReport {
         let p = try caller.scope(asked)
         let useRollups = try await hasRollups(p.timeZone)
-        async let names = names(p.groupBy)
+        let names: [Int: String]
         let sums: (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)])
+        if let known = displayNames.get(p.groupBy) {
+            // The usual case: no child task to read them alongside (its start woke a second thread per report).
+            (names, sums) = (known, try await self.sums(p, rollups: useRollups, caller: caller))
+        } else {
+            async let loaded = self.names(p.groupBy)
+            sums = try await self.sums(p, rollups: useRollups, caller: caller)
+            names = try await loaded
+        }
+        let report = CSATReportShaper.shape(parameters: p, source: useRollups ? "rollup" : "raw", current: sums.current,
+                                            previous: sums.previous, names: names)
+        if report.rows.count > maxCells { throw tooLarge(report.rows.count) }
+        return report
+    }
+
+    /// Both periods' sums, from the rollups or (admitted) from the raw ratings.
+    func sums(_ p: ReportParameters, rollups: Bool, caller: ReportCaller) async throws -> (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)]) {
         do {
-            if useRollups {
-                sums = try await reader.fromBlocks(p, plan: BlockPlan(p))
-            } else {
-                sums = try await admission.run(key: caller.admissionIdentity) { connections in try await rawSums(p, connections: connections) }
-            }
+            if rollups { return try await reader.fromBlocks(p, plan: BlockPlan(p)) }
+            return try await admission.run(key: caller.admissionIdentity) { connections in try await rawSums(p, connections: connections) }
         } catch let error as DomainError where error.code == .storeTimeout {
             throw ReportRefusal.timeout("The report took longer than the database allows; narrow the range, use a coarser "
                                         + "bucket or a time zone with rollups (REPORT_TIME_ZONES).")
         }
-        let report = CSATReportShaper.shape(parameters: p, source: useRollups ? "rollup" : "raw", current: sums.current,
-                                            previous: sums.previous, names: try await names)
-        if report.rows.count > maxCells { throw tooLarge(report.rows.count) }
-        return report
     }
 
     /// Whether reports in this zone come from rollups (`report_zones`; a zone added elsewhere shows up within a second).

@@ -241,9 +241,6 @@ public struct ReportPageRoutes: Sendable {
         trendParameters.bucket = filters.bucket(for: p)
         var commentParameters = try parameters(filters, listing: true)
         commentParameters.cursor = nil
-        async let agentNames = api.reports.names(.agent, for: caller)
-        async let teamNames = api.reports.names(.team, for: caller)
-        async let channels = channelChoices()
         let agents: CSATReport, teams: CSATReport, trend: CSATReport, comments: [ResponseItem]
         if try await api.reports.hasRollups(p.timeZone) {
             async let byAgent = api.reports.shaped(p, caller: caller)
@@ -258,8 +255,7 @@ public struct ReportPageRoutes: Sendable {
             trend = try await api.reports.shaped(trendParameters, caller: caller)
             comments = try await api.reports.lowestComments(commentParameters, caller: caller, limit: SummaryView.commentCount)
         }
-        let context = PageContext(filters: filters, caller: caller, agentNames: try await agentNames, teamNames: try await teamNames,
-                                  channelTypes: try await channels, settings: settings)
+        let context = try await context(filters, caller)
         let view = SummaryView(context: context, parameters: p, agents: agents, teams: teams, trend: trend, comments: comments)
         return html(200, ReportPageHTML.layout(title: "CSAT \(p.from) – \(p.to)", signedIn: true) { view.render(into: &$0) })
     }
@@ -268,15 +264,17 @@ public struct ReportPageRoutes: Sendable {
         let filters = try PageFilters.parse(request.query, defaultZone: settings.zones.first ?? "UTC")
         if filters.fromForm { return canonical(filters, "/reports/responses") }
         let p = try parameters(filters, listing: true)
-        async let page = api.reports.responsePage(p, caller: caller)
-        async let agentNames = api.reports.names(.agent, for: caller)
-        async let teamNames = api.reports.names(.team, for: caller)
-        async let channels = channelChoices()
-        let (items, next) = try await page
-        let context = PageContext(filters: filters, caller: caller, agentNames: try await agentNames, teamNames: try await teamNames,
-                                  channelTypes: try await channels, settings: settings)
+        let (items, next) = try await api.reports.responsePage(p, caller: caller)
+        let context = try await context(filters, caller)
         let view = ResponsesView(context: context, parameters: p, items: items, next: next)
         return html(200, ReportPageHTML.layout(title: "Responses \(p.from) – \(p.to)", signedIn: true, body: view.render()))
+    }
+
+    /// The filters' choices. Read after the figures, not alongside them: they are cached (a task each to read them
+    /// alongside cost more than the read), and a miss is a query every half minute.
+    func context(_ filters: PageFilters, _ caller: ReportCaller) async throws -> PageContext {
+        PageContext(filters: filters, caller: caller, agentNames: try await api.reports.names(.agent, for: caller),
+                    teamNames: try await api.reports.names(.team, for: caller), channelTypes: try await channelChoices(), settings: settings)
     }
 
     /// The channel types the filter offers: those with ratings, or every type Desk knows while no zone has rollups.
