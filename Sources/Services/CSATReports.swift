@@ -53,7 +53,7 @@ public final class CSATReports: Sendable {
     let maxCells: Int
     let admission: ReportAdmission
     private let rollupZones = CachedValue<Set<String>>(ttl: 1)
-    private let displayNames = TTLCache<ReportDimension, [Int: String]>(ttl: 30)
+    private let displayNames = TTLCache<ReportDimension, GroupNames>(ttl: 30)
     private let teamAgents = TTLCache<[Int], Set<Int>>(ttl: 60)
     private let channels = CachedValue<[String]>(ttl: 60)
 
@@ -67,13 +67,13 @@ public final class CSATReports: Sendable {
     public func shaped(_ asked: ReportParameters, caller: ReportCaller) async throws -> CSATReport {
         let p = try caller.scope(asked)
         let useRollups = try await hasRollups(p.timeZone)
-        let names: [Int: String]
+        let names: GroupNames
         let sums: (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)])
         if let known = displayNames.get(p.groupBy) {
             // The usual case: no child task to read them alongside (its start woke a second thread per report).
             (names, sums) = (known, try await self.sums(p, rollups: useRollups, caller: caller))
         } else {
-            async let loaded = self.names(p.groupBy)
+            async let loaded = groupNames(p.groupBy)
             sums = try await self.sums(p, rollups: useRollups, caller: caller)
             names = try await loaded
         }
@@ -106,7 +106,11 @@ public final class CSATReports: Sendable {
 
     /// Agents' or teams' display names by id (briefly cached).
     public func names(_ group: ReportDimension) async throws -> [Int: String] {
-        try await displayNames.value(group) { try await reader.names(group) }
+        try await groupNames(group).byId
+    }
+
+    func groupNames(_ group: ReportDimension) async throws -> GroupNames {
+        try await displayNames.value(group) { GroupNames(try await reader.names(group)) }
     }
 
     /// Agents' or teams' names a caller may pick from: a team-scoped key sees its teams, and the agents rated in them.

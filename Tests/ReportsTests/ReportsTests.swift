@@ -349,11 +349,34 @@ import Testing
         }
     }
 
+    /// Groups are in the order of their names, then ids, whether every group's name has a place among the names
+    /// (ordered by those) or some are unnamed (ordered by the names themselves): equal names, names equal only once
+    /// normalized, letters of any case and accents, unknown ids and none.
+    @Test func groupsAreInNameOrderByPlacesOrByNames() throws {
+        var generator = SystemRandomNumberGenerator()
+        let pool = ["Ann", "ann", "Bob", "Zoë", "Zoe\u{308}", "Émile", "E\u{301}mile", "Zed", "#5", "(none)", "ß", "ss", ""]
+        let p = try ReportParameters.parse([("from", "2026-03-01"), ("to", "2026-03-28"), ("groupBy", "agent")], accept: nil,
+                                           today: { _ in LocalDate("2026-06-30") }, isKnownZone: { $0 == "UTC" }, maxDays: 100, listing: false)
+        for round in 0..<200 {
+            var byId: [Int: String] = [:]
+            for id in 1...40 { byId[id] = pool.randomElement(using: &generator)! }
+            // Every other round some ids have no name (shown as #id) and one group is none.
+            let keys: [ReportKey] = round % 2 == 0 ? (1...40).map { .id($0) } : [.none] + (1...50).map { .id($0) }
+            let entries = keys.shuffled(using: &generator).map {
+                (group: $0, bucketStart: LocalDate?.none, figures: CSATFigures(requests: 1, responses: 1, distribution: [0, 0, 0, 0, 1]))
+            }
+            let report = CSATReportShaper.shape(parameters: p, source: "rollup", current: entries, previous: [], names: GroupNames(byId))
+            #expect(report.rows.count == keys.count)
+            let order = report.rows.map { ($0.name, $0.key.id) }
+            #expect(zip(order, order.dropFirst()).allSatisfy { $0 < $1 }, "\(order)")
+        }
+    }
+
     /// The report's JSON is written straight into bytes; parsed back it holds every row, figure and name of the
     /// report, for any rows (names that need escaping, empty reports, every bucket).
     @Test func writtenBytesParseBackToTheReportForRandomReports() throws {
         var generator = SystemRandomNumberGenerator()
-        let names: [Int: String] = [1: "Ann \"the\" Agent", 2: "Zoë\n\\tab", 3: "Bob", 4: "\u{1}ctl"]
+        let names: GroupNames = [1: "Ann \"the\" Agent", 2: "Zoë\n\\tab", 3: "Bob", 4: "\u{1}ctl"]
         for bucket in ["", "day", "week", "month"] {
             for round in 0..<20 {
                 // Ids (with none) and text values, such as channel types, through the same shaper and writer.
