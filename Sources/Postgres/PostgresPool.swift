@@ -134,8 +134,10 @@ final class JobQueue: @unchecked Sendable {
             return
         }
         jobs.append(job)
-        condition.signal()
         condition.unlock()
+        // After the unlock: signalled under the lock, the woken thread found it held, slept on it and was woken a
+        // second time when it was released (two context switches a query for one).
+        condition.signal()
     }
 
     func close() {
