@@ -316,10 +316,9 @@ public enum CSATReportShaper {
     }
 }
 
-
 /// Agents' or teams' display names by id, each id with its name's place in name order (equal names share a place).
 /// Made when the names are read (a cache keeps them for half a minute), so a report orders its groups by integers.
-public struct GroupNames: Sendable, ExpressibleByDictionaryLiteral {
+public struct GroupNames: Sendable {
     public let byId: [Int: String]
     let places: [Int: Int]
 
@@ -332,10 +331,6 @@ public struct GroupNames: Sendable, ExpressibleByDictionaryLiteral {
             places[id] = place
         }
         self.places = places
-    }
-
-    public init(dictionaryLiteral elements: (Int, String)...) {
-        self.init(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 
     /// The place of the group's name; nil for a group shown by something else (no id, an unknown id, a text value).

@@ -329,7 +329,7 @@ import Testing
                 }
             }
             entries.shuffle(using: &generator)
-            let report = CSATReportShaper.shape(parameters: p, source: "rollup", current: entries, previous: [], names: [:])
+            let report = CSATReportShaper.shape(parameters: p, source: "rollup", current: entries, previous: [], names: GroupNames([:]))
             var seen: [ReportKey: [Int: Int]] = [:]
             for row in report.rows {
                 let start = try #require(row.bucketStart).dayNumber
@@ -376,7 +376,7 @@ import Testing
     /// report, for any rows (names that need escaping, empty reports, every bucket).
     @Test func writtenBytesParseBackToTheReportForRandomReports() throws {
         var generator = SystemRandomNumberGenerator()
-        let names: GroupNames = [1: "Ann \"the\" Agent", 2: "Zoë\n\\tab", 3: "Bob", 4: "\u{1}ctl"]
+        let names = GroupNames([1: "Ann \"the\" Agent", 2: "Zoë\n\\tab", 3: "Bob", 4: "\u{1}ctl"])
         for bucket in ["", "day", "week", "month"] {
             for round in 0..<20 {
                 // Ids (with none) and text values, such as channel types, through the same shaper and writer.

@@ -122,8 +122,8 @@ import TestSupport
                         == Self.sums(rawBefore.map { ($0.group, nil, $0.figures) }, bucket: p), "\(query)")
                 // Shaped, both give the same rows: a block row passed on unsummed (an agent in two teams comes as two
                 // entries of one bucket) counts once, in its agent's row.
-                let shapedBlocks = CSATReportShaper.shape(parameters: p, source: "rollup", current: blocks.current, previous: blocks.previous, names: [:])
-                let shapedRaw = CSATReportShaper.shape(parameters: p, source: "raw", current: raw, previous: rawBefore.map { ($0.group, $0.figures) }, names: [:])
+                let shapedBlocks = CSATReportShaper.shape(parameters: p, source: "rollup", current: blocks.current, previous: blocks.previous, names: GroupNames([:]))
+                let shapedRaw = CSATReportShaper.shape(parameters: p, source: "raw", current: raw, previous: rawBefore.map { ($0.group, $0.figures) }, names: GroupNames([:]))
                 let rows = { (report: CSATReport) in report.rows.map { "\($0.key)|\($0.bucketStart?.description ?? "-")|\($0.figures)|\(String(describing: $0.previous))" } }
                 #expect(rows(shapedBlocks) == rows(shapedRaw), "\(query)")
                 #expect(shapedBlocks.totals == shapedRaw.totals && shapedBlocks.previousTotals == shapedRaw.previousTotals, "\(query)")
