@@ -253,7 +253,7 @@ public enum CSATReportShaper {
                 groupOf[position] = groups.count
                 rank.add(entry.group, rank: groups.count)
                 groups.append((name(entry.group, names.byId), entry.group.raw))
-                if let place = names.place(of: entry.group) { places?.append(place) } else { places = nil }
+                if places != nil { if let place = names.place(of: entry.group) { places?.append(place) } else { places = nil } }
             }
         }
         var order = [Int](repeating: 0, count: groups.count)
@@ -335,7 +335,7 @@ public struct GroupNames: Sendable {
 
     /// The place of the group's name; nil for a group shown by something else (no id, an unknown id, a text value).
     func place(of key: ReportKey) -> Int? {
-        guard case .id(let id) = key.value else { return nil }
-        return places[id]
+        // By the raw key: `value` looks a text group's text up under a lock, which an id's place does not need.
+        key.raw > 0 ? places[key.raw] : nil
     }
 }
