@@ -152,7 +152,7 @@ extension DeskEmulator {
         if let value = try Self.boundedInteger(body, "rateLimitNext", 0...10_000) { faults.rateLimitNext = value }
         faults.rateLimitCustomers = body["rateLimitCustomers"]?.boolValue ?? false
         if let hint = body["retryAfter"] {
-            guard let value = hint.stringValue, value.count <= 64, !value.contains("\r"), !value.contains("\n") else {
+            guard let value = hint.stringValue, value.count <= 64, !value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" }) else {
                 throw EmulatorFailure.invalid("retryAfter must be a header value of at most 64 characters.")
             }
             faults.retryAfter = value

@@ -168,7 +168,9 @@ final class WorldCell: Sendable {
                     try store.save(changes)
                 } catch {
                     world.rollback(to: meta)
-                    throw EmulatorFailure(status: 503, detail: "The Desk emulator could not save its state.", code: "desk503200")
+                    // The cause goes with the answer: the emulator has no log, and the gateway logs what Desk said.
+                    throw EmulatorFailure(status: 503, detail: "The Desk emulator could not save its state: \(String(describing: error).prefix(200))",
+                                          code: "desk503200")
                 }
             }
             return try outcome.get()

@@ -19,18 +19,21 @@ extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
 /// Arrays become PostgreSQL array literals (for `= ANY($1)` and friends), every element quoted.
 extension Array: PostgresEncodable where Element: PostgresEncodable {
     public var postgresText: String? {
-        var out = "{"
+        // By byte: a quote or backslash followed by a combining mark or an emoji modifier is one Character,
+        // equal to neither, and would go out unescaped.
+        var out: [UInt8] = [UInt8(ascii: "{")]
         for (index, element) in enumerated() {
-            if index > 0 { out += "," }
-            guard let text = element.postgresText else { out += "NULL"; continue }
-            out += "\""
-            for ch in text {
-                if ch == "\"" || ch == "\\" { out.append("\\") }
-                out.append(ch)
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            guard let text = element.postgresText else { out += "NULL".utf8; continue }
+            out.append(UInt8(ascii: "\""))
+            for byte in text.utf8 {
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { out.append(UInt8(ascii: "\\")) }
+                out.append(byte)
             }
-            out += "\""
+            out.append(UInt8(ascii: "\""))
         }
-        return out + "}"
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

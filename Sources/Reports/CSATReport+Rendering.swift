@@ -181,13 +181,17 @@ public enum CSV {
     public static func field(_ text: String) -> String {
         var value = text
         if let first = value.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) { value = "'" + value }
-        // By scalar: "\r\n" is one Character, equal to neither "\r" nor "\n".
+        // By scalar: "\r\n" is one Character, equal to neither "\r" nor "\n", and so is a quote followed by a
+        // combining mark or an emoji modifier.
         guard value.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return value }
-        var quoted = "\""
-        for ch in value {
-            if ch == "\"" { quoted += "\"\"" } else { quoted.append(ch) }
+        var quoted = String.UnicodeScalarView()
+        quoted.append("\"")
+        for scalar in value.unicodeScalars {
+            if scalar == "\"" { quoted.append("\"") }
+            quoted.append(scalar)
         }
-        return quoted + "\""
+        quoted.append("\"")
+        return String(quoted)
     }
 
     public static func number(_ value: Double) -> String {

@@ -178,12 +178,13 @@ public final class MetricsRegistry: Sendable {
             if index > 0 { out += "," }
             out += label.0
             out += "=\""
-            for ch in label.1 {
-                switch ch {
+            // By scalar, as for every escaper: "\r\n", or a quote and a combining mark, is one Character.
+            for scalar in label.1.unicodeScalars {
+                switch scalar {
                 case "\\": out += "\\\\"
                 case "\"": out += "\\\""
                 case "\n": out += "\\n"
-                default: out.append(ch)
+                default: out.unicodeScalars.append(scalar)
                 }
             }
             out += "\""

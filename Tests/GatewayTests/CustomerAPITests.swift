@@ -145,6 +145,25 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         }
     }
 
+    /// A quote or backslash followed by an emoji modifier or a combining accent is one Swift Character: every value
+    /// that holds one reaches Desk, the database and the answers whole (the emulator once could not save it).
+    @Test func quotesThatOpenAGraphemeClusterTravelWhole() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let odd = #"\"\ud83c\udffb\u00e4\\\u0301\u0003"#
+            let created = try await customer.createTicket(odd, extra: #","customFields":{"product":"\#(odd)"},"relatedChannelUrls":["\#(odd)"]"#)
+            let expected = "\"\u{1F3FB}\u{E4}\\\u{301}\u{3}"
+            let id = try #require(created["id"] as? Int)
+            #expect(created["title"] as? String == expected)
+            let read = try await customer.send("GET", "/v1/tickets/\(id)")
+            #expect(read.status == 200, "\(read.text)")
+            #expect(read.json?["relatedChannelUrls"] as? [String] == [expected])
+            #expect((read.json?["customFields"] as? [String: String]) == ["product": expected])
+            let list = try await customer.send("GET", "/v1/tickets")
+            #expect(((list.json?["items"] as? [[String: Any]]) ?? []).compactMap { $0["title"] as? String } == [expected], "\(list.text)")
+        }
+    }
+
     @Test func customerClosesAnIdleTicketWithAComment() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)

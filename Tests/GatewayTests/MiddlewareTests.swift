@@ -180,6 +180,15 @@ import Testing
         #expect(!text.contains("/v1/tickets/1001"))
     }
 
+    /// Label values are escaped by scalar: a quote or backslash that opens a grapheme cluster is escaped too.
+    @Test func labelValuesAreEscapedEvenInsideAGraphemeCluster() {
+        let metrics = MetricsRegistry()
+        metrics.describe("named_total", .counter, help: "Named.")
+        metrics.increment("named_total", [("name", "a\"\u{1F3FB}\\\u{301}\r\nb")])
+        let text = metrics.render()
+        #expect(text.contains("named_total{name=\"a\\\"\u{1F3FB}\\\\\u{301}\r\\nb\"} 1"), "\(text)")
+    }
+
     /// A histogram's sum is what was observed, from any number of threads at once; what is no duration (a NaN,
     /// below zero) is counted in its bucket and adds nothing to the sum.
     @Test func histogramsSumWhatWasObserved() async {

@@ -89,6 +89,10 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
             let rows = try await pool.query("SELECT x FROM unnest($1::text[]) AS x WHERE x IS NOT NULL ORDER BY x",
                                             [["b", "a,\"c\"", "d\\e"]])
             #expect(rows.map { $0[0] } == ["a,\"c\"", "b", "d\\e"])
+            // A quote or backslash that opens a grapheme cluster (an emoji modifier, a combining accent after it).
+            let clustered = ["\"\u{1F3FB}x", "\\\u{301}y", "\"\u{301}\\\u{1F3FB}", "\r\n\"", "z\u{3}\u{9C}"]
+            let back = try await pool.query("SELECT x FROM unnest($1::text[]) WITH ORDINALITY AS u (x, n) ORDER BY n", [clustered])
+            #expect(back.map { $0[0] } == clustered)
             let null = try await pool.query("SELECT $1::int IS NULL", [PostgresNull()])
             #expect(try null[0].decode(0, as: Bool.self))
         }

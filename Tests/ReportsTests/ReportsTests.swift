@@ -92,6 +92,9 @@ import Testing
         #expect(CSV.field("\r=1+1") == "\"'\r=1+1\"")
         #expect(CSV.field("\r\n@SUM(1)") == "\"'\r\n@SUM(1)\"")
         for lead in ["+", "-", "@"] { #expect(CSV.field(lead + "x") == "'" + lead + "x") }
+        // A quote that opens a grapheme cluster is still doubled.
+        #expect(CSV.field("a\"\u{1F3FB}b") == "\"a\"\"\u{1F3FB}b\"")
+        #expect(CSV.field("\"\u{301}") == "\"\"\"\u{301}\"")
     }
 }
 

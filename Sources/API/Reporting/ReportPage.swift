@@ -194,7 +194,7 @@ public struct ReportPageRoutes: Sendable {
 
     /// Where to go after signing in: a page of `/reports` only, never another site.
     static func safeNext(_ next: String?) -> String {
-        guard let next, next.hasPrefix("/reports"), !next.hasPrefix("//"), !next.contains("\\"),
+        guard let next, next.hasPrefix("/reports"), !next.hasPrefix("//"), !next.unicodeScalars.contains("\\"),
               !next.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }) else { return "/reports" }
         return next
     }
