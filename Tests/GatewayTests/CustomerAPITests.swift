@@ -161,6 +161,9 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             #expect((read.json?["customFields"] as? [String: String]) == ["product": expected])
             let list = try await customer.send("GET", "/v1/tickets")
             #expect(((list.json?["items"] as? [[String: Any]]) ?? []).compactMap { $0["title"] as? String } == [expected], "\(list.text)")
+            // A value that opens with a combining accent still splits at the colon before it.
+            let accented = try await customer.send("GET", "/v1/tickets?customField=product:%CC%81x")
+            #expect(accented.status == 200, "\(accented.text)")
         }
     }
 

@@ -288,11 +288,13 @@ public struct CustomerRoutes: Sendable {
         }
         var filter: [(String, JSONValue)] = []
         for item in request.queryValues("customField") {
-            guard let colon = item.firstIndex(of: ":"), colon != item.startIndex else {
+            // By scalar: a colon followed by a combining mark is no Character ":".
+            let scalars = item.unicodeScalars
+            guard let colon = scalars.firstIndex(of: ":"), colon != scalars.startIndex else {
                 problems.append(("customField", "must be key:value"))
                 continue
             }
-            filter.append((String(item[..<colon]), .string(String(item[item.index(after: colon)...]))))
+            filter.append((String(scalars[..<colon]), .string(String(scalars[scalars.index(after: colon)...]))))
         }
         for (name, _) in request.query where !["status", "limit", "cursor", "customField"].contains(name) {
             problems.append((name, "is not a known query parameter"))
