@@ -87,7 +87,8 @@ extension HTTPServer {
     /// into another valid one) and message framing that two parties could read two ways (request smuggling).
     static func framingProblem(_ request: HTTPRequest, http11: Bool, checks: HeaderChecks) -> String? {
         if let raw = rawProblem(checks.raw) { return raw }
-        if request.path.utf8.contains(0x7F) || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
+        // `dg_mhd_unescape` turns a value holding %00 into the single byte 0x7F; a DEL among other bytes is data.
+        if request.path == "\u{7F}" || request.query.contains(where: { $0.value == "\u{7F}" || $0.name == "\u{7F}" }) {
             return "The request target holds a NUL byte."
         }
         if !checks.methodIsToken {

@@ -164,6 +164,9 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             // A value that opens with a combining accent still splits at the colon before it.
             let accented = try await customer.send("GET", "/v1/tickets?customField=product:%CC%81x")
             #expect(accented.status == 200, "\(accented.text)")
+            // A DEL in a path is data (looked for, not found), not the mark of a %00.
+            let withDel = try await customer.send("GET", "/v1/tickets/by-channel/a%7Fb")
+            #expect(withDel.status == 404, "\(withDel.text)")
         }
     }
 
