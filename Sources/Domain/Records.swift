@@ -171,6 +171,8 @@ public struct InboxPass: Sendable {
     public var unrecognized = 0
     public var foreign = 0
     public var failed = 0
+    /// Why the first failed event failed (what `webhook_events.last_error` holds), for the log.
+    public var firstError: String?
     public var total: Int { applied + unrecognized + foreign + failed }
 
     public init() {}

@@ -70,7 +70,8 @@ public struct WebhookProcessor: Sendable {
                 observers.counted(outcome, count)
             }
             if pass.failed > 0 {
-                logger.warning("webhook events failed to apply; they will be retried", metadata: ["count": "\(pass.failed)"])
+                logger.warning("webhook events failed to apply; they will be retried",
+                               metadata: ["count": "\(pass.failed)", "first_error": "\((pass.firstError ?? "").prefix(300))"])
             }
             return pass.total
         } catch {

@@ -71,6 +71,7 @@ public struct WebhookInbox: WebhookEventInbox {
                                status = CASE WHEN attempts + 1 >= 10 THEN 'failed' ELSE 'pending' END WHERE id = $1
                         """, [event.id, "\(error)"])
                     pass.failed += 1
+                    if pass.firstError == nil { pass.firstError = "event \(event.id): \(error)" }
                 }
             }
             try batch.finish()
