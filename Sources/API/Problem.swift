@@ -33,6 +33,10 @@ public enum Problem: String, CaseIterable, Sendable {
     case reportTooLarge = "report_too_large"
     case reportsBusy = "reports_busy"
     case reportTimeout = "report_timeout"
+    /// Answered below the gateway, by libmicrohttpd through CMicroHTTPDFixes/errors.c (same title there): the
+    /// request is never routed.
+    case uriTooLong = "uri_too_long"
+    case headersTooLarge = "headers_too_large"
 
     public var status: Int { entry.status }
     public var title: String { entry.title }
@@ -71,6 +75,8 @@ public enum Problem: String, CaseIterable, Sendable {
         case .reportTooLarge: (400, "Report too large")
         case .reportsBusy: (503, "Too many reports")
         case .reportTimeout: (503, "Report took too long")
+        case .uriTooLong: (414, "Request target too long")
+        case .headersTooLarge: (431, "Request header fields too large")
         }
     }
 }

@@ -14,7 +14,7 @@
 typedef enum MHD_Result (*dg_lookup_fn)(struct MHD_Connection *, enum MHD_ValueKind, const char *, size_t,
                                         const char **, size_t *);
 
-int dg_mhd_fixes_linked(void) { return 1; }
+int dg_mhd_fixes_linked(void) { return dg_mhd_errors_linked(); }
 
 /* The longest length passed through: 18 digits always fit libmicrohttpd's 64-bit parse. */
 static int dg_plain_length(const char *value, size_t size)

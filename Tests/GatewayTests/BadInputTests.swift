@@ -1,3 +1,4 @@
+import API
 import Foundation
 import GatewayApp
 import Domain
@@ -116,6 +117,33 @@ import TestSupport
             #expect(served?.status == 200, "\(served?.text ?? "no answer")")
             let refused = try await raw(app.port, cookie + String(repeating: "c", count: 20_000) + "\r\n\r\n")
             #expect(refused?.status == 431, "\(refused?.text ?? "no answer")")
+        }
+    }
+
+    /// What libmicrohttpd answers before routing (a head over its memory, a chunked body it cannot read) is the
+    /// gateway's problem+json too, not its HTML page.
+    @Test func answersMadeBeforeRoutingAreProblems() async throws {
+        try await withGateway { app in
+            let chunked = "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            let manyHeaders = (0..<3_000).map { (index: Int) -> String in "X\(index): y\r\n" }.joined()
+            let cases: [(String, Int, Problem)] = [
+                ("GET /livez HTTP/1.1\r\nHost: a\r\nCookie: " + String(repeating: "c", count: 40_000) + "\r\n\r\n", 431, .headersTooLarge),
+                ("GET /livez HTTP/1.1\r\nHost: a\r\n" + manyHeaders + "\r\n", 431, .headersTooLarge),
+                ("GET /livez?" + String(repeating: "a", count: 40_000) + " HTTP/1.1\r\nHost: a\r\n\r\n", 414, .uriTooLong),
+                (chunked + "zz\r\n{}\r\n0\r\n\r\n", 400, .malformedRequest),
+                (chunked + "fffffffffffffffffff\r\n{}\r\n0\r\n\r\n", 413, .payloadTooLarge),
+            ]
+            for (request, status, problem) in cases {
+                let answer = try #require(try await raw(app.port, request))
+                #expect(answer.status == status, "\(answer.text)")
+                #expect(answer.header("content-type") == "application/problem+json", "\(answer.text)")
+                #expect(answer.json?["code"] as? String == problem.rawValue, "\(answer.text)")
+                #expect(answer.json?["title"] as? String == problem.title, "\(answer.text)")
+                #expect(answer.json?["status"] as? Int == status)
+                #expect((answer.json?["detail"] as? String)?.isEmpty == false)
+            }
+            // The connection's next request, and a new one, are served as usual.
+            #expect(try await raw(app.port, "GET /livez HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")?.status == 200)
         }
     }
 
