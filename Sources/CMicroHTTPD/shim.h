@@ -21,6 +21,8 @@ struct dg_mhd_conn {
     /* Where the current request's target ends as libmicrohttpd first saw it (before unescaping): a NUL byte inside the
        raw target shows up as a gap between this and the HTTP version. */
     const char *target_end;
+    /* The request's query had more arguments than DG_MHD_MAX_ARGUMENTS, and was cut before libmicrohttpd parsed it. */
+    int query_dropped;
     /* The client's address as text, made once when the connection starts (inet_ntop formats through sprintf, a
        measurable part of a kept-alive request's cost when done per request); address_length 0 when unknown. */
     unsigned char address_length;
@@ -123,6 +125,25 @@ static inline struct dg_mhd_conn *dg_mhd_entry(struct MHD_Connection *connection
     return info ? info->socket_context : NULL;
 }
 
+/* libmicrohttpd 0.9.75 keeps a record per query argument in the connection's memory; when they do not fit, it queues
+   a 431 but then goes on reading the header block and closes the connection without sending it (about 250 to 440
+   arguments at the default 32 KiB). A query with more arguments than this is cut at its '?' here, before
+   libmicrohttpd parses it (the target is the connection's own buffer, which libmicrohttpd itself writes into), and
+   the request is refused with a problem. Returns 1 when cut. */
+#define DG_MHD_MAX_ARGUMENTS 128
+static inline int dg_mhd_drop_long_query(char *uri)
+{
+    char *query = strchr(uri, '?');
+    if (!query) return 0;
+    unsigned int arguments = 1;
+    for (const char *at = query + 1; *at; at++)
+        if (*at == '&' && ++arguments > DG_MHD_MAX_ARGUMENTS) {
+            query[1] = '\0';
+            return 1;
+        }
+    return 0;
+}
+
 /* libmicrohttpd's URI logger: it sees the request target raw, before any unescaping. It also starts the deadline of
    a later request on a kept-alive connection, from the moment its request line is in (the wait before it is idle
    time, under the idle timeout). Returns NULL so the access handler's per-request context starts empty as before. */
@@ -132,6 +153,7 @@ static inline void *dg_mhd_target_seen(void *cls, const char *uri, struct MHD_Co
     struct dg_mhd_conn *entry = dg_mhd_entry(connection);
     if (!entry || !uri) return NULL;
     entry->target_end = uri + strlen(uri);
+    entry->query_dropped = dg_mhd_drop_long_query((char *) uri);
     if (state && state->request_timeout > 0 && entry->listed && __atomic_load_n(&entry->headers_done, __ATOMIC_ACQUIRE) == 1) {
         __atomic_store_n(&entry->started_ms, dg_mhd_now_ms(), __ATOMIC_RELAXED);
         __atomic_store_n(&entry->headers_done, 0, __ATOMIC_RELEASE);
@@ -330,6 +352,10 @@ static inline int dg_mhd_check_headers(struct MHD_Connection *connection, const 
         int moved = entry->target_end + 1 != version;
         entry->target_end = NULL;
         if (moved) return 1;
+    }
+    if (entry && entry->query_dropped) {
+        entry->query_dropped = 0;
+        return 4;
     }
     const char *end = version + strlen(version);
     int crlf_only = 1;

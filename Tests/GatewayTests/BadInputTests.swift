@@ -121,7 +121,7 @@ import TestSupport
     }
 
     /// What libmicrohttpd answers before routing (a head over its memory, a chunked body it cannot read) is the
-    /// gateway's problem+json too, not its HTML page.
+    /// gateway's problem+json too, not its HTML page; a query it could not hold is refused before it tries.
     @Test func answersMadeBeforeRoutingAreProblems() async throws {
         try await withGateway { app in
             let chunked = "POST /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -141,6 +141,15 @@ import TestSupport
                 #expect(answer.json?["title"] as? String == problem.title, "\(answer.text)")
                 #expect(answer.json?["status"] as? Int == status)
                 #expect((answer.json?["detail"] as? String)?.isEmpty == false)
+            }
+            // Up to 128 query arguments are read; more are refused before libmicrohttpd keeps a record of each (past
+            // about 250 it ran out of memory and closed the connection without an answer).
+            func query(_ count: Int) -> String { (0..<count).map { (index: Int) -> String in "a=\(index)" }.joined(separator: "&") }
+            #expect(try await raw(app.port, "GET /livez?\(query(128)) HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")?.status == 200)
+            for count in [129, 440, 1_500] {
+                let answer = try #require(try await raw(app.port, "GET /livez?\(query(count)) HTTP/1.1\r\nHost: a\r\n\r\n"))
+                #expect(answer.status == 400 && answer.json?["code"] as? String == "malformed_request", "\(count): \(answer.text)")
+                #expect((answer.json?["detail"] as? String)?.contains("more than 128 arguments") == true, "\(answer.text)")
             }
             // The connection's next request, and a new one, are served as usual.
             #expect(try await raw(app.port, "GET /livez HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")?.status == 200)
