@@ -346,17 +346,17 @@ static inline int dg_mhd_check_headers(struct MHD_Connection *connection, const 
                                        const struct dg_mhd_pair *pairs, size_t count, struct dg_mhd_framing *framing)
 {
     dg_mhd_check_fields(pairs, count, framing);
-    if (!version) return 0;
     struct dg_mhd_conn *entry = dg_mhd_entry(connection);
+    /* Read and cleared first: a cut query is refused whatever else the request holds. */
+    int dropped = entry && entry->query_dropped;
+    if (entry) entry->query_dropped = 0;
+    if (!version) return dropped ? 4 : 0;
     if (entry && entry->target_end) {
         int moved = entry->target_end + 1 != version;
         entry->target_end = NULL;
         if (moved) return 1;
     }
-    if (entry && entry->query_dropped) {
-        entry->query_dropped = 0;
-        return 4;
-    }
+    if (dropped) return 4;
     const char *end = version + strlen(version);
     int crlf_only = 1;
     for (size_t index = 0; index < count; index++) {

@@ -1,8 +1,8 @@
 /* libmicrohttpd 0.9.75 answers a few requests itself, before the gateway sees them: a request line or header block
    over its memory (414, 431), a malformed chunked body (400), a chunk size it cannot hold (413), and an internal
    failure (500). Its answer is a short HTML page with no Content-Type. It makes that answer with the exported
-   MHD_create_response_from_buffer (persistent memory: the gateway itself always copies or hands over its bodies)
-   and queues it at once with MHD_queue_response, both through the PLT, so these definitions in the program come
+   MHD_create_response_from_buffer (persistent memory, an HTML page: the gateway itself always copies or hands over
+   its bodies) and queues it at once with MHD_queue_response, both through the PLT, so these definitions in the program come
    first: the page is swapped, at queueing, for the gateway's problem+json of the same status. Statuses not listed
    keep libmicrohttpd's page. Every other call is passed through unchanged. */
 #define _GNU_SOURCE
@@ -37,7 +37,9 @@ struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buffer, 
     dg_create_fn create = (dg_create_fn) dg_next(&dg_create_slot, "MHD_create_response_from_buffer");
     if (!create) return NULL;
     struct MHD_Response *response = create(size, buffer, mode);
-    if (mode == MHD_RESPMEM_PERSISTENT) dg_own_answer = response;
+    /* Its pages are "<html>…" (or empty when it is built without messages); nothing else is taken for one. */
+    if (mode == MHD_RESPMEM_PERSISTENT && (size == 0 || (size >= 6 && buffer && memcmp(buffer, "<html>", 6) == 0)))
+        dg_own_answer = response;
     return response;
 }
 
