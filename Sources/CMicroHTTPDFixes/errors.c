@@ -1,5 +1,5 @@
 /* libmicrohttpd 0.9.75 answers a few requests itself, before the gateway sees them: a request line or header block
-   over its memory (414, 431), a malformed chunked body (400), a chunk size it cannot hold (413), and an internal
+   over its memory (414, 431), a header or trailer line without a colon or a malformed chunk (400), a chunk size it cannot hold (413), and an internal
    failure (500). Its answer is a short HTML page with no Content-Type. It makes that answer with the exported
    MHD_create_response_from_buffer (persistent memory, an HTML page: the gateway itself always copies or hands over
    its bodies) and queues it at once with MHD_queue_response, both through the PLT, so these definitions in the program come
@@ -52,7 +52,7 @@ static const char *dg_problem(unsigned int status)
 {
     switch (status) {
     case 400: return DG_PROBLEM("malformed_request", "Malformed request", 400,
-                                "The request's chunked body could not be read: send well-formed chunks or a Content-Length.");
+                                "The request could not be parsed: a header or trailer line without a colon, or a malformed chunk.");
     case 413: return DG_PROBLEM("payload_too_large", "Request body too large", 413,
                                 "A chunk of the body is larger than the gateway accepts.");
     case 414: return DG_PROBLEM("uri_too_long", "Request target too long", 414,

@@ -131,6 +131,8 @@ import TestSupport
                 ("GET /livez HTTP/1.1\r\nHost: a\r\n" + manyHeaders + "\r\n", 431, .headersTooLarge),
                 ("GET /livez?" + String(repeating: "a", count: 40_000) + " HTTP/1.1\r\nHost: a\r\n\r\n", 414, .uriTooLong),
                 (chunked + "zz\r\n{}\r\n0\r\n\r\n", 400, .malformedRequest),
+                (chunked + "2\r\n{}\r\n0\r\nNoColon\r\n\r\n", 400, .malformedRequest),
+                ("GET /livez HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n", 400, .malformedRequest),
                 (chunked + "fffffffffffffffffff\r\n{}\r\n0\r\n\r\n", 413, .payloadTooLarge),
             ]
             for (request, status, problem) in cases {
