@@ -52,7 +52,8 @@ extension HTTPServer {
         case 1: return "The request target holds a NUL byte."
         case 2: return "A header line holds a NUL byte, is folded onto the next line (obs-fold), or leaves bytes behind its end."
         case 4: return "The query has more than \(DG_MHD_MAX_ARGUMENTS) arguments."
-        default: return "The header lines end in two ways (CR LF and a bare LF): end every line with CR LF."
+        // Bytes left after a CR LF block: a bare LF ended it, or libmicrohttpd skipped a line without a name.
+        default: return "A header line has no name, or the header lines end in two ways (CR LF and a bare LF): send Name: value lines, each ended by CR LF."
         }
     }
 

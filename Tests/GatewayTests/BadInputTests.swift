@@ -177,6 +177,7 @@ import TestSupport
                 ("GET /livez HTTP/1.1\r\nHost: a\r\nX-A: b\r\n  folded\r\nX-B: c\r\n\r\n", "folded"),
                 ("GET /livez HTTP/1.1\r\nAuthorization: Bearer x\u{0}tail\r\nHost: a\r\n\r\n", "NUL byte"),
                 ("GET /livez\u{0}/x HTTP/1.1\r\nHost: a\r\n\r\n", "target holds a NUL byte"),
+                ("GET /livez HTTP/1.1\r\nHost: a\r\n: v\r\n\r\n", "has no name"),
             ]
             for (request, reason) in refused {
                 let response = try await raw(app.port, request)
