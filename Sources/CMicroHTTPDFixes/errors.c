@@ -5,8 +5,7 @@
    its bodies) and queues it at once with MHD_queue_response, both through the PLT, so these definitions in the program come
    first: the page is swapped, at queueing, for the gateway's problem+json of the same status. Statuses not listed
    keep libmicrohttpd's page. Every other call is passed through unchanged. */
-#define _GNU_SOURCE
-#include <dlfcn.h>
+#include "next.h"
 #include <stddef.h>
 #include <string.h>
 #include <microhttpd.h>
@@ -17,16 +16,6 @@ typedef enum MHD_Result (*dg_queue_fn)(struct MHD_Connection *, unsigned int, st
 
 /* libmicrohttpd's own answer, between its making and its queueing (the two calls follow each other on one thread). */
 static __thread struct MHD_Response *dg_own_answer;
-
-static void *dg_next(void **slot, const char *name)
-{
-    void *next = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if (!next) {
-        next = dlsym(RTLD_NEXT, name);
-        if (next) __atomic_store_n(slot, next, __ATOMIC_RELEASE);
-    }
-    return next;
-}
 
 static void *dg_create_slot, *dg_queue_slot;
 

@@ -4,8 +4,7 @@
    this one hides such a value, libmicrohttpd then frames the request as bodiless and calls the gateway, and the
    gateway refuses the request itself (400, or 413 for too many digits) with one well-formed answer and closes the
    connection, so no byte after the headers is ever read as a request. Every other lookup is passed through. */
-#define _GNU_SOURCE
-#include <dlfcn.h>
+#include "next.h"
 #include <stddef.h>
 #include <strings.h>
 #include <microhttpd.h>
@@ -29,13 +28,9 @@ enum MHD_Result MHD_lookup_connection_value_n(struct MHD_Connection *connection,
                                               const char *key, size_t key_size, const char **value_ptr,
                                               size_t *value_size_ptr)
 {
-    static dg_lookup_fn real;
-    dg_lookup_fn next = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
-    if (!next) {
-        next = (dg_lookup_fn) dlsym(RTLD_NEXT, "MHD_lookup_connection_value_n");
-        if (!next) return MHD_NO;
-        __atomic_store_n(&real, next, __ATOMIC_RELEASE);
-    }
+    static void *slot;
+    dg_lookup_fn next = (dg_lookup_fn) dg_next(&slot, "MHD_lookup_connection_value_n");
+    if (!next) return MHD_NO;
     if (kind != MHD_HEADER_KIND || !key || key_size != 14 || strncasecmp(key, "Content-Length", 14) != 0)
         return next(connection, kind, key, key_size, value_ptr, value_size_ptr);
     const char *value = NULL;

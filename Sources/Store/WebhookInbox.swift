@@ -66,12 +66,13 @@ public struct WebhookInbox: WebhookEventInbox {
                     }
                 } catch {
                     try tx.query("ROLLBACK TO SAVEPOINT event")
+                    let reason = "\(error)"
                     try tx.query("""
                         UPDATE webhook_events SET attempts = attempts + 1, last_error = $2,
                                status = CASE WHEN attempts + 1 >= 10 THEN 'failed' ELSE 'pending' END WHERE id = $1
-                        """, [event.id, "\(error)"])
+                        """, [event.id, reason])
                     pass.failed += 1
-                    if pass.firstError == nil { pass.firstError = "event \(event.id): \(error)" }
+                    if pass.firstError == nil { pass.firstError = "event \(event.id): \(reason)" }
                 }
             }
             try batch.finish()
