@@ -50,7 +50,9 @@ public struct JSONBody {
         }
         guard let text = value.stringValue else { fail(name, "must be a string"); return nil }
         if !allowBlank, text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { fail(name, "must not be blank"); return nil }
-        if text.count > maxLength { fail(name, "must be at most \(maxLength) characters"); return nil }
+        // Counted in Unicode scalars, as JSON Schema's maxLength counts: a Character may hold any number of them, so
+        // counting Characters would let one "character" carry kilobytes.
+        if text.unicodeScalars.count > maxLength { fail(name, "must be at most \(maxLength) characters"); return nil }
         if text.unicodeScalars.contains(where: { $0.value == 0 }) { fail(name, "must not contain NUL characters"); return nil }
         return text
     }
@@ -93,7 +95,7 @@ public struct JSONBody {
         guard items.count <= maxCount else { fail(name, "must have at most \(maxCount) items"); return nil }
         var result: [String] = []
         for (index, item) in items.enumerated() {
-            guard let text = item.stringValue, !text.trimmingCharacters(in: .whitespaces).isEmpty, text.count <= maxLength,
+            guard let text = item.stringValue, !text.trimmingCharacters(in: .whitespaces).isEmpty, text.unicodeScalars.count <= maxLength,
                   !text.contains(","), !text.unicodeScalars.contains(where: { $0.value == 0 }) else {
                 fail("\(name)[\(index)]", "must be a non-blank string of at most \(maxLength) characters without commas or NUL")
                 return nil
@@ -114,7 +116,7 @@ public struct JSONBody {
         guard object.count <= maxCount else { fail(name, "must have at most \(maxCount) entries"); return nil }
         var result: [(key: String, value: String)] = []
         for (key, item) in object {
-            guard !key.isEmpty, key.count <= keyLength, key.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0 != ":" && $0 != "," }) else {
+            guard !key.isEmpty, key.utf8.count <= keyLength, key.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0 != ":" && $0 != "," }) else {
                 fail("\(name).\(key)", "keys must be 1 to \(keyLength) visible ASCII characters without ':' or ','")
                 continue
             }
@@ -128,7 +130,7 @@ public struct JSONBody {
                 fail("\(name).\(key)", "must be a string, number or boolean")
                 continue
             }
-            guard text.count <= valueLength else { fail("\(name).\(key)", "must be at most \(valueLength) characters"); continue }
+            guard text.unicodeScalars.count <= valueLength else { fail("\(name).\(key)", "must be at most \(valueLength) characters"); continue }
             guard !text.unicodeScalars.contains(where: { $0.value == 0 }) else { fail("\(name).\(key)", "must not contain NUL characters"); continue }
             result.append((key, text))
         }

@@ -204,7 +204,7 @@ struct QueryReader {
                          maxDays: Int) -> (zone: String, from: LocalDate?, to: LocalDate?) {
         let zone = single("tz") ?? "UTC"
         var zoneOK = true
-        if zone.isEmpty || zone.count > 64 || !isKnownZone(zone) {
+        if zone.isEmpty || zone.unicodeScalars.count > 64 || !isKnownZone(zone) {
             problems.append(("tz", "must be an IANA time zone name such as UTC, Europe/Paris or Asia/Kolkata "
                              + "(not posixrules, localtime, Factory or a posix/ or right/ file)"))
             zoneOK = false
@@ -231,7 +231,7 @@ struct QueryReader {
         p.agentIds = ids("agentId")
         p.teamIds = ids("teamId")
         p.channelTypes = values("channelType")
-        for channel in p.channelTypes where channel.isEmpty || channel.count > 64 { problems.append(("channelType", "must be 1 to 64 characters")) }
+        for channel in p.channelTypes where channel.isEmpty || channel.unicodeScalars.count > 64 { problems.append(("channelType", "must be 1 to 64 characters")) }
         p.priorities = values("priority")
         for priority in p.priorities where !ReportParameters.priorities.contains(priority) {
             problems.append(("priority", "must be one of \(ReportParameters.priorities.joined(separator: ", "))"))

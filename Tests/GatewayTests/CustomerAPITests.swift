@@ -170,6 +170,26 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         }
     }
 
+    /// Lengths count Unicode scalars as JSON Schema's maxLength does: one Character of a letter and 300 accents is
+    /// 301 long, so it cannot carry kilobytes under a 255 limit.
+    @Test func lengthsAreCountedInUnicodeScalars() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let accents = String(repeating: #"\u0301"#, count: 300)
+            let long = try await customer.send("POST", "/v1/tickets", #"{"title":"a\#(accents)","userName":"Demo"}"#)
+            #expect(long.status == 422, "\(long.text)")
+            #expect(long.text.contains("must be at most 255 characters"), "\(long.text)")
+            let field = try await customer.send("POST", "/v1/tickets",
+                                                #"{"title":"t","userName":"Demo","customFields":{"product":"a\#(accents)"}}"#)
+            #expect(field.status == 422, "\(field.text)")
+            let list = try await customer.send("GET", "/v1/tickets")
+            #expect((list.json?["items"] as? [Any])?.isEmpty == true, "\(list.text)")
+            // At the limit exactly: 255 scalars, one Character, accepted and kept whole.
+            let atLimit = try await customer.createTicket("a" + String(repeating: #"\u0301"#, count: 254))
+            #expect((atLimit["title"] as? String)?.unicodeScalars.count == 255)
+        }
+    }
+
     @Test func customerClosesAnIdleTicketWithAComment() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)

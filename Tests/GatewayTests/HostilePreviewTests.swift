@@ -159,7 +159,9 @@ import TestSupport
             #expect(json["url"] as? String == url)
             #expect((json["title"] as? String)?.count == 300)
             #expect((json["description"] as? String)?.count == 1000)
-            #expect((json["siteName"] as? String)?.count == 200)
+            // Cut by code points and between Characters: 99 accented letters of two code points each, and the ellipsis.
+            let siteName = (json["siteName"] as? String).map { Array($0.unicodeScalars) }
+            #expect(siteName == Array((String(repeating: "S\u{301}", count: 99) + "…").unicodeScalars))
             #expect(!response.text.contains("javascript:") && !response.text.contains("data:text"))
         }
     }

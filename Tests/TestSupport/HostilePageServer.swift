@@ -89,7 +89,7 @@ public final class HostilePageServer: @unchecked Sendable {
                 <meta property="og:description" content="\(String(repeating: "D", count: 20000))">
                 <meta property="og:image" content="javascript:alert(document.cookie)">
                 <meta property="og:url" content="data:text/html,<script>alert(1)</script>">
-                <meta property="og:site_name" content="\(String(repeating: "S", count: 1000))"></head></html>
+                <meta property="og:site_name" content="\(String(repeating: "S\u{301}", count: 1000))"></head></html>
                 """
             _ = write(client, Array("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\n\r\n\(page)".utf8))
         case "/stall":

@@ -177,10 +177,19 @@ enum OpenGraph {
         return value.utf8.count <= 2048 ? value : nil
     }
 
-    /// At most `limit` characters, with an ellipsis when cut.
+    /// At most `limit` code points, with an ellipsis when cut; cut between Characters, so no accent or emoji
+    /// sequence is split (a single Character may hold any number of code points).
     static func capped(_ text: String?, _ limit: Int) -> String? {
-        guard let text, text.count > limit else { return text }
-        return String(text.prefix(limit - 1)) + "…"
+        guard let text, text.unicodeScalars.count > limit else { return text }
+        var kept = ""
+        var length = 0
+        for character in text {
+            let size = character.unicodeScalars.count
+            if length + size > limit - 1 { break }
+            kept.append(character)
+            length += size
+        }
+        return kept + "…"
     }
 
     static func attributesOf(_ tag: String) -> [String: String] {

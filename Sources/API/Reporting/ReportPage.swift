@@ -116,7 +116,7 @@ public struct ReportPageRoutes: Sendable {
     func page(_ request: HTTPRequest, _ body: (ReportCaller) async throws -> HTTPResponse) async throws -> HTTPResponse {
         let token = Self.cookieValue(request)
         var caller: ReportCaller?
-        if let token, !token.isEmpty, token.count <= 128, let key = try await sessions.key(of: token) {
+        if let token, !token.isEmpty, token.utf8.count <= 128, let key = try await sessions.key(of: token) {
             caller = ReportCaller(keyId: key.id, teamIds: key.teamIds)
         }
         guard let caller else {
@@ -219,7 +219,7 @@ public struct ReportPageRoutes: Sendable {
 
     func signOut(_ request: HTTPRequest) async throws -> HTTPResponse {
         try checkOrigin(request)
-        if let token = Self.cookieValue(request), !token.isEmpty, token.count <= 128 { try await sessions.close(token: token) }
+        if let token = Self.cookieValue(request), !token.isEmpty, token.utf8.count <= 128 { try await sessions.close(token: token) }
         return HTTPResponse(status: 303, headers: [("Location", "/reports"), setCookie("", request, maxAge: 0)] + pageHeaders)
     }
 
