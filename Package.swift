@@ -31,8 +31,8 @@ let package = Package(
 
         // Work-arounds for libmicrohttpd 0.9.75 that must sit in front of its own exported functions (see lookup.c).
         .target(name: "CMicroHTTPDFixes", dependencies: ["CMicroHTTPD"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CMicroHTTPDFixes"], swiftSettings: strict),
-        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CMicroHTTPDFixes", "System"], swiftSettings: strict),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "System"], swiftSettings: strict),
         .target(name: "JSON", swiftSettings: strict),
         .target(name: "Domain", dependencies: ["JSON"], swiftSettings: strict),
         .target(name: "Reports", dependencies: ["JSON"], swiftSettings: strict),
@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "Services", dependencies: ["Domain", "Reports", "JSON", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .target(name: "CBuildInfo", cSettings: revision.isEmpty ? [] : [.define("DG_REVISION", to: "\"\(revision)\"")]),
         .target(name: "Telemetry", dependencies: ["CBuildInfo", "JSON", "Domain", "CurlHTTP", "System", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .target(name: "Store", dependencies: ["Postgres", "JSON", "Domain", "Reports", .product(name: "Crypto", package: "swift-crypto")],
+        .target(name: "Store", dependencies: ["Postgres", "System", "JSON", "Domain", "Reports", .product(name: "Crypto", package: "swift-crypto")],
                 swiftSettings: strict),
         .target(name: "API", dependencies: ["CurlHTTP", "System", "Services", "Reports", .product(name: "Crypto", package: "swift-crypto"), "HTTPServer", "Telemetry", "JSON", "Domain",
                                             .product(name: "Logging", package: "swift-log")], swiftSettings: strict),

@@ -1,6 +1,7 @@
 internal import CCurl
 import Foundation
 import Synchronization
+import System
 
 /// One HTTP request for `CurlClient`.
 public struct CurlRequest: Sendable {
@@ -121,9 +122,7 @@ public final class CurlClient: Sendable {
         }
         ready.signal()
         if spawn {
-            let thread = Thread { [self] in work() }
-            thread.name = name
-            thread.start()
+            Threads.start(name) { [self] in work() }
         }
     }
 

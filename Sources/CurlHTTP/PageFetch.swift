@@ -47,9 +47,7 @@ public enum PageFetch {
     public static func run(_ request: Request) async -> Outcome {
         _ = globalInit
         return await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: perform(request)) }
-            thread.name = "link-preview"
-            thread.start()
+            Threads.start("link-preview") { continuation.resume(returning: perform(request)) }
         }
     }
 

@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
 import Foundation
 import Synchronization
+import System
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -133,15 +134,13 @@ final class HeaderDeadlineSweeper: @unchecked Sendable {
 
     init(state: UnsafeMutablePointer<dg_mhd_state>) {
         self.state = state
-        let thread = Thread { [self] in
+        Threads.start("http-deadlines") { [self] in
             while running.load(ordering: .acquiring) {
                 _ = dg_mhd_sweep(self.state)
                 Thread.sleep(forTimeInterval: 0.25)
             }
             finished.signal()
         }
-        thread.name = "http-header-deadline"
-        thread.start()
     }
 
     /// Returns once the thread has stopped touching the state.

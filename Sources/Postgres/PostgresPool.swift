@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import System
 
 public struct PostgresPoolStatistics: Sendable {
     public let size: Int
@@ -19,14 +20,12 @@ public final class PostgresPool: Sendable {
         queue = JobQueue(acquireTimeout: .milliseconds(configuration.acquireTimeoutMilliseconds))
         for index in 0..<max(1, configuration.poolSize) {
             queue.threadStarted()
-            let thread = Thread { [queue] in
+            Threads.start("postgres-\(index)") { [queue] in
                 let connection = PostgresConnection(configuration: configuration)
                 try? connection.connect()
                 queue.work(with: connection)
                 queue.threadEnded()
             }
-            thread.name = "postgres-\(index)"
-            thread.start()
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Synchronization
+import System
 
 /// Revocations reach every instance at once: `APIKeyStore.revoke` notifies `desk_gateway_revoked` in its
 /// transaction, and each instance LISTENs on a connection of its own (on a thread of its own: it waits in `poll`)
@@ -25,9 +26,7 @@ public final class RevocationListener: Sendable {
 
     public func start() {
         guard isAvailable, !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let thread = Thread { [self] in run() }
-        thread.name = "revocation-listener"
-        thread.start()
+        Threads.start("revocation-listener") { [self] in run() }
     }
 
     /// Ends the listener and waits for its thread (at most a couple of seconds: it wakes every second).

@@ -85,14 +85,12 @@ public final class LogSink: Sendable {
 
     init(fd: Int32) {
         self.fd = fd
-        let thread = Thread { [weak self] in
+        Threads.start("log-flush") { [weak self] in
             while let sink = self {
                 sink.flush()
                 usleep(50_000)
             }
         }
-        thread.name = "log-flush"
-        thread.start()
     }
 
     func write(_ line: String) {

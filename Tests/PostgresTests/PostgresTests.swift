@@ -42,6 +42,17 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         #expect(waited < .seconds(7), "\(waited)")
     }
 
+    /// The kernel knows the pool's threads by name (`top -H`, `perf`): they once kept the name of the thread that
+    /// started them, the cooperative pool's.
+    @Test func poolThreadsAreNamedForTheKernel() async throws {
+        try await withPool(size: 2) { pool in
+            let name = try await pool.withConnection { _ in
+                try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
+            }
+            #expect(name == "postgres-0" || name == "postgres-1", "\(name)")
+        }
+    }
+
     @Test func hostileValuesRoundTripUnchangedAsBoundParameters() async throws {
         try await withPool { pool in
             try await pool.query("CREATE TABLE notes (id serial PRIMARY KEY, body text NOT NULL)")
