@@ -1,22 +1,20 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
+import Foundation
 
 /// Threads of the gateway's own, named where operators look (`top -H`, `perf`, `/proc/<pid>/task/*/comm`).
 public enum Threads {
     /// Starts `body` on a new thread called `name` (the kernel keeps its first 15 bytes). Foundation's `Thread.name`
     /// alone does not reach the kernel on Linux: a thread kept the name of the one that started it, so the database
     /// pool's threads showed as the cooperative pool's `com.apple.root.default-qos`.
-    @discardableResult
-    public static func start(_ name: String, _ body: @escaping @Sendable () -> Void) -> Thread {
+    public static func start(_ name: String, _ body: @escaping @Sendable () -> Void) {
         let thread = Thread {
             nameThisThread(name)
             body()
         }
         thread.name = name
         thread.start()
-        return thread
     }
 
     /// Through `/proc/thread-self/comm`: Glibc's `pthread_setname_np` and `prctl` are not visible to Swift.
@@ -26,14 +24,5 @@ public enum Threads {
         defer { close(fd) }
         let bytes = Array(name.utf8.prefix(15))
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    }
-
-    /// The kernel's names of this process's threads.
-    public static func kernelNames() -> [String] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-        return tasks.compactMap { task in
-            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .newlines)
-        }
     }
 }

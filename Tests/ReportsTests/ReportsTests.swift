@@ -30,6 +30,11 @@ import Testing
                                    isKnownZone: { ["UTC", "Asia/Kolkata"].contains($0) }, maxDays: 100, listing: false)
     }
 
+    @Test func channelTypesOf64CodePointsAreAccepted() throws {
+        let type = "a" + String(repeating: "\u{301}", count: 63)
+        #expect(try parse([("channelType", type)]).channelTypes == [type])
+    }
+
     @Test func defaultsToTheLast30DaysInUTC() throws {
         let p = try parse([])
         #expect(p.from.description == "2026-06-01")
@@ -43,7 +48,9 @@ import Testing
     @Test func refusesBadInputWithOneMessagePerField() {
         for query in [[("from", "2026-02-30")], [("tz", "Mars/Olympus")], [("from", "2026-06-10"), ("to", "2026-06-01")],
                       [("from", "2026-01-01"), ("to", "2026-06-01")], [("groupBy", "customer")], [("bucket", "year")],
-                      [("score", "6")], [("priority", "SOON")], [("agentId", "x")], [("unknown", "1")], [("tz", "UTC"), ("tz", "UTC")]] {
+                      [("score", "6")], [("priority", "SOON")], [("agentId", "x")], [("unknown", "1")], [("tz", "UTC"), ("tz", "UTC")],
+                      // One Character of 65 code points is 65 long, as the schema counts.
+                      [("channelType", "a" + String(repeating: "\u{301}", count: 64))]] {
             #expect(throws: ReportParameterError.self, "\(query)") { try parse(query) }
         }
     }
