@@ -49,7 +49,7 @@ trap cleanup EXIT
 
 
 rows=()
-declare -A rps_of
+declare -A rps_of cpu_of
 # scenario NAME URL [wrk args...]
 scenario() {
   local name=$1 url=$2; shift 2
@@ -78,6 +78,7 @@ scenario() {
   errors=$(awk '/Non-2xx/ {print $5}' "$file"); errors=${errors:-0}
   rows+=("$(printf '| %-36s | %12s | %9s | %9s | %8s | %10s |' "$name" "$rps" "$p50" "$p99" "$errors" "$cpu")")
   rps_of[$name]=$rps
+  cpu_of[$name]=$cpu
 }
 
 # The engine's limit: a bare libmicrohttpd server (bench/engine-limit/server.c, the gateway's flags, a fixed JSON
@@ -161,6 +162,10 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   # By day, 90 days of 200 agents is 18,000 rows (over REPORT_MAX_CELLS): the daily buckets are measured over 30 days.
   from30=$(date -u -d "$to - 29 days" +%F)
   scenario "reports agent by day, 30 days c1" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&from=$from30&to=$to&tz=UTC&bucket=day" "${auth[@]}"
+  # Rows of each bucketed report, for its gateway CPU a row (a weekly report no dearer than a daily one).
+  report_rows() { curl -s "${auth[@]}" "$1" | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["rows"]))'; }
+  weekly_rows=$(report_rows "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&bucket=week")
+  daily_rows=$(report_rows "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&from=$from30&to=$to&tz=UTC&bucket=day")
   # The report page (/reports): three reports (agents, teams, the trend) and the HTML around them, per request.
   cookie=$(curl -s -o /dev/null -D - -X POST --data-urlencode "key=$key" "http://127.0.0.1:$port/reports/sign-in" \
     | awk -F'[=;]' 'tolower($1) ~ /^set-cookie: dg_reports$/ {print $2}')
@@ -207,3 +212,13 @@ echo "  engine, answer made per request $(ratio "engine, answer made per request
 echo "  GET /livez                      $(ratio "GET /livez" "$(around "${engine_runs[0]}" "${engine_runs[1]}")")"
 echo "  GET /v1/tickets/{id} (cached)   $(ratio "GET /v1/tickets/{id} (cached)" "$(around "${engine_runs[1]}" "${engine_runs[2]}")")"
 echo "  GET /v1/tickets?status=open     $(ratio "GET /v1/tickets?status=open" "${engine_runs[2]}")"
+if [ -n "${weekly_rows:-}" ]; then
+  per_row() { awk -v c="${cpu_of[$1]:-0}" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", c / n; else print "-" }'; }
+  weekly=$(per_row "reports agent by week (rollup) c1" "$weekly_rows")
+  daily=$(per_row "reports agent by day, 30 days c1" "$daily_rows")
+  echo
+  echo "Gateway CPU a report row, one connection (a weekly report no dearer than a daily one):"
+  echo "  agents by week, 90 days ($weekly_rows rows)   $weekly µs"
+  echo "  agents by day, 30 days ($daily_rows rows)    $daily µs"
+  echo "  weekly over daily                    $(awk -v a="$weekly" -v b="$daily" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+fi
