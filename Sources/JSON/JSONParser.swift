@@ -11,15 +11,19 @@ public struct JSONParser {
     public static let maximumDepth = 64
 
     private let bytes: [UInt8]
+    private let replacingNUL: Bool
     private var index = 0
     private var depth = 0
 
-    private init(bytes: [UInt8]) {
+    private init(bytes: [UInt8], replacingNUL: Bool) {
         self.bytes = bytes
+        self.replacingNUL = replacingNUL
     }
 
-    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: bytes)
+    /// `replacingNUL` reads `\u0000` as U+FFFD: for documents from Desk, whose strings the database must hold
+    /// (PostgreSQL's text and jsonb cannot hold NUL). A client's own request keeps it, to be refused with a reason.
+    public static func parse(_ bytes: [UInt8], replacingNUL: Bool = false) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes, replacingNUL: replacingNUL)
         parser.skipWhitespace()
         let value = try parser.parseValue()
         parser.skipWhitespace()
@@ -27,8 +31,8 @@ public struct JSONParser {
         return value
     }
 
-    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
-        try parse(Array(text.utf8))
+    public static func parse(_ text: String, replacingNUL: Bool = false) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8), replacingNUL: replacingNUL)
     }
 
     private func error(_ message: String) -> JSONParseError {
@@ -161,6 +165,8 @@ public struct JSONParser {
                         scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                     } else if (0xDC00...0xDFFF).contains(scalar) {
                         throw error("unpaired surrogate")
+                    } else if scalar == 0, replacingNUL {
+                        scalar = 0xFFFD
                     }
                     guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
                     out.append(contentsOf: Array(String(Character(unicode)).utf8))

@@ -158,6 +158,16 @@ import Testing
 }
 
 @Suite struct JSONSerializationTests {
+    /// Documents from Desk read `\u0000` as U+FFFD (the database cannot hold NUL); a client's keeps it, to refuse it.
+    @Test func nulIsReplacedOnlyWhenAsked() throws {
+        let text = #"{"k\u0000":["a\u0000b", "\ud83d\ude00"]}"#
+        let kept = try JSONParser.parse(text)
+        #expect(kept["k\u{0}"]?.arrayValue?.first?.stringValue == "a\u{0}b")
+        let replaced = try JSONParser.parse(text, replacingNUL: true)
+        #expect(replaced["k\u{FFFD}"]?.arrayValue?.map(\.stringValue) == ["a\u{FFFD}b", "\u{1F600}"])
+        #expect(!replaced.serialized().contains("\\u0000"))
+    }
+
     @Test func numbersWithFewDecimalsReadAsSwiftPrintsThem() throws {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<20_000 {
