@@ -166,7 +166,7 @@ extension DeskClient {
 
     static func decode(_ data: Data) throws(DomainError) -> JSONValue {
         if data.isEmpty { return .object([]) }
-        do { return try JSONParser.parse([UInt8](data), replacingNUL: true) } catch { throw DeskDecoding.failure("answer is not JSON: \(error)") }
+        do { return try JSONParser.parse([UInt8](data), repairingStrings: true) } catch { throw DeskDecoding.failure("answer is not JSON: \(error)") }
     }
 
     /// Desk's 4xx → domain errors. Desk reports state conflicts as 400 with a state code (`desk400200` in the

@@ -287,7 +287,7 @@ public final class DeskClient: Sendable {
     }
 
     static func json(_ bytes: [UInt8]) throws(DomainError) -> JSONValue {
-        do { return try JSONParser.parse(bytes, replacingNUL: true) } catch { throw DeskDecoding.failure("answer is not JSON") }
+        do { return try JSONParser.parse(bytes, repairingStrings: true) } catch { throw DeskDecoding.failure("answer is not JSON") }
     }
 
     static func page<Item>(_ answer: JSONValue, tolerant: Bool = false,

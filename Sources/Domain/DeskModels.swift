@@ -90,7 +90,7 @@ public struct DeskTicket: Sendable {
     /// `relatedChannels` is a JSON string of `[{channel_url, name}]` (a real array is accepted too).
     static func relatedChannels(_ value: JSONValue?) -> [String] {
         var list = value?.arrayValue
-        if list == nil, let text = value?.stringValue, !text.isEmpty { list = (try? JSONParser.parse(text, replacingNUL: true))?.arrayValue }
+        if list == nil, let text = value?.stringValue, !text.isEmpty { list = (try? JSONParser.parse(text, repairingStrings: true))?.arrayValue }
         return (list ?? []).compactMap { $0["channel_url"]?.stringValue ?? $0.stringValue }
     }
 }
@@ -169,7 +169,7 @@ public struct DeskMessage: Sendable {
         }
         messageId = id
         customType = json["customType"]?.stringValue ?? json["custom_type"]?.stringValue ?? ""
-        var data = (json["data"]?.stringValue).flatMap { try? JSONParser.parse($0, replacingNUL: true) }
+        var data = (json["data"]?.stringValue).flatMap { try? JSONParser.parse($0, repairingStrings: true) }
         if data == nil, case .object = json["data"] ?? .null { data = json["data"] }
         let body = data?["body"]
         let csatKeys = body?["customerSatisfactionScore"] != nil || body?["customerSatisfactionComment"] != nil

@@ -11,19 +11,20 @@ public struct JSONParser {
     public static let maximumDepth = 64
 
     private let bytes: [UInt8]
-    private let replacingNUL: Bool
+    private let repairingStrings: Bool
     private var index = 0
     private var depth = 0
 
-    private init(bytes: [UInt8], replacingNUL: Bool) {
+    private init(bytes: [UInt8], repairingStrings: Bool) {
         self.bytes = bytes
-        self.replacingNUL = replacingNUL
+        self.repairingStrings = repairingStrings
     }
 
-    /// `replacingNUL` reads `\u0000` as U+FFFD: for documents from Desk, whose strings the database must hold
-    /// (PostgreSQL's text and jsonb cannot hold NUL). A client's own request keeps it, to be refused with a reason.
-    public static func parse(_ bytes: [UInt8], replacingNUL: Bool = false) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: bytes, replacingNUL: replacingNUL)
+    /// `repairingStrings` reads `\u0000` and unpaired surrogates as U+FFFD: for documents from Desk, whose strings the
+    /// database must hold (PostgreSQL's text and jsonb cannot hold NUL) and whose events must not be lost to one
+    /// broken emoji. A client's own request is read strictly, to be refused with a reason.
+    public static func parse(_ bytes: [UInt8], repairingStrings: Bool = false) throws(JSONParseError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes, repairingStrings: repairingStrings)
         parser.skipWhitespace()
         let value = try parser.parseValue()
         parser.skipWhitespace()
@@ -31,8 +32,8 @@ public struct JSONParser {
         return value
     }
 
-    public static func parse(_ text: String, replacingNUL: Bool = false) throws(JSONParseError) -> JSONValue {
-        try parse(Array(text.utf8), replacingNUL: replacingNUL)
+    public static func parse(_ text: String, repairingStrings: Bool = false) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8), repairingStrings: repairingStrings)
     }
 
     private func error(_ message: String) -> JSONParseError {
@@ -154,20 +155,7 @@ public struct JSONParser {
                 case UInt8(ascii: "r"): out.append(0x0D)
                 case UInt8(ascii: "t"): out.append(0x09)
                 case UInt8(ascii: "u"):
-                    var scalar = try parseHex4()
-                    if (0xD800...0xDBFF).contains(scalar) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                            throw error("unpaired surrogate")
-                        }
-                        index += 2
-                        let low = try parseHex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw error("unpaired surrogate")
-                    } else if scalar == 0, replacingNUL {
-                        scalar = 0xFFFD
-                    }
+                    let scalar = try parseUnicodeEscape()
                     guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
                     out.append(contentsOf: Array(String(Character(unicode)).utf8))
                 default:
@@ -179,6 +167,34 @@ public struct JSONParser {
                 index += 1
             }
         }
+    }
+
+    /// The scalar of a `\u` escape (its `\u` already read), a surrogate pair's second escape included.
+    private mutating func parseUnicodeEscape() throws(JSONParseError) -> UInt32 {
+        var scalar = try parseHex4()
+        if (0xD800...0xDBFF).contains(scalar) {
+            let afterHigh = index
+            if index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
+                index += 2
+                let low = try parseHex4()
+                if (0xDC00...0xDFFF).contains(low) {
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                } else {
+                    // The escape after a lone high surrogate is read on its own.
+                    guard repairingStrings else { throw error("unpaired surrogate") }
+                    (index, scalar) = (afterHigh, 0xFFFD)
+                }
+            } else {
+                guard repairingStrings else { throw error("unpaired surrogate") }
+                scalar = 0xFFFD
+            }
+        } else if (0xDC00...0xDFFF).contains(scalar) {
+            guard repairingStrings else { throw error("unpaired surrogate") }
+            scalar = 0xFFFD
+        } else if scalar == 0, repairingStrings {
+            scalar = 0xFFFD
+        }
+        return scalar
     }
 
     private mutating func parseHex4() throws(JSONParseError) -> UInt32 {

@@ -59,7 +59,7 @@ public struct WebhookProcessor: Sendable {
         let touched = TouchedTickets()
         do {
             let pass = try await inbox.process(limit: 50, lane: lane, lanes: lanes) { [appId, logger] event, tx in
-                let result = try WebhookApplier.apply(try JSONParser.parse(event.body, replacingNUL: true), appId: appId, to: InboxTicketWriter(tx: tx, teams: teams))
+                let result = try WebhookApplier.apply(try JSONParser.parse(event.body, repairingStrings: true), appId: appId, to: InboxTicketWriter(tx: tx, teams: teams))
                 Self.log(result, event: event, logger: logger)
                 if case .applied(let id, _) = result { touched.add(id) }
                 return result.outcome

@@ -83,7 +83,8 @@ import TestSupport
     }
 
     /// PostgreSQL cannot hold NUL: a Desk event with `\u0000` in its strings (or a body that is not JSON with a NUL
-    /// byte) was answered 500 and never stored, so Desk retried it in vain. It is kept and applied with U+FFFD.
+    /// byte) was answered 500 and never stored, so Desk retried it in vain; one with a broken emoji (an unpaired
+    /// surrogate) was kept but never applied. Both are applied with U+FFFD.
     @Test func eventsWithNULAreKeptAndAppliedWithAReplacementCharacter() async throws {
         try await withGateway(configure: { $0.deskWebhookSecret = "nul-secret" }) { app in
             func post(_ body: [UInt8]) async throws -> TestResponse {
@@ -91,7 +92,7 @@ import TestSupport
                 return try await httpRequest(port: app.port, "POST", "/v1/webhooks/desk",
                                              headers: [("x-hub-signature", "sha1=" + Codec.hex(Array(mac)))], body: body)
             }
-            let event = Array(#"{"eventType":"TICKET.UPDATED","data":{"ticket":{"id":4301,"channelName":"a\u0000b","status2":"ACTIVE","channelUrl":"nul-channel","updatedAt":"2026-11-20T10:00:00Z","customFields":[{"key":"k\u0000","value":"v\u0000w"}],"relatedChannels":"[{\"channel_url\":\"c\\u0000d\",\"name\":\"n\"}]","customer":{"sendbirdId":"nul-customer"}}}}"#.utf8)
+            let event = Array(#"{"eventType":"TICKET.UPDATED","data":{"ticket":{"id":4301,"channelName":"a\u0000b","closeComment":"broken \ud83d","status2":"ACTIVE","channelUrl":"nul-channel","updatedAt":"2026-11-20T10:00:00Z","customFields":[{"key":"k\u0000","value":"v\u0000w"}],"relatedChannels":"[{\"channel_url\":\"c\\u0000d\",\"name\":\"n\"}]","customer":{"sendbirdId":"nul-customer"}}}}"#.utf8)
             let accepted = try await post(event)
             #expect(accepted.status == 200, "\(accepted.text)")
             let garbage = try await post(Array("not json \u{0} at all".utf8))
@@ -103,6 +104,7 @@ import TestSupport
             let document = try JSONParser.parse(cached.document)
             #expect(document["title"]?.stringValue == "a\u{FFFD}b", "\(cached.document)")
             #expect(document["customFields"]?["k\u{FFFD}"]?.stringValue == "v\u{FFFD}w", "\(cached.document)")
+            #expect(document["closeComment"]?.stringValue == "broken \u{FFFD}", "\(cached.document)")
             // A NUL escaped inside the JSON string Desk nests (relatedChannels) too.
             #expect(document["relatedChannelUrls"]?.arrayValue?.first?.stringValue == "c\u{FFFD}d", "\(cached.document)")
         }

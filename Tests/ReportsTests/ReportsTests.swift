@@ -158,14 +158,21 @@ import Testing
 }
 
 @Suite struct JSONSerializationTests {
-    /// Documents from Desk read `\u0000` as U+FFFD (the database cannot hold NUL); a client's keeps it, to refuse it.
-    @Test func nulIsReplacedOnlyWhenAsked() throws {
+    /// Documents from Desk read `\u0000` and unpaired surrogates as U+FFFD (the database cannot hold NUL, and one
+    /// broken emoji must not cost an event); a client's keeps NUL, to refuse it.
+    @Test func desksStringsAreRepairedOnlyWhenAsked() throws {
         let text = #"{"k\u0000":["a\u0000b", "\ud83d\ude00"]}"#
         let kept = try JSONParser.parse(text)
         #expect(kept["k\u{0}"]?.arrayValue?.first?.stringValue == "a\u{0}b")
-        let replaced = try JSONParser.parse(text, replacingNUL: true)
+        let replaced = try JSONParser.parse(text, repairingStrings: true)
         #expect(replaced["k\u{FFFD}"]?.arrayValue?.map(\.stringValue) == ["a\u{FFFD}b", "\u{1F600}"])
         #expect(!replaced.serialized().contains("\\u0000"))
+        // Unpaired surrogates: refused strictly, U+FFFD when repairing, the escape after a lone one read on its own.
+        for (escaped, repaired) in [(#"x\ud800"#, "x\u{FFFD}"), (#"\ud800x"#, "\u{FFFD}x"), (#"\ud800\u0041"#, "\u{FFFD}A"),
+                                    (#"\udc00"#, "\u{FFFD}"), (#"\ud800\ud83d\ude00"#, "\u{FFFD}\u{1F600}")] {
+            #expect(throws: JSONParseError.self) { try JSONParser.parse("\"\(escaped)\"") }
+            #expect(try JSONParser.parse("\"\(escaped)\"", repairingStrings: true).stringValue == repaired, "\(escaped)")
+        }
     }
 
     @Test func numbersWithFewDecimalsReadAsSwiftPrintsThem() throws {

@@ -59,7 +59,7 @@ public struct WebhookRoutes: Sendable {
             metrics.increment("webhook_events_total", [("outcome", "rejected")])
             throw APIError(.invalidSignature, detail: "x-hub-signature must be sha1=<hex HMAC-SHA1 of the raw body with the webhook secret or API token>.")
         }
-        let parsed = try? JSONParser.parse(request.body, replacingNUL: true)
+        let parsed = try? JSONParser.parse(request.body, repairingStrings: true)
         let stored = parsed ?? .string(Self.withoutNUL(String(decoding: request.body, as: UTF8.self)))
         let event = parsed.flatMap(DeskWebhookEvent.parse)
         let camel = parsed.map(DeskWebhookEvent.camelCased)
