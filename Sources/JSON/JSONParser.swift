@@ -20,9 +20,9 @@ public struct JSONParser {
         self.repairingStrings = repairingStrings
     }
 
-    /// `repairingStrings` reads `\u0000` and unpaired surrogates as U+FFFD: for documents from Desk, whose strings the
-    /// database must hold (PostgreSQL's text and jsonb cannot hold NUL) and whose events must not be lost to one
-    /// broken emoji. A client's own request is read strictly, to be refused with a reason.
+    /// `repairingStrings` reads `\u0000`, unpaired surrogates and invalid UTF-8 in strings as U+FFFD: for documents
+    /// from Desk, whose strings the database must hold (PostgreSQL's text and jsonb cannot hold NUL) and whose events
+    /// must not be lost to one broken emoji. A client's own request is read strictly, to be refused with a reason.
     public static func parse(_ bytes: [UInt8], repairingStrings: Bool = false) throws(JSONParseError) -> JSONValue {
         var parser = JSONParser(bytes: bytes, repairingStrings: repairingStrings)
         parser.skipWhitespace()
@@ -137,7 +137,8 @@ public struct JSONParser {
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1
-                // Validates UTF-8: invalid sequences are refused rather than repaired.
+                // Validates UTF-8: invalid sequences are refused rather than repaired, but in Desk's documents.
+                if repairingStrings { return String(decoding: out, as: UTF8.self) }
                 guard let text = String(validating: out, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
                 return text
             case UInt8(ascii: "\\"):

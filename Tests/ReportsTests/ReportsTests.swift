@@ -173,6 +173,10 @@ import Testing
             #expect(throws: JSONParseError.self) { try JSONParser.parse("\"\(escaped)\"") }
             #expect(try JSONParser.parse("\"\(escaped)\"", repairingStrings: true).stringValue == repaired, "\(escaped)")
         }
+        // Invalid UTF-8 inside a string likewise.
+        let bytes: [UInt8] = [0x22, 0x61, 0xFF, 0x62, 0x22]
+        #expect(throws: JSONParseError.self) { try JSONParser.parse(bytes) }
+        #expect(try JSONParser.parse(bytes, repairingStrings: true).stringValue == "a\u{FFFD}b")
     }
 
     @Test func numbersWithFewDecimalsReadAsSwiftPrintsThem() throws {
