@@ -21,11 +21,27 @@ enum FuzzTargets {
         }
     }
 
-    /// Accepted JSON serializes to JSON that parses back to the same value.
+    /// Accepted JSON serializes to JSON that parses back to the same value; read as Desk's documents are (strings
+    /// repaired), it holds no NUL and parses back strictly.
     static func json(_ bytes: [UInt8]) {
-        guard let value = try? JSONParser.parse(bytes) else { return }
-        guard let again = try? JSONParser.parse(value.bytes()) else { fatalError("serialized JSON does not parse back") }
-        guard again.bytes() == value.bytes() else { fatalError("JSON round trip changed the value") }
+        if let value = try? JSONParser.parse(bytes) {
+            guard let again = try? JSONParser.parse(value.bytes()) else { fatalError("serialized JSON does not parse back") }
+            guard again.bytes() == value.bytes() else { fatalError("JSON round trip changed the value") }
+        }
+        guard let repaired = try? JSONParser.parse(bytes, repairingStrings: true) else { return }
+        let text = repaired.bytes()
+        guard !holdsNUL(repaired) else { fatalError("a repaired document holds NUL") }
+        guard let strict = try? JSONParser.parse(text) else { fatalError("a repaired document does not parse strictly") }
+        guard strict.bytes() == text else { fatalError("a repaired document's round trip changed it") }
+    }
+
+    static func holdsNUL(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text): return text.utf8.contains(0)
+        case .array(let items): return items.contains(where: holdsNUL)
+        case .object(let members): return members.contains { $0.0.utf8.contains(0) || holdsNUL($0.1) }
+        default: return false
+        }
     }
 
     /// The ticket body validator: a refusal lists at most 20 problems and is never larger than it needs to be.
