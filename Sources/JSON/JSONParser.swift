@@ -36,6 +36,13 @@ public struct JSONParser {
         try parse(Array(text.utf8), repairingStrings: repairingStrings)
     }
 
+    /// Text as Desk's strings are read: invalid UTF-8 and NUL as U+FFFD.
+    public static func repairedText(_ bytes: [UInt8]) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard bytes.contains(0) else { return text }
+        return String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value == 0 ? "\u{FFFD}" : $0 }))
+    }
+
     private func error(_ message: String) -> JSONParseError {
         JSONParseError(message: message, offset: index)
     }
@@ -138,7 +145,7 @@ public struct JSONParser {
             case UInt8(ascii: "\""):
                 index += 1
                 // Validates UTF-8: invalid sequences are refused rather than repaired, but in Desk's documents.
-                if repairingStrings { return String(decoding: out, as: UTF8.self) }
+                if repairingStrings { return Self.repairedText(out) }
                 guard let text = String(validating: out, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
                 return text
             case UInt8(ascii: "\\"):
@@ -191,8 +198,6 @@ public struct JSONParser {
             }
         } else if (0xDC00...0xDFFF).contains(scalar) {
             guard repairingStrings else { throw error("unpaired surrogate") }
-            scalar = 0xFFFD
-        } else if scalar == 0, repairingStrings {
             scalar = 0xFFFD
         }
         return scalar

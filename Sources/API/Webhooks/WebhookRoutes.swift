@@ -60,7 +60,7 @@ public struct WebhookRoutes: Sendable {
             throw APIError(.invalidSignature, detail: "x-hub-signature must be sha1=<hex HMAC-SHA1 of the raw body with the webhook secret or API token>.")
         }
         let parsed = try? JSONParser.parse(request.body, repairingStrings: true)
-        let stored = parsed ?? .string(Self.withoutNUL(String(decoding: request.body, as: UTF8.self)))
+        let stored = parsed ?? .string(JSONParser.repairedText(request.body))
         let event = parsed.flatMap(DeskWebhookEvent.parse)
         let camel = parsed.map(DeskWebhookEvent.camelCased)
         let type = event?.type ?? camel?["eventType"]?.stringValue ?? ""
@@ -69,12 +69,6 @@ public struct WebhookRoutes: Sendable {
         let fresh = try await inbox.receive(dedupeKey: key, type: String(type.prefix(100)), body: stored.serialized())
         metrics.increment("webhook_events_total", [("outcome", fresh ? "accepted" : "duplicate")])
         return .json(.object([("status", .string(fresh ? "accepted" : "duplicate"))]))
-    }
-
-    /// PostgreSQL's jsonb cannot hold NUL, so a body kept as text has U+FFFD in its place.
-    static func withoutNUL(_ text: String) -> String {
-        guard text.utf8.contains(0) else { return text }
-        return String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value == 0 ? "\u{FFFD}" : $0 }))
     }
 
     /// Applies stored events until cancelled (`WebhookProcessor.run`).
