@@ -69,7 +69,7 @@ let package = Package(
                                                     .product(name: "Logging", package: "swift-log")]),
         // The emulator's world model (Desk's ticket rules) without HTTP.
         .testTarget(name: "DeskEmulatorTests", dependencies: ["DeskEmulator", "Domain", "JSON"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "System", "TestSupport"]),
         .testTarget(name: "ServicesTests", dependencies: ["Services", "Domain", "JSON", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "JSON", "Domain"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),

@@ -1,5 +1,5 @@
 public import Domain
-public import Foundation
+import Foundation
 import CurlHTTP
 import JSON
 import Synchronization

@@ -20,7 +20,7 @@ public enum IPAddress {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let converted = address.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &text, socklen_t(text.count)) }
         guard converted != nil else { return nil }
-        return String(cString: text)
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Every address `host` resolves to for a TCP connection on `port` (blocking: call it off the cooperative pool);

@@ -376,7 +376,7 @@ func parseCSVLine(_ line: String) -> [String] {
 @Suite struct TeamScopedKeyTests {
     @Test func aTeamKeySeesItsTeamsOnlyEvenFromTheCache() async throws {
         try await withGateway(configure: { $0.reportCacheSeconds = 30 }) { app in
-            try await app.database.transaction { tx in
+            _ = try await app.database.transaction { tx in
                 try tx.query("INSERT INTO teams (id, key, name) VALUES (31, 'front', 'Front'), (32, 'back', 'Back') ON CONFLICT (id) DO NOTHING")
             }
             let store = CSATStore(database: app.database)
