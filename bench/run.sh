@@ -110,7 +110,7 @@ gw=$saved_gw
 kill -TERM "$engine_made" 2>/dev/null || true
 scenario "GET /livez" "http://127.0.0.1:$port/livez"
 engine_scenario 2
-scenario "GET /readyz (db round trip)" "http://127.0.0.1:$port/readyz"
+scenario "GET /readyz (checks run once a second)" "http://127.0.0.1:$port/readyz"
 
 # Customers and tickets: created through the gateway (so they are cached), agents' side through the emulator.
 customers=${BENCH_CUSTOMERS:-50}

@@ -318,15 +318,25 @@ extension DeskClient {
         guard let request = try? makeRequest("GET", path, credential, query: [("limit", "1")], body: nil) else {
             return "the Desk base URL is not valid"
         }
-        switch await perform(request) {
+        let started = ContinuousClock.now
+        let outcome = await perform(request)
+        let (label, problem) = Self.probeOutcome(outcome, platform: configuration.apiToken != nil)
+        // Counted with the other calls (as `probe`), so what readiness costs Desk shows; never fed to the breaker.
+        observe(DeskCallRecord(operation: "probe", outcome: label, seconds: (ContinuousClock.now - started).inSeconds))
+        return problem
+    }
+
+    /// The metrics' outcome label of a probe, and the problem it shows (nil: Desk answered).
+    static func probeOutcome(_ outcome: Outcome, platform: Bool) -> (label: String, problem: String?) {
+        switch outcome {
         case .answer(let status, _, _):
-            if status >= 500 { return "Desk answered HTTP \(status)" }
-            if configuration.apiToken != nil, status == 401 || status == 403 { return "Desk refused the Platform API token" }
-            return nil
-        case .timedOut: return "Desk did not answer in time"
-        case .unreachable: return "Desk is unreachable"
-        case .abandoned: return "the check was abandoned"
-        case .tooLarge: return "Desk's answer was too large"
+            if status >= 500 { return ("server_error", "Desk answered HTTP \(status)") }
+            if platform, status == 401 || status == 403 { return ("client_error", "Desk refused the Platform API token") }
+            return ("ok", nil)
+        case .timedOut: return ("timeout", "Desk did not answer in time")
+        case .unreachable: return ("unreachable", "Desk is unreachable")
+        case .abandoned: return ("abandoned", "the check was abandoned")
+        case .tooLarge: return ("too_large", "Desk's answer was too large")
         }
     }
 }

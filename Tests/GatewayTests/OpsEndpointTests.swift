@@ -29,7 +29,8 @@ import Telemetry
             #expect(desk?["status"] as? String == "pass")
 
             emulator.setFaults(EmulatorFaults(down: true))
-            let degraded = try await httpRequest(port: app.port, "GET", "/readyz")
+            // A run of the checks answers for a second after it ends.
+            let degraded = try await readyz(app.port, until: { $0.json?["status"] as? String == "warn" })
             #expect(degraded.status == 200)
             #expect(degraded.json?["status"] as? String == "warn")
             let deskDown = ((degraded.json?["checks"] as? [String: Any])?["desk"] as? [[String: Any]])?.first
@@ -39,6 +40,42 @@ import Telemetry
             let output = deskDown?["output"] as? String ?? ""
             #expect(output.contains("503") || output.contains("circuit breaker open") || output.contains("no answer within"),
                     "output: \(output)")
+        }
+    }
+
+    /// `/readyz` until `done` holds of its answer, for at most five seconds (a run of the checks answers for a second).
+    func readyz(_ port: Int, until done: (TestResponse) -> Bool) async throws -> TestResponse {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while true {
+            let answer = try await httpRequest(port: port, "GET", "/readyz")
+            if done(answer) || ContinuousClock.now > deadline { return answer }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// The route is public unless ADMIN_PORT is set: a flood of it must not become a flood of Desk calls or take the
+    /// database pool. Concurrent and repeated probes share one run of the checks a second.
+    @Test func aFloodOfReadinessProbesCostsDeskOneCallASecond() async throws {
+        try await TestGateway.with { app in
+            func probes() async throws -> Int {
+                let text = try await httpRequest(port: app.port, "GET", "/metrics").text
+                return text.split(separator: "\n").filter { $0.hasPrefix(#"desk_requests_total{operation="probe""#) }
+                    .compactMap { Int($0.split(separator: " ").last ?? "") }.reduce(0, +)
+            }
+            #expect(try await httpRequest(port: app.port, "GET", "/readyz").status == 200)
+            let before = try await probes()
+            #expect(before >= 1)
+            let started = ContinuousClock.now
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<64 { group.addTask { try await httpRequest(port: app.port, "GET", "/readyz").status } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            for _ in 0..<20 { #expect(try await httpRequest(port: app.port, "GET", "/readyz").status == 200) }
+            let seconds = Double((ContinuousClock.now - started).components.seconds) + 1
+            #expect(statuses == [Int](repeating: 200, count: 64))
+            let made = try await probes() - before
+            // One run a second at most, plus the one that may have started as the window opened.
+            #expect(made >= 0 && Double(made) <= seconds + 1, "\(made) Desk probes for 84 requests in under \(seconds) s")
         }
     }
 
@@ -161,14 +198,14 @@ import Telemetry
         #expect(try await httpRequest(port: app.port, "GET", "/readyz").status == 200)
 
         await cluster.stop(force: true)
-        let down = try await httpRequest(port: app.port, "GET", "/readyz")
+        let down = try await readyz(app.port, until: { $0.status == 503 })
         #expect(down.status == 503)
         #expect(down.json?["status"] as? String == "fail")
         // Liveness does not depend on the database.
         #expect(try await httpRequest(port: app.port, "GET", "/livez").status == 200)
 
         try await cluster.start()
-        let up = try await httpRequest(port: app.port, "GET", "/readyz")
+        let up = try await readyz(app.port, until: { $0.status == 200 })
         #expect(up.status == 200)
         await app.stop()
         await cluster.destroy()
