@@ -15,7 +15,8 @@ log=.build/contract-gateway.log
 # Every limit is raised: schemathesis sends bad credentials on purpose, and with the default limits the address was
 # refused (429) for most of the run, so the operations behind it went untested (scripts/schemathesis.toml fails such
 # a run now). The reports half sends raw reports from two workers with one key.
-DATABASE_URL="$url" PORT=$port HOST=127.0.0.1 DESK_EMULATOR_PORT=$emulator_port LOG_LEVEL=${CONTRACT_LOG_LEVEL:-info} \
+webhook_secret=contract-webhook-secret
+DATABASE_URL="$url" PORT=$port HOST=127.0.0.1 DESK_WEBHOOK_SECRET=$webhook_secret DESK_EMULATOR_PORT=$emulator_port LOG_LEVEL=${CONTRACT_LOG_LEVEL:-info} \
   RATE_LIMIT_PER_MINUTE=1000000 RATE_LIMIT_BURST=1000000 \
   AUTH_FAILURES_PER_MINUTE=1000000 AUTH_FAILURE_BURST=1000000 SIGNIN_RATE_LIMIT_PER_MINUTE=1000000 \
   SIGNIN_RATE_LIMIT_BURST=1000000 SIGNIN_PER_USER_PER_MINUTE=1000000 SIGNIN_PER_USER_BURST=1000000 \
@@ -56,7 +57,19 @@ common=(--url "http://127.0.0.1:$port" --checks "$checks" --max-examples "${CONT
         --workers 2 --generation-deterministic --no-color)
 # On a failure, the gateway's own account of its 5xx answers and warnings (access lines carry the internal detail).
 explain() { echo "contract: the gateway's 5xx answers and warnings:"; grep -E '"status":5[0-9][0-9]|"level":"(warning|error)"' "$log" | tail -20; exit 1; }
+# Generated webhooks are signed (scripts/contract_hooks.py), so they reach the inbox and the processor.
+PYTHONPATH=scripts SCHEMATHESIS_HOOKS=contract_hooks CONTRACT_WEBHOOK_SECRET=$webhook_secret \
 python3 -m schemathesis.cli --config-file scripts/schemathesis.toml run openapi.yaml "${common[@]}" -H "Authorization: Bearer $token" \
   --exclude-path /v1/link-previews --exclude-path /v1/sessions/current --exclude-path-regex '^/v1/reports' || explain
 
 python3 -m schemathesis.cli --config-file scripts/schemathesis.toml run openapi.yaml "${common[@]}" -H "Authorization: Bearer $key" -H "X-API-Key: $key" --include-path-regex '^/v1/reports' || explain
+
+# Every event the run sent was stored, then applied or set aside as unrecognized or foreign: none is failing.
+for _ in $(seq 1 100); do
+  [ "$(psql "$url" -tAc "SELECT count(*) FROM webhook_events WHERE status = 'pending' AND attempts = 0")" = 0 ] && break
+  sleep 0.1
+done
+failing="SELECT id, status, attempts, last_error, left(body::text, 300) FROM webhook_events WHERE status = 'failed' OR last_error IS NOT NULL"
+if [ -n "$(psql "$url" -tAc "$failing")" ]; then
+  echo "contract: webhook events that failed to apply:"; psql "$url" -c "$failing"; exit 1
+fi
