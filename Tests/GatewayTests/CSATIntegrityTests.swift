@@ -85,11 +85,17 @@ import TestSupport
                 let response = try await other.send("POST", "/v1/tickets/\(unknown)/feedback", #"{"messageId":\#(csat),"score":null,"comment":null}"#)
                 #expect(response.status == 404, "\(response.text)")
             }
-            // The owner with made-up message ids: a decline is refused outright, a rating by Desk.
+            // The owner with made-up message ids: a decline is refused outright, a rating and a closure answer by Desk;
+            // all three are the same client error on messageId (Desk's 404 read as a 404 of the ticket before).
             let madeUpDecline = try await owner.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":123456,"score":null,"comment":null}"#)
-            #expect(madeUpDecline.status == 422, "\(madeUpDecline.text)")
             let madeUpRating = try await owner.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":123457,"score":5,"comment":null}"#)
-            #expect(madeUpRating.status >= 400 && madeUpRating.status < 500, "\(madeUpRating.text)")
+            let madeUpClosure = try await owner.send("POST", "/v1/tickets/\(id)/closure-confirmation", #"{"messageId":123458,"confirm":true}"#)
+            for (answer, what) in [(madeUpDecline, "a CSAT request"), (madeUpRating, "a CSAT request"), (madeUpClosure, "a closure inquiry")] {
+                #expect(answer.status == 422, "\(answer.text)")
+                #expect(answer.json?["detail"] as? String == "messageId is not \(what) of this ticket.", "\(answer.text)")
+                let field = ((answer.json?["errors"] as? [[String: Any]])?.first)?["field"] as? String
+                #expect(field == "messageId", "\(answer.text)")
+            }
             #expect(try await Self.ratings(app, ticket: id).isEmpty)
             #expect(try await app.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 0)
 

@@ -150,7 +150,7 @@ public struct CustomerRoutes: Sendable {
             }
         })
         routes.add("POST", "/v1/tickets/{id}/closure-confirmation", .async { request, _ in
-            try await queue(request, kind: .closureConfirmation) { body in
+            try await queue(request, kind: .closureConfirmation, answering: "a closure inquiry") { body in
                 let messageId = body.integer("messageId", required: true, range: 1...Int.max)
                 let confirm = body.bool("confirm", required: true)
                 try body.finish()
@@ -329,7 +329,8 @@ public struct CustomerRoutes: Sendable {
 
     /// A customer change to one of their tickets: validated here, ownership checked against the cache, then queued
     /// for Desk through the outbox (delivered at once when Desk answers).
-    func queue(_ request: HTTPRequest, kind: OperationKind, bodyOptional: Bool = false,
+    /// `answering`: what the body's `messageId` must name (a write answering one of the ticket's messages).
+    func queue(_ request: HTTPRequest, kind: OperationKind, bodyOptional: Bool = false, answering message: String? = nil,
                _ validate: (inout JSONBody) throws -> JSONValue) async throws -> HTTPResponse {
         let session = try await authenticator.authenticate(request)
         let id = try request.idParameter()
@@ -341,7 +342,10 @@ public struct CustomerRoutes: Sendable {
         }
         let payload = try validate(&body)
         try await tickets.confirmOwnership(id, session: session)
-        return try await operations.submit(session: session, ticketId: id, kind: kind, payload: payload)
+        guard let message else { return try await operations.submit(session: session, ticketId: id, kind: kind, payload: payload) }
+        return try await Self.namingAMessage(message) {
+            try await operations.submit(session: session, ticketId: id, kind: kind, payload: payload)
+        }
     }
 
     /// CSAT feedback on the caller's own ticket: queued for Desk like the other writes and recorded, with the agent and
@@ -369,16 +373,32 @@ public struct CustomerRoutes: Sendable {
             case .recorded:
                 return Self.respond(try await tickets.get(id, session: session))
             case .notARequest:
-                throw APIError(.validationFailed, detail: "messageId is not a CSAT request of this ticket.",
-                               extensions: ["errors": .array([.object([("field", .string("messageId")),
-                                                                       ("message", .string("is not a CSAT request of this ticket"))])]),
-                                            "errorCount": .integer(1)])
+                throw Self.notAMessageOfTheTicket("a CSAT request")
             case .alreadyScored:
                 throw DomainError(.conflict, OperationKind.feedback.stateConflict)
             }
         }
         let payload = RatingRecorder.feedbackPayload(context, messageId: messageId!, score: score, comment: comment, at: now)
-        return try await operations.submit(session: session, ticketId: id, kind: .feedback, payload: payload)
+        return try await Self.namingAMessage("a CSAT request") {
+            try await operations.submit(session: session, ticketId: id, kind: .feedback, payload: payload)
+        }
+    }
+
+    /// A write answering one of the ticket's messages: Desk's 404 there, for a ticket the caller was just confirmed to
+    /// own, means the message is not the ticket's `what`, which is the client's error as a decline's is (422 on
+    /// `messageId`, not a 404 that reads as if the ticket were gone).
+    static func namingAMessage(_ what: String, _ write: () async throws -> HTTPResponse) async throws -> HTTPResponse {
+        do {
+            return try await write()
+        } catch let error as DomainError where error.code == .notFound {
+            throw notAMessageOfTheTicket(what)
+        }
+    }
+
+    static func notAMessageOfTheTicket(_ what: String) -> APIError {
+        APIError(.validationFailed, detail: "messageId is not \(what) of this ticket.",
+                 extensions: ["errors": .array([.object([("field", .string("messageId")), ("message", .string("is not \(what) of this ticket"))])]),
+                              "errorCount": .integer(1)])
     }
 }
 
