@@ -172,8 +172,9 @@ extension DeskClient {
     /// Desk's 4xx → domain errors. Desk reports state conflicts as 400 with a state code (`desk400200` in the
     /// emulator), or 409; other 400s are invalid values.
     static func mapClientError(_ status: Int, headers: [AnyHashable: Any], data: Data) -> DomainError {
-        let detail = detail(data)
-        let code = (try? JSONParser.parse([UInt8](data)))?["code"]?.stringValue ?? ""
+        let json = errorDocument(data)
+        let detail = detail(json, bytes: data.count)
+        let code = json?["code"]?.stringValue ?? ""
         switch status {
         case 401, 403:
             return DomainError(.unauthorized, "Desk refused the credentials.", internalDetail: detail)
@@ -191,8 +192,13 @@ extension DeskClient {
         }
     }
 
-    static func detail(_ data: Data) -> String {
-        guard let json = try? JSONParser.parse([UInt8](data)) else { return "(\(data.count) bytes, not JSON)" }
+    /// Desk's error answer, read as its other documents are (strings repaired), once per answer.
+    static func errorDocument(_ data: Data) -> JSONValue? { try? JSONParser.parse([UInt8](data), repairingStrings: true) }
+
+    static func detail(_ data: Data) -> String { detail(errorDocument(data), bytes: data.count) }
+
+    static func detail(_ json: JSONValue?, bytes: Int) -> String {
+        guard let json else { return "(\(bytes) bytes, not JSON)" }
         let detail = json["detail"]?.stringValue ?? json["message"]?.stringValue ?? ""
         let code = json["code"]?.stringValue ?? ""
         return code.isEmpty ? detail : "\(code): \(detail)"
