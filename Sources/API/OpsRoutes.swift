@@ -13,9 +13,10 @@ public struct OpsRoutes: Sendable {
     let watchdog: Watchdog?
     /// The outcome of each check at the last `/readyz` (probes call it every few seconds), for the metrics.
     private let lastReadiness = LastReadiness()
-    private let sharedChecks = SharedChecks()
-    /// How long a finished run of the checks answers `/readyz`.
-    static let checksReusedFor: Duration = .seconds(1)
+    /// One run of the checks answers every `/readyz` that arrives while it runs or within a second after it ends. The
+    /// route is public unless `ADMIN_PORT` is set: a flood of it made a Desk call and took a pooled connection per
+    /// request; now it costs Desk and the database one check each a second at most.
+    private let checkResults = CachedValue<[CheckResult]>(ttl: 1)
 
     public init(checks: [any ReadinessCheck], metrics: MetricsRegistry, database: (any DatabaseProbe)?, openAPIDocument: String?,
                 version: String, watchdog: Watchdog? = nil) {
@@ -77,7 +78,7 @@ public struct OpsRoutes: Sendable {
 
     /// `application/health+json`; 503 when any check fails, 200 on pass or warn.
     func readiness() async -> HTTPResponse {
-        let results = await sharedChecks.results(reusedFor: Self.checksReusedFor) { [checks] in
+        let results = await checkResults.shared { [checks] in
             await withTaskGroup(of: (Int, CheckResult).self) { group in
                 for (index, check) in checks.enumerated() {
                     group.addTask { (index, await check.check()) }
@@ -112,39 +113,3 @@ final class LastReadiness: Sendable {
     func record(_ outcomes: [(String, Bool)]) { state.withLock { $0 = outcomes.map { (name: $0.0, passing: $0.1) } } }
 }
 
-/// One run of the checks answers every `/readyz` that arrives while it runs or within a second after it ends. The
-/// route is public unless `ADMIN_PORT` is set: a flood of it made a Desk call and took a pooled connection per request;
-/// now it costs Desk and the database one check each a second at most.
-final class SharedChecks: Sendable {
-    private enum State {
-        case idle
-        case running(Task<[CheckResult], Never>)
-        case finished(at: ContinuousClock.Instant, [CheckResult])
-    }
-
-    private let state = Mutex(State.idle)
-
-    func results(reusedFor reuse: Duration, _ run: @escaping @Sendable () async -> [CheckResult]) async -> [CheckResult] {
-        enum Next { case reuse([CheckResult]), wait(Task<[CheckResult], Never>) }
-        let now = ContinuousClock.now
-        let next: Next = state.withLock { state in
-            switch state {
-            case .finished(let at, let results) where now - at < reuse: return .reuse(results)
-            case .running(let task): return .wait(task)
-            default:
-                // Unstructured: a caller that goes away does not cancel the run the others wait for.
-                let task = Task { [self] in
-                    let results = await run()
-                    self.state.withLock { $0 = .finished(at: .now, results) }
-                    return results
-                }
-                state = .running(task)
-                return .wait(task)
-            }
-        }
-        switch next {
-        case .reuse(let results): return results
-        case .wait(let task): return await task.value
-        }
-    }
-}

@@ -86,6 +86,8 @@ public final class TTLCache<Key: Hashable & Sendable, Value: Sendable>: Sendable
 public final class CachedValue<Value: Sendable>: Sendable {
     public let ttl: Double
     private let slot = Mutex<(value: Value, at: Double)?>(nil)
+    /// The load `shared` callers wait for.
+    private let loading = Mutex<Task<Value, Never>?>(nil)
 
     public init(ttl: Double) {
         self.ttl = ttl
@@ -111,5 +113,25 @@ public final class CachedValue<Value: Sendable>: Sendable {
         let loaded = try await load()
         put(loaded)
         return loaded
+    }
+
+    /// The fresh value, or the one load every caller arriving meanwhile waits for: a flood of misses loads once.
+    /// The load is a task of its own, so a caller that goes away does not cancel it for the others.
+    public func shared(load: @escaping @Sendable () async -> Value) async -> Value {
+        let (fresh, pending): (Value?, Task<Value, Never>?) = loading.withLock { running in
+            // Checked under the lock: a load stores its value before it clears itself.
+            if let (value, at) = lookup(), WallClock.seconds() - at < ttl { return (value, nil) }
+            if let running { return (nil, running) }
+            let task = Task { [self] in
+                let value = await load()
+                put(value)
+                loading.withLock { $0 = nil }
+                return value
+            }
+            running = task
+            return (nil, task)
+        }
+        if let fresh { return fresh }
+        return await pending!.value
     }
 }
