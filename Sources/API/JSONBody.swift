@@ -156,11 +156,17 @@ public struct JSONBody {
 }
 
 extension HTTPRequest {
-    /// A path parameter that must be a positive integer id (404 otherwise: such a resource cannot exist).
-    public func idParameter(_ name: String = "id") throws(APIError) -> Int {
-        guard let text = pathParameters[name], let id = Int(text), id > 0 else {
-            throw APIError.notFound("No ticket has this id.")
-        }
+    /// A path parameter that must be a positive integer id written as Desk writes it (404 otherwise: such a resource
+    /// cannot exist). `+12` and `012` are not aliases of ticket 12: one resource, one URL, for caches and logs alike.
+    public func idParameter(_ name: String = "id", unknown: String = "No ticket has this id.") throws(APIError) -> Int {
+        guard let text = pathParameters[name], let id = Self.canonicalId(text) else { throw APIError.notFound(unknown) }
         return id
+    }
+
+    /// Digits without a leading zero or sign, within Int's range.
+    static func canonicalId(_ text: String) -> Int? {
+        guard let first = text.utf8.first, first != UInt8(ascii: "0"),
+              text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        return Int(text)
     }
 }

@@ -212,12 +212,12 @@ struct QueryReader {
         var to = zoneOK ? today(zone) : nil
         if let text = single("to") {
             to = LocalDate(text)
-            if to == nil { problems.append(("to", "must be a date YYYY-MM-DD")) }
+            if to == nil { problems.append(("to", "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31")) }
         }
         var from = to?.adding(days: -29)
         if let text = single("from") {
             from = LocalDate(text)
-            if from == nil { problems.append(("from", "must be a date YYYY-MM-DD")) }
+            if from == nil { problems.append(("from", "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31")) }
         }
         if let from, let to {
             if from > to { problems.append(("from", "must not be after to")) }

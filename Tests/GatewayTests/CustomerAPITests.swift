@@ -206,6 +206,24 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         }
     }
 
+    @Test func anIdHasOneSpelling() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let id = try #require(try await customer.createTicket("One URL")["id"] as? Int)
+            #expect(try await customer.send("GET", "/v1/tickets/\(id)").status == 200)
+            for alias in ["+\(id)", "%2B\(id)", "0\(id)", "00\(id)", "0"] {
+                let answer = try await customer.send("GET", "/v1/tickets/\(alias)")
+                #expect(answer.status == 404 && answer.text.contains("No ticket has this id."), "\(alias): \(answer.text)")
+                let closing = try await customer.send("POST", "/v1/tickets/\(alias)/close", #"{"comment":null}"#)
+                #expect(closing.status == 404, "\(alias): \(closing.text)")
+            }
+            for alias in ["+1", "01", "abc"] {
+                let answer = try await customer.send("GET", "/v1/operations/\(alias)")
+                #expect(answer.status == 404 && answer.text.contains("No operation has this id."), "\(alias): \(answer.text)")
+            }
+        }
+    }
+
     @Test func customerClosesAnIdleTicketWithAComment() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)

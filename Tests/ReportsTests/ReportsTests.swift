@@ -54,6 +54,14 @@ import Testing
             #expect(throws: ReportParameterError.self, "\(query)") { try parse(query) }
         }
     }
+
+    @Test func aDateOutsideTheRangeSaysWhichRange() throws {
+        let error = #expect(throws: ReportParameterError.self) { try parse([("from", "1969-12-31"), ("to", "1970-01-30")]) }
+        #expect(error?.problems.map(\.field) == ["from"])
+        #expect(error?.problems.first?.message == "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31")
+        #expect(try parse([("from", "1970-01-01"), ("to", "1970-01-30")]).from.description == "1970-01-01")
+        #expect(try parse([("from", "9999-12-01"), ("to", "9999-12-31")]).to.description == "9999-12-31")
+    }
 }
 
 @Suite struct CSATFiguresTests {

@@ -160,10 +160,9 @@ public struct CustomerRoutes: Sendable {
         routes.add("POST", "/v1/tickets/{id}/feedback", .async { request, _ in try await feedback(request) })
         routes.add("GET", "/v1/operations/{id}", .async { request, _ in
             let session = try await authenticator.authenticate(request)
-            guard let text = request.pathParameters["id"], let id = Int(text), let operation = try await outbox.find(id: id),
-                  operation.customerId == session.customerId else {
-                throw APIError.notFound("No operation has this id.")
-            }
+            let unknown = "No operation has this id."
+            guard let operation = try await outbox.find(id: try request.idParameter(unknown: unknown)),
+                  operation.customerId == session.customerId else { throw APIError.notFound(unknown) }
             return .json(CustomerWrites.json(operation), headers: [("Cache-Control", "no-store")])
         })
     }
@@ -202,8 +201,8 @@ public struct CustomerRoutes: Sendable {
     func fastTicket(_ request: HTTPRequest) -> HTTPResponse? {
         // One clock reading for both caches.
         let now = WallClock.seconds()
-        guard let customerId = authenticator.cachedCustomerId(request, now: now), let text = request.pathParameters["id"], let id = Int(text),
-              let entry = tickets.fastGet(id, customerId: customerId, now: now) else { return nil }
+        guard let customerId = authenticator.cachedCustomerId(request, now: now), let text = request.pathParameters["id"],
+              let id = HTTPRequest.canonicalId(text), let entry = tickets.fastGet(id, customerId: customerId, now: now) else { return nil }
         var headers = AnswerHeaders.withRoom(for: 3)
         headers.append(("Content-Type", "application/json"))
         headers.append(("X-Cache", "HIT"))

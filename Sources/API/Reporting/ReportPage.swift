@@ -434,8 +434,8 @@ struct PageFilters {
         self.range = "custom"
         to = toText.flatMap(LocalDate.init) ?? today
         from = fromText.flatMap(LocalDate.init) ?? to.adding(days: -29)
-        if let fromText, LocalDate(fromText) == nil { problems.append(("from", "must be a date YYYY-MM-DD")) }
-        if let toText, LocalDate(toText) == nil { problems.append(("to", "must be a date YYYY-MM-DD")) }
+        if let fromText, LocalDate(fromText) == nil { problems.append(("from", "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31")) }
+        if let toText, LocalDate(toText) == nil { problems.append(("to", "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31")) }
         return problems
     }
 
