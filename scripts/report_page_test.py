@@ -430,8 +430,12 @@ def main():
         unknown = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--team", "no-such-team"],
                                  env=dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), capture_output=True, text=True)
         check("a key for an unknown team is refused", unknown.returncode == 1 and "no-such-team" in unknown.stderr, unknown.stderr[-300:])
+        check("a refused command logs no failure besides its message", "command failed" not in unknown.stderr, unknown.stderr[-300:])
         listed_keys = cli("api-key", "list")
         check("api-key list shows a key's teams", any("teams 201" in line and "team lead" in line for line in listed_keys.splitlines()), listed_keys)
+        # Logs go to stderr: every line a command prints is its answer, for scripts to read.
+        check("api-key list prints one tab-separated line per key and no log line",
+              listed_keys.strip() and all(line.count("\t") == 5 and not line.startswith("{") for line in listed_keys.splitlines()), listed_keys)
         sign_in(lead_key)
         browser.get(f"{gateway}/reports?range=90d")
         check("the page says which teams the key sees", "Team 1" in (browser.text("#scope") or ""), browser.text("#scope"))

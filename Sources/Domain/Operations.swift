@@ -28,3 +28,18 @@ public enum OperationStatus: String, Sendable, CaseIterable {
     case delivered
     case failed
 }
+
+/// Customer writes acknowledged but not yet delivered to Desk, and Desk webhooks acknowledged but not yet applied:
+/// what a cache reset would lose (it refuses while there are any, unless told to discard them).
+public struct PendingDeskWork: Error, Sendable, Equatable, CustomStringConvertible {
+    public let writes: Int
+    public let events: Int
+
+    public init(writes: Int, events: Int) {
+        self.writes = writes
+        self.events = events
+    }
+
+    public var isEmpty: Bool { writes == 0 && events == 0 }
+    public var description: String { "\(writes) undelivered customer writes, \(events) unapplied webhook events" }
+}

@@ -45,7 +45,8 @@ enum DeskIdentity {
         let settings = SettingsStore(database: database)
         guard let recorded = try await settings.valueSettingIfMissing(settingKey, to: identity), recorded != identity else { return }
         guard allowReset else { throw DeskIdentityMismatch(recorded: recorded, configured: identity) }
-        let removed = try await resetCache(database)
+        // The setting is the operator's consent: writes queued for the old Desk could never reach the new one.
+        let removed = try await resetCache(database, discardingPending: true)
         try await settings.set(settingKey, to: identity)
         logger.warning("Desk changed: the ticket cache was reset (CACHE_RESET_ON_DESK_CHANGE=true)",
                        metadata: ["previous": "\(recorded)", "current": "\(identity)", "removed": "\(removed)"])
@@ -53,6 +54,6 @@ enum DeskIdentity {
 }
 
 /// Forgets everything that belongs to one Desk, its recorded identity included (see `SettingsStore.resetDeskCache`).
-public func resetCache(_ database: Database) async throws -> CacheResetSummary {
-    try await SettingsStore(database: database).resetDeskCache(identityKey: DeskIdentity.settingKey)
+public func resetCache(_ database: Database, discardingPending: Bool) async throws -> CacheResetSummary {
+    try await SettingsStore(database: database).resetDeskCache(identityKey: DeskIdentity.settingKey, discardingPending: discardingPending)
 }

@@ -110,8 +110,8 @@ public func runMigrations(_ config: GatewayConfig, logger: Logger) async throws 
 }
 
 /// `desk-gateway cache reset`.
-public func runCacheReset(_ config: GatewayConfig, logger: Logger) async throws -> CacheResetSummary {
-    try await withMigratedDatabase(config, logger: logger) { try await resetCache($0) }
+public func runCacheReset(_ config: GatewayConfig, logger: Logger, discardingPending: Bool) async throws -> CacheResetSummary {
+    try await withMigratedDatabase(config, logger: logger) { try await resetCache($0, discardingPending: discardingPending) }
 }
 
 /// `desk-gateway webhooks replay`: marks stored events with these statuses pending again, so the running gateway

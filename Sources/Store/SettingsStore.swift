@@ -1,9 +1,14 @@
+public import Domain
 import Postgres
 
-/// What `SettingsStore.resetDeskCache` removed, by table.
+/// What `SettingsStore.resetDeskCache` removed, by table, and how much of it was still to be done.
 public struct CacheResetSummary: Sendable, CustomStringConvertible {
     public var counts: [(table: String, rows: Int)] = []
-    public var description: String { counts.map { "\($0.table) \($0.rows)" }.joined(separator: ", ") }
+    public var discarded = PendingDeskWork(writes: 0, events: 0)
+    public var description: String {
+        counts.map { "\($0.table) \($0.rows)" }.joined(separator: ", ")
+            + (discarded.isEmpty ? "" : " (\(discarded) among them, discarded)")
+    }
 }
 
 /// `gateway_settings`: small named values the gateway keeps about itself (which Desk its cache belongs to…).
@@ -33,9 +38,19 @@ public struct SettingsStore: Sendable {
     /// tokens), queued customer writes, idempotency records (they replay answers about its tickets), the webhook inbox
     /// and the sync position, and the setting `identityKey`. CSAT ratings and requests, rollups, the agent and team
     /// names they refer to, API keys and the session key stay.
-    public func resetDeskCache(identityKey: String) async throws -> CacheResetSummary {
+    ///
+    /// Writes and webhooks the gateway acknowledged and has not yet carried out are not discarded unless
+    /// `discardingPending`: otherwise the reset throws `PendingDeskWork` and changes nothing. The two tables are locked
+    /// against writes first, so what is counted is what would be deleted.
+    public func resetDeskCache(identityKey: String, discardingPending: Bool) async throws -> CacheResetSummary {
         try await database.transaction { tx in
             var summary = CacheResetSummary()
+            try tx.query("LOCK TABLE outbox, webhook_events IN EXCLUSIVE MODE")
+            let pending = PendingDeskWork(
+                writes: try tx.query("SELECT count(*) FROM outbox WHERE status = 'pending'").first?.decode(0) ?? 0,
+                events: try tx.query("SELECT count(*) FROM webhook_events WHERE status = 'pending'").first?.decode(0) ?? 0)
+            if !pending.isEmpty, !discardingPending { throw pending }
+            summary.discarded = pending
             for table in ["outbox", "idempotency_keys", "sessions", "customer_syncs", "tickets", "webhook_events"] {
                 summary.counts.append((table, try tx.query("DELETE FROM \(table)").affectedRows))
             }

@@ -82,6 +82,8 @@ public final class LogSink: Sendable {
     private let fd: Int32
 
     public static let standardOutput = LogSink(fd: 1)
+    /// One-shot commands log here, so their standard output holds only what they print (a new key, an audit).
+    public static let standardError = LogSink(fd: 2)
 
     init(fd: Int32) {
         self.fd = fd

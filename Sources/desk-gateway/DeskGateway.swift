@@ -20,7 +20,7 @@ struct DeskGateway: AsyncParsableCommand {
 }
 
 /// Reads the environment once; an invalid value ends the process with a message naming the variable.
-func loadConfiguration() -> (GatewayConfig, Logger) {
+func loadConfiguration(logs sink: LogSink = .standardOutput) -> (GatewayConfig, Logger) {
     let config: GatewayConfig
     do {
         config = try GatewayConfig.fromEnvironment(ProcessInfo.processInfo.environment)
@@ -29,7 +29,7 @@ func loadConfiguration() -> (GatewayConfig, Logger) {
         exit(2)
     }
     let level = config.logLevel
-    LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
+    LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level, sink: sink) }
     return (config, Logger(label: "desk-gateway"))
 }
 
@@ -119,33 +119,41 @@ struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Apply pending database migrations and exit.")
 
     func run() async throws {
-        let (config, logger) = loadConfiguration()
+        let (config, logger) = loadConfiguration(logs: .standardError)
         do {
             try await runMigrations(config, logger: logger)
         } catch {
             logger.critical("migration failed", metadata: ["error": "\(error)", "detail": "\((error as? DomainError)?.internalDetail ?? "")"])
-            LogSink.standardOutput.flush()
+            LogSink.standardError.flush()
             throw ExitCode(1)
         }
-        LogSink.standardOutput.flush()
+        LogSink.standardError.flush()
     }
 }
 
-/// Runs a one-shot command body, turning failures into a clear message and exit code 1.
+/// A one-shot command's message on standard error, after the log lines written before it.
+func tellOperator(_ message: String) {
+    LogSink.standardError.flush()
+    FileHandle.standardError.write(Data("desk-gateway: \(message)\n".utf8))
+}
+
+/// Runs a one-shot command body, turning failures into a clear message and exit code 1. Logs go to standard error:
+/// standard output is the command's answer, for a script to read.
 func oneShot(_ body: (GatewayConfig, Logger) async throws -> Void) async throws {
-    let (config, logger) = loadConfiguration()
+    let (config, logger) = loadConfiguration(logs: .standardError)
+    defer { LogSink.standardError.flush() }
     do {
         try await body(config, logger)
+    } catch let exit as ExitCode {
+        // The body said why already; an exit code is not a failure to log.
+        throw exit
     } catch let error as ConfigError {
-        LogSink.standardOutput.flush()
-        FileHandle.standardError.write(Data("desk-gateway: \(error)\n".utf8))
+        tellOperator("\(error)")
         throw ExitCode(2)
     } catch {
         logger.critical("command failed", metadata: ["error": "\(error)", "detail": "\((error as? DomainError)?.internalDetail ?? "")"])
-        LogSink.standardOutput.flush()
         throw ExitCode(1)
     }
-    LogSink.standardOutput.flush()
 }
 
 struct Sync: AsyncParsableCommand {
@@ -243,6 +251,7 @@ struct ApiKey: AsyncParsableCommand {
 
         func validate() throws {
             guard !scope.isEmpty else { throw ValidationError("give at least one --scope (e.g. --scope reports)") }
+            guard !name.allSatisfy(\.isWhitespace) else { throw ValidationError("--name must not be blank: it is how api-key list shows the key") }
             for value in scope where value != "reports" { throw ValidationError("unknown scope '\(value)'; known: reports") }
         }
 
@@ -252,7 +261,7 @@ struct ApiKey: AsyncParsableCommand {
                 do {
                     created = try await createApiKey(config, logger: logger, name: name, scopes: scope, teams: team)
                 } catch let error as CommandProblem {
-                    FileHandle.standardError.write(Data("desk-gateway: \(error)\n".utf8))
+                    tellOperator("\(error)")
                     throw ExitCode(1)
                 }
                 print("id \(created.id)\nkey \(created.key)\n(store it now: it is not shown again)")
@@ -265,7 +274,9 @@ struct ApiKey: AsyncParsableCommand {
 
         func run() async throws {
             try await oneShot { config, logger in
-                for key in try await listApiKeys(config, logger: logger) {
+                let keys = try await listApiKeys(config, logger: logger)
+                if keys.isEmpty { tellOperator("no API keys yet (api-key create makes one)") }
+                for key in keys {
                     let state = key.revokedAt == nil ? "active" : "revoked"
                     let used = key.lastUsedAt.map { Date(timeIntervalSince1970: $0).description } ?? "never"
                     let teams = key.teamIds.map { "teams " + $0.map(String.init).joined(separator: ",") } ?? "all teams"
@@ -282,7 +293,7 @@ struct ApiKey: AsyncParsableCommand {
         func run() async throws {
             try await oneShot { config, logger in
                 guard try await revokeApiKey(config, logger: logger, id: id) else {
-                    FileHandle.standardError.write(Data("desk-gateway: no active key with id \(id)\n".utf8))
+                    tellOperator("no active key with id \(id)")
                     throw ExitCode(1)
                 }
                 print("revoked key \(id)")
@@ -298,10 +309,20 @@ struct Cache: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Forget cached tickets, sessions, queued customer writes, idempotency records, the webhook inbox, the sync position and the recorded Desk identity; CSAT ratings, reports and API keys are kept.")
 
+        @Flag(help: "Also discard customer writes not yet delivered to Desk and webhook events not yet applied (without it, the reset refuses while there are any).")
+        var discardPending = false
+
         func run() async throws {
             try await oneShot { config, logger in
-                let summary = try await runCacheReset(config, logger: logger)
-                print("cache reset: removed \(summary); the next start records the Desk it is configured for")
+                do {
+                    let summary = try await runCacheReset(config, logger: logger, discardingPending: discardPending)
+                    print("cache reset: removed \(summary); the next start records the Desk it is configured for")
+                } catch let pending as PendingDeskWork {
+                    tellOperator("nothing reset: \(pending) are waiting, which the gateway acknowledged. Let a gateway "
+                                 + "configured for the Desk they belong to carry them out (GET /metrics: outbox_pending, "
+                                 + "webhook_inbox_pending), or give --discard-pending to drop them.")
+                    throw ExitCode(1)
+                }
             }
         }
     }

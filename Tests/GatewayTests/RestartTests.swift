@@ -65,7 +65,19 @@ import TestSupport
             #expect(error?.description.contains("desk-gateway cache reset") == true)
 
             let database = Database.forTests(url, poolSize: 1)
-            let summary = try await resetCache(database)
+            // A write the gateway acknowledged and a webhook it accepted, both still to be carried out: the reset
+            // refuses and changes nothing, unless told to discard them.
+            try await database.query("""
+                INSERT INTO outbox (ticket_id, customer_id, session_id, kind, payload)
+                SELECT 1, customer_id, id, 'close', '{}' FROM sessions LIMIT 1
+                """)
+            try await database.query("INSERT INTO webhook_events (dedupe_key, event_type, body) VALUES ('pending-1', 'ticket.closed', '{}')")
+            let refused = await #expect(throws: PendingDeskWork.self) { _ = try await resetCache(database, discardingPending: false) }
+            #expect(refused == PendingDeskWork(writes: 1, events: 1))
+            #expect(try await database.query("SELECT count(*) FROM tickets")[0].decode(0, as: Int.self) == 1)
+            #expect(try await database.query("SELECT count(*) FROM outbox")[0].decode(0, as: Int.self) == 1)
+            let summary = try await resetCache(database, discardingPending: true)
+            #expect(summary.discarded == PendingDeskWork(writes: 1, events: 1))
             #expect(summary.counts.first { $0.table == "tickets" }?.rows == 1)
             #expect(try await database.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 1)
             database.shutdown()
