@@ -379,6 +379,14 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             #expect(different.json?["code"] as? String == "idempotency_key_reused")
             let list = try await customer.send("GET", "/v1/tickets?status=all")
             #expect((list.json?["items"] as? [Any])?.count == 1)
+            // Refused credentials leave nothing behind: no row per made-up token and key.
+            let kept = try await app.database.query("SELECT count(*) FROM idempotency_keys")[0].decode(0, as: Int.self)
+            for (index, path) in ["/v1/tickets", "/v1/webhooks/desk"].enumerated() {
+                let refused = try await httpRequest(port: app.port, "POST", path, headers: [("Authorization", "Bearer made-up-\(index)"),
+                                                    ("Idempotency-Key", "made-up-\(index)")], json: body)
+                #expect(refused.status == 401, "\(path): \(refused.text)")
+            }
+            #expect(try await app.database.query("SELECT count(*) FROM idempotency_keys")[0].decode(0, as: Int.self) == kept)
         }
     }
 

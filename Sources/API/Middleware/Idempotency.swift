@@ -35,7 +35,9 @@ extension IdempotencyKeys {
                 response = try await body(request, info)
             } catch {
                 let answer = failure(error)
-                if answer.status >= 500 || answer.status == 409 || answer.status == 429 {
+                // Not kept: answers the client may retry, and refused credentials (a sender without a valid token
+                // would otherwise leave a row per key it makes up, for a day).
+                if answer.status >= 500 || [401, 403, 409, 429].contains(answer.status) {
                     try? await release(principal: principal, key: key)
                 } else {
                     try? await complete(principal: principal, key: key, status: answer.status,
