@@ -45,12 +45,12 @@ public final class APIResponder: HTTPResponder {
     /// Access log, server spans, request id, CORS, admission, ETags: entered in this order, left in reverse.
     typealias Steps = Chained<AccessLog, Chained<ServerSpans, Chained<RequestIDs, Chained<CORS, Chained<Admission, ConditionalGET>>>>>
     private let steps: MiddlewareChain<Steps>
-    private let idempotency: (any IdempotencyKeys)?
+    private let idempotency: IdempotentWrites?
     private let problems: ProblemMapper
     private let inFlight = Atomic<Int>(0)
 
     public init(routes: RouteTable, metrics: MetricsRegistry, logger: Logger, policy: APIPolicy,
-                idempotency: (any IdempotencyKeys)? = nil, verified: VerifiedCallers = VerifiedCallers(), spans: (any SpanRecorder)? = nil) {
+                idempotency: IdempotentWrites? = nil, verified: VerifiedCallers = VerifiedCallers(), spans: (any SpanRecorder)? = nil) {
         router = routes.router
         routeEntries = routes.entries
         cors = CORS(origins: policy.corsOrigins)

@@ -116,6 +116,8 @@ struct Wiring: Sendable {
     var routes = RouteTable()
     /// `/livez`, `/readyz`, `/metrics` when they have a port of their own (`ADMIN_PORT`).
     var adminRoutes = RouteTable()
+    /// Whose `Idempotency-Key`s a request's are (the customer API's sessions decide).
+    var idempotencyPrincipal: @Sendable (HTTPRequest) async -> String? = { _ in nil }
 }
 
 /// Builds and starts the whole gateway, one section at a time; a failure stops what had started.
@@ -245,6 +247,7 @@ func registerCustomer(_ wiring: inout Wiring) async -> CustomerRoutes {
                                   settings: config.customerAPISettings, outbox: OutboxStore(database: database), outboxSettings: config.outboxSettings,
                                   metrics: wiring.metrics, logger: wiring.logger, verified: wiring.verified)
     customer.register(in: &wiring.routes)
+    wiring.idempotencyPrincipal = { [customer] in await customer.idempotencyPrincipal($0) }
     return customer
 }
 
@@ -332,7 +335,8 @@ func startServer(_ wiring: Wiring, services: ServiceGroup) async throws -> HTTPS
         try await services.start(HTTPService(server: HTTPServer(configuration: adminServer, responder: admin), drain: .seconds(1)))
     }
     let responder = APIResponder(routes: wiring.routes, metrics: wiring.metrics, logger: wiring.logger, policy: config.apiPolicy,
-                                 idempotency: IdempotencyStore(database: wiring.database, windowHours: config.retentionIdempotencyHours), verified: wiring.verified,
+                                 idempotency: IdempotentWrites(keys: IdempotencyStore(database: wiring.database, windowHours: config.retentionIdempotencyHours),
+                                                               principal: wiring.idempotencyPrincipal), verified: wiring.verified,
                                  spans: wiring.spans)
     let server = HTTPServer(configuration: config.httpServerConfiguration, responder: responder)
     try await services.start(HTTPService(server: server, drain: .seconds(config.shutdownDrainSeconds)))

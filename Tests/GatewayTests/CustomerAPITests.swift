@@ -379,6 +379,18 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             #expect(different.json?["code"] as? String == "idempotency_key_reused")
             let list = try await customer.send("GET", "/v1/tickets?status=all")
             #expect((list.json?["items"] as? [Any])?.count == 1)
+            // A key is the customer's, not the session's: signed in again (a token expired mid-retry), the retry
+            // meets the first answer; another customer's key of the same name is their own.
+            let again = try await Customer.signIn(app)
+            let renewed = try await again.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "key-1")])
+            #expect(renewed.status == 201 && renewed.header("Idempotent-Replayed") == "true", "\(renewed.text)")
+            #expect(renewed.json?["id"] as? Int == first.json?["id"] as? Int)
+            _ = try await httpRequest(port: DeskAgent(app).port, "POST", "/emulator/customers",
+                                      json: #"{"sendbirdId":"other-customer","accessToken":"other-token","displayName":"Other"}"#)
+            let other = try await Customer.signIn(app, user: "other-customer", accessToken: "other-token")
+            let theirs = try await other.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "key-1")])
+            #expect(theirs.status == 201 && theirs.header("Idempotent-Replayed") == nil, "\(theirs.text)")
+            #expect(theirs.json?["id"] as? Int != first.json?["id"] as? Int)
             // Refused credentials leave nothing behind: no row per made-up token and key.
             let kept = try await app.database.query("SELECT count(*) FROM idempotency_keys")[0].decode(0, as: Int.self)
             for (index, path) in ["/v1/tickets", "/v1/webhooks/desk"].enumerated() {

@@ -69,6 +69,14 @@ public struct CustomerRoutes: Sendable {
         }
     }
 
+    /// Whose `Idempotency-Key`s a request's are: its customer's, whichever of their sessions sends it (a client that
+    /// signs in again mid-retry must still meet its first answer); nil without a valid session, so a made-up token
+    /// claims nothing.
+    public func idempotencyPrincipal(_ request: HTTPRequest) async -> String? {
+        guard let session = try? await authenticator.authenticate(request) else { return nil }
+        return "c:\(session.customerId)"
+    }
+
     /// Delivers queued operations until the task is cancelled (every instance runs one).
     public func runRelay() async {
         await operations.runRelay()

@@ -4,7 +4,16 @@ public import HTTPServer
 
 /// POSTs with `Idempotency-Key`: the first answer for a key is stored and replayed for the same body; the same key
 /// with another body is refused (422). Sessions are excluded: their answer holds a bearer token, which is never stored.
-extension IdempotencyKeys {
+public struct IdempotentWrites: Sendable {
+    let keys: any IdempotencyKeys
+    /// Whose keys a request's are (nil: the request claims nothing, and its route answers it as it would).
+    let principal: @Sendable (HTTPRequest) async -> String?
+
+    public init(keys: any IdempotencyKeys, principal: @escaping @Sendable (HTTPRequest) async -> String?) {
+        self.keys = keys
+        self.principal = principal
+    }
+
     /// `failure` turns an error of `body` into the answer to store (errors the client may retry are not stored).
     public func run(_ request: HTTPRequest, info: RequestInfo,
                     _ body: @Sendable (HTTPRequest, RequestInfo) async throws -> HTTPResponse,
@@ -16,12 +25,11 @@ extension IdempotencyKeys {
         guard !key.isEmpty, key.utf8.count <= 255, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw APIError(.invalidIdempotencyKey, detail: "Idempotency-Key must be 1 to 255 visible ASCII characters.")
         }
-        let principal = Authenticator.bearer(request).map { "t:" + Codec.hex(Array(SHA256.hash(data: Array($0.utf8))).prefix(16)) }
-            ?? "a:" + (request.remoteAddress ?? "unknown")
+        guard let principal = await principal(request) else { return try await body(request, info) }
         var hasher = SHA256()
         hasher.update(data: Array("\(request.method) \(request.path)\n".utf8))
         hasher.update(data: request.body)
-        switch try await claim(principal: principal, key: key, requestHash: Array(hasher.finalize())) {
+        switch try await keys.claim(principal: principal, key: key, requestHash: Array(hasher.finalize())) {
         case .mismatch:
             throw APIError(.idempotencyKeyReused, detail: "This Idempotency-Key was already used with a different request; use a new key for a new request.")
         case .inProgress:
@@ -38,14 +46,14 @@ extension IdempotencyKeys {
                 // Not kept: answers the client may retry, and refused credentials (a sender without a valid token
                 // would otherwise leave a row per key it makes up, for a day).
                 if answer.status >= 500 || [401, 403, 409, 429].contains(answer.status) {
-                    try? await release(principal: principal, key: key)
+                    try? await keys.release(principal: principal, key: key)
                 } else {
-                    try? await complete(principal: principal, key: key, status: answer.status,
+                    try? await keys.complete(principal: principal, key: key, status: answer.status,
                                         headers: answer.headers.map { ($0.name, $0.value) }, body: answer.body)
                 }
                 return answer
             }
-            try? await complete(principal: principal, key: key, status: response.status,
+            try? await keys.complete(principal: principal, key: key, status: response.status,
                                       headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
             return response
         }
