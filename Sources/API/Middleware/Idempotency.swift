@@ -43,18 +43,18 @@ public struct IdempotentWrites: Sendable {
                 response = try await body(request, info)
             } catch {
                 let answer = failure(error)
-                // Not kept: answers the client may retry, and refused credentials (a sender without a valid token
-                // would otherwise leave a row per key it makes up, for a day).
+                // Not kept: answers the client may retry, refused credentials among them (Desk ended the customer's
+                // session: they sign in again and send the same key).
                 if answer.status >= 500 || [401, 403, 409, 429].contains(answer.status) {
                     try? await keys.release(principal: principal, key: key)
                 } else {
                     try? await keys.complete(principal: principal, key: key, status: answer.status,
-                                        headers: answer.headers.map { ($0.name, $0.value) }, body: answer.body)
+                                             headers: answer.headers.map { ($0.name, $0.value) }, body: answer.body)
                 }
                 return answer
             }
             try? await keys.complete(principal: principal, key: key, status: response.status,
-                                      headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
+                                     headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
             return response
         }
     }
