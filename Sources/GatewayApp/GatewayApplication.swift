@@ -335,12 +335,19 @@ func startServer(_ wiring: Wiring, services: ServiceGroup) async throws -> HTTPS
         try await services.start(HTTPService(server: HTTPServer(configuration: adminServer, responder: admin), drain: .seconds(1)))
     }
     let responder = APIResponder(routes: wiring.routes, metrics: wiring.metrics, logger: wiring.logger, policy: config.apiPolicy,
-                                 idempotency: IdempotentWrites(keys: IdempotencyStore(database: wiring.database, windowHours: config.retentionIdempotencyHours),
-                                                               principal: wiring.idempotencyPrincipal), verified: wiring.verified,
+                                 idempotency: IdempotentWrites(keys: idempotencyKeys(wiring), principal: wiring.idempotencyPrincipal), verified: wiring.verified,
                                  spans: wiring.spans)
     let server = HTTPServer(configuration: config.httpServerConfiguration, responder: responder)
     try await services.start(HTTPService(server: server, drain: .seconds(config.shutdownDrainSeconds)))
     return server
+}
+
+/// `Idempotency-Key` records. A claim left unanswered past its lease is a request that died: ten Desk calls at their
+/// full deadline, five minutes at the least, is longer than any request runs.
+func idempotencyKeys(_ wiring: Wiring) -> IdempotencyStore {
+    let config = wiring.config
+    return IdempotencyStore(database: wiring.database, windowHours: config.retentionIdempotencyHours,
+                            leaseSeconds: max(300, 10 * Double(config.deskTimeoutMilliseconds) / 1000))
 }
 
 /// The HTTP server as a part of the gateway: stopping drains in-flight requests up to `drain`.

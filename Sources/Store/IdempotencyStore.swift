@@ -9,38 +9,53 @@ public struct IdempotencyStore: IdempotencyKeys {
     let database: Database
     /// The replay window: a key older than this is taken over by the next request (housekeeping removes it).
     let windowSeconds: Double
+    /// How long a claim may stay unanswered: longer than any request can run. A claim older than this without an
+    /// answer belongs to a request that will never finish (its instance was killed, or storing its answer failed), and
+    /// a retry with the same body takes it over instead of meeting 409 until the window ends.
+    let leaseSeconds: Double
 
-    public init(database: Database, windowHours: Double) {
+    public init(database: Database, windowHours: Double, leaseSeconds: Double = 300) {
         self.database = database
         windowSeconds = windowHours * 3600
+        self.leaseSeconds = leaseSeconds
     }
 
     public func claim(principal: String, key: String, requestHash: [UInt8]) async throws -> Claim {
-        try await database.withConnection { connection in
-            let inserted = try connection.query("""
-                INSERT INTO idempotency_keys (principal, key, request_hash) VALUES ($1, $2, $3)
-                ON CONFLICT (principal, key) DO NOTHING RETURNING 1
-                """, [principal, key, PostgresBytes(requestHash)])
-            if !inserted.isEmpty { return .claimed }
-            let rows = try connection.query("""
-                SELECT request_hash, status, headers::text, body FROM idempotency_keys
-                 WHERE principal = $1 AND key = $2 AND created_at > now() - $3::float8 * interval '1 second'
-                """, [principal, key, windowSeconds])
-            guard let row = rows.first else {
-                // Expired: take it over.
-                try connection.query("""
+        let hash = PostgresBytes(requestHash)
+        return try await database.withConnection { connection in
+            // A key that vanished between the statements (its claim released) is tried once more.
+            for _ in 0..<2 {
+                let inserted = try connection.query("""
+                    INSERT INTO idempotency_keys (principal, key, request_hash) VALUES ($1, $2, $3)
+                    ON CONFLICT (principal, key) DO NOTHING RETURNING 1
+                    """, [principal, key, hash])
+                if !inserted.isEmpty { return .claimed }
+                // Past the window, or an abandoned claim of this very request: taken over. The condition is checked
+                // again under the row's lock, so of two retries at once only one takes it.
+                let taken = try connection.query("""
                     UPDATE idempotency_keys SET request_hash = $3, status = NULL, headers = NULL, body = NULL, created_at = now()
                      WHERE principal = $1 AND key = $2
-                    """, [principal, key, PostgresBytes(requestHash)])
-                return .claimed
+                       AND (created_at <= now() - $4::float8 * interval '1 second'
+                            OR (status IS NULL AND request_hash = $3 AND created_at <= now() - $5::float8 * interval '1 second'))
+                    RETURNING 1
+                    """, [principal, key, hash, windowSeconds, leaseSeconds])
+                if !taken.isEmpty { return .claimed }
+                let rows = try connection.query("SELECT request_hash, status, headers::text, body FROM idempotency_keys WHERE principal = $1 AND key = $2",
+                                                [principal, key])
+                if let row = rows.first { return try Self.claim(of: row, requestHash: requestHash) }
             }
-            let stored: PostgresBytes = try row.decode(0)
-            guard stored.bytes == requestHash else { return .mismatch }
-            guard let status: Int = try row.decodeIfPresent(1) else { return .inProgress }
-            let headers = try Self.parseHeaders(try row.decodeIfPresent(2) ?? "[]")
-            let body: PostgresBytes = try row.decodeIfPresent(3) ?? PostgresBytes([])
-            return .replay(status: status, headers: headers, body: body.bytes)
+            return .inProgress
         }
+    }
+
+    /// What a live key's row says to a request with `requestHash`.
+    static func claim(of row: PostgresRow, requestHash: [UInt8]) throws -> Claim {
+        let stored: PostgresBytes = try row.decode(0)
+        guard stored.bytes == requestHash else { return .mismatch }
+        guard let status: Int = try row.decodeIfPresent(1) else { return .inProgress }
+        let headers = try parseHeaders(try row.decodeIfPresent(2) ?? "[]")
+        let body: PostgresBytes = try row.decodeIfPresent(3) ?? PostgresBytes([])
+        return .replay(status: status, headers: headers, body: body.bytes)
     }
 
     public func complete(principal: String, key: String, status: Int, headers: [(String, String)], body: [UInt8]) async throws {

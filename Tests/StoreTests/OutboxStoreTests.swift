@@ -92,4 +92,33 @@ import TestSupport
             guard case .inProgress = try await keys.claim(principal: "p", key: "k", requestHash: other) else { Issue.record("take-over lost"); return }
         }
     }
+
+    /// A claim never answered (its instance was killed mid-request) holds its key for the lease, not for the window:
+    /// then a retry of the same request takes it over, once however many retries arrive together; another body is
+    /// still refused.
+    @Test func anAbandonedClaimIsTakenOverAfterItsLease() async throws {
+        try await withStore { db in
+            let keys = IdempotencyStore(database: db, windowHours: 24, leaseSeconds: 300)
+            let hash: [UInt8] = [1, 2, 3], other: [UInt8] = [9]
+            guard case .claimed = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not claimed"); return }
+            try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '299 seconds'")
+            guard case .inProgress = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("taken within the lease"); return }
+            try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '301 seconds'")
+            guard case .mismatch = try await keys.claim(principal: "p", key: "k", requestHash: other) else { Issue.record("another body took it"); return }
+            let claims = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        if case .claimed = try await keys.claim(principal: "p", key: "k", requestHash: hash) { return true }
+                        return false
+                    }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(claims == 1)
+            // An answered key is never taken over within the window, however old.
+            try await keys.complete(principal: "p", key: "k", status: 201, headers: [], body: Array("done".utf8))
+            try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '2 hours'")
+            guard case .replay = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("answer lost"); return }
+        }
+    }
 }
