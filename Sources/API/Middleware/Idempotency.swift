@@ -46,16 +46,31 @@ public struct IdempotentWrites: Sendable {
                 // Not kept: answers the client may retry, refused credentials among them (Desk ended the customer's
                 // session: they sign in again and send the same key).
                 if answer.status >= 500 || [401, 403, 409, 429].contains(answer.status) {
-                    try? await keys.release(principal: principal, key: key)
+                    await persistently { try await keys.release(principal: principal, key: key) }
                 } else {
-                    try? await keys.complete(principal: principal, key: key, status: answer.status,
-                                             headers: answer.headers.map { ($0.name, $0.value) }, body: answer.body)
+                    await store(answer, principal: principal, key: key)
                 }
                 return answer
             }
-            try? await keys.complete(principal: principal, key: key, status: response.status,
-                                     headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
+            await store(response, principal: principal, key: key)
             return response
+        }
+    }
+
+    private func store(_ answer: HTTPResponse, principal: String, key: String) async {
+        await persistently {
+            try await keys.complete(principal: principal, key: key, status: answer.status,
+                                    headers: answer.headers.map { ($0.name, $0.value) }, body: answer.body)
+        }
+    }
+
+    /// Three tries over about a second: an answer not stored leaves its key claimed until the lease ends, and a retry
+    /// after that runs the write again.
+    private func persistently(_ write: () async throws -> Void) async {
+        for pause in [0.1, 0.5, 0] {
+            do { return try await write() } catch {
+                if pause > 0 { try? await Task.sleep(for: .seconds(pause)) }
+            }
         }
     }
 }

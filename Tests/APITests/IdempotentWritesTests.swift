@@ -1,0 +1,64 @@
+import API
+import Domain
+import HTTPServer
+import Synchronization
+import Testing
+
+/// The middleware's side of idempotency keys (their SQL is tested against PostgreSQL in `IdempotencyStoreTests`):
+/// which requests claim a key, and that an answer survives a store that fails for a moment.
+@Suite struct IdempotentWritesTests {
+    /// Fails its first `failures` writes of an answer or a release, then keeps what it is given.
+    final class FlakyKeys: IdempotencyKeys, Sendable {
+        let state: Mutex<(failuresLeft: Int, stored: Int?, released: Bool, claims: Int)>
+
+        init(failures: Int) { state = Mutex((failures, nil, false, 0)) }
+
+        func claim(principal: String, key: String, requestHash: [UInt8]) async throws -> IdempotencyClaim {
+            state.withLock { $0.claims += 1 }
+            return .claimed
+        }
+
+        func complete(principal: String, key: String, status: Int, headers: [(String, String)], body: [UInt8]) async throws {
+            try state.withLock { state in
+                if state.failuresLeft > 0 { state.failuresLeft -= 1; throw DomainError(.storeUnavailable, "down") }
+                state.stored = status
+            }
+        }
+
+        func release(principal: String, key: String) async throws {
+            try state.withLock { state in
+                if state.failuresLeft > 0 { state.failuresLeft -= 1; throw DomainError(.storeUnavailable, "down") }
+                state.released = true
+            }
+        }
+    }
+
+    static func post(_ writes: IdempotentWrites, status: Int) async throws -> HTTPResponse {
+        let request = HTTPRequest(method: "POST", path: "/v1/tickets", headers: [("idempotency-key", "k-1")], body: Array("{}".utf8))
+        return try await writes.run(request, info: RequestInfo(id: "r", route: "/v1/tickets"), { _, _ in
+            if status >= 400 { throw DomainError(.conflict, "busy") }
+            return HTTPResponse(status: status, headers: [], body: [])
+        }, failure: { _ in HTTPResponse(status: 409, headers: [], body: []) })
+    }
+
+    @Test func anAnswerIsStoredThoughTheStoreFailsTwice() async throws {
+        let keys = FlakyKeys(failures: 2)
+        let response = try await Self.post(IdempotentWrites(keys: keys, principal: { _ in "c:1" }), status: 201)
+        #expect(response.status == 201)
+        #expect(keys.state.withLock { $0.stored } == 201)
+    }
+
+    @Test func aRetryableAnswerReleasesItsKeyThoughTheStoreFailsTwice() async throws {
+        let keys = FlakyKeys(failures: 2)
+        let response = try await Self.post(IdempotentWrites(keys: keys, principal: { _ in "c:1" }), status: 409)
+        #expect(response.status == 409)
+        #expect(keys.state.withLock { $0.released && $0.stored == nil })
+    }
+
+    @Test func aRequestWithoutAPrincipalClaimsNothing() async throws {
+        let keys = FlakyKeys(failures: 0)
+        let response = try await Self.post(IdempotentWrites(keys: keys, principal: { _ in nil }), status: 201)
+        #expect(response.status == 201)
+        #expect(keys.state.withLock { $0.claims == 0 && $0.stored == nil })
+    }
+}
