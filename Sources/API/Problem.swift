@@ -37,6 +37,7 @@ public enum Problem: String, CaseIterable, Sendable {
     /// request is never routed.
     case uriTooLong = "uri_too_long"
     case headersTooLarge = "headers_too_large"
+    case httpVersionNotSupported = "http_version_not_supported"
 
     public var status: Int { entry.status }
     public var title: String { entry.title }
@@ -77,6 +78,7 @@ public enum Problem: String, CaseIterable, Sendable {
         case .reportTimeout: (503, "Report took too long")
         case .uriTooLong: (414, "Request target too long")
         case .headersTooLarge: (431, "Request header fields too large")
+        case .httpVersionNotSupported: (505, "HTTP version not supported")
         }
     }
 }

@@ -1,6 +1,6 @@
 /* libmicrohttpd 0.9.75 answers a few requests itself, before the gateway sees them: a request line or header block
-   over its memory (414, 431), a header or trailer line without a colon or a malformed chunk (400), a chunk size it cannot hold (413), and an internal
-   failure (500). Its answer is a short HTML page with no Content-Type. It makes that answer with the exported
+   over its memory (414, 431), a header or trailer line without a colon or a malformed chunk (400), a chunk size it cannot hold (413), an HTTP
+   major version other than 1 (505, an HTTP/2 preface among them) and an internal failure (500). Its answer is a short HTML page with no Content-Type. It makes that answer with the exported
    MHD_create_response_from_buffer (persistent memory, an HTML page: the gateway itself always copies or hands over
    its bodies) and queues it at once with MHD_queue_response, both through the PLT, so these definitions in the program come
    first: the page is swapped, at queueing, for the gateway's problem+json of the same status. Statuses not listed
@@ -50,6 +50,8 @@ static const char *dg_problem(unsigned int status)
                                 "The request line and headers are larger than a request's head may be (about 16,000 bytes).");
     case 500: return DG_PROBLEM("internal_error", "Internal server error", 500,
                                 "The request could not be handled.");
+    case 505: return DG_PROBLEM("http_version_not_supported", "HTTP version not supported", 505,
+                                "The gateway speaks HTTP/1.1 (and 1.0) on this connection; HTTP/2 needs a proxy in front.");
     default: return NULL;
     }
 }

@@ -80,13 +80,10 @@ extension HTTPRequest {
 }
 
 extension String {
-    /// Whether any byte is an ASCII capital (`hasASCIILowercase`: a small letter), read from the string's contiguous
-    /// bytes: walking `utf8` an index at a time cost more than the lookups it guards, and every request asks it of
-    /// several header names and of its method.
-    var hasASCIIUppercase: Bool { hasASCIILetter(from: UInt8(ascii: "A")) }
-    var hasASCIILowercase: Bool { hasASCIILetter(from: UInt8(ascii: "a")) }
-
-    private func hasASCIILetter(from first: UInt8) -> Bool {
-        utf8.withContiguousStorageIfAvailable { $0.contains { $0 &- first < 26 } } ?? utf8.contains { $0 &- first < 26 }
+    /// Whether any byte is an ASCII capital, read from the string's contiguous bytes: walking `utf8` an index at a
+    /// time cost more than the lookups it guards, and every request asks it of several header names.
+    var hasASCIIUppercase: Bool {
+        let first = UInt8(ascii: "A")
+        return utf8.withContiguousStorageIfAvailable { $0.contains { $0 &- first < 26 } } ?? utf8.contains { $0 &- first < 26 }
     }
 }

@@ -147,8 +147,8 @@ final class RouteTree: @unchecked Sendable {
         var parameters = PathParameters()
         guard let found = Self.walk(root, path, &parameters) else { return .notFound }
         return found._withUnsafeGuaranteedRef { node in
-            // Methods arrive uppercase almost always: no new string for them.
-            let method = method.hasASCIILowercase ? method.uppercased() : method
+            // Methods are case-sensitive (RFC 9110 §9.1): `post` is not POST. Taken as POST, it passed the limits
+            // that are keyed on the method (sign-ins, failed authentications) and idempotency keys.
             if let endpoint = node.endpoint(method) ?? (method == "HEAD" ? node.endpoint("GET") : nil) {
                 return .found(endpoint.index, template: endpoint.template, parameters: parameters)
             }

@@ -134,6 +134,8 @@ import TestSupport
                 (chunked + "2\r\n{}\r\n0\r\nNoColon\r\n\r\n", 400, .malformedRequest),
                 ("GET /livez HTTP/1.1\r\nHost: a\r\nNoColon\r\n\r\n", 400, .malformedRequest),
                 (chunked + "fffffffffffffffffff\r\n{}\r\n0\r\n\r\n", 413, .payloadTooLarge),
+                ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505, .httpVersionNotSupported),
+                ("GET /livez HTTP/3.0\r\nHost: a\r\n\r\n", 505, .httpVersionNotSupported),
             ]
             for (request, status, problem) in cases {
                 let answer = try #require(try await raw(app.port, request))
@@ -226,6 +228,25 @@ import TestSupport
     }
 
     /// Every label value comes from a closed set: thousands of made-up methods add no series and little memory.
+    /// Methods are case-sensitive: `post` is not POST. Taken as POST it once reached the sign-in route past the
+    /// limits keyed on the method, so credentials could be guessed without the sign-in and failed-authentication
+    /// limits ever answering 429.
+    @Test func aMethodInSmallLettersIsAnotherMethod() async throws {
+        try await withGateway(configure: { $0.signInPerMinute = 3; $0.signInBurst = 3 }) { app in
+            var statuses: [Int] = []
+            for index in 0..<6 {
+                let body = #"{"userId":"guess-\#(index)","accessToken":"wrong"}"#
+                let answer = try #require(try await raw(app.port, "post /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+                                                      + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body))
+                statuses.append(answer.status)
+                #expect(answer.header("allow") == "POST", "\(answer.text)")
+            }
+            #expect(statuses == Array(repeating: 405, count: 6), "\(statuses)")
+            let get = try #require(try await raw(app.port, "get /livez HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"))
+            #expect(get.status == 405 && get.header("allow") == "GET, HEAD" && get.json?["code"] as? String == "method_not_allowed", "\(get.text)")
+        }
+    }
+
     @Test func madeUpMethodsAddNoMetricSeries() async throws {
         try await withGateway { app in
             let port = app.port

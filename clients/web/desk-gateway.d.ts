@@ -55,7 +55,7 @@ export type ProblemCode =
   | "validation_failed" | "desk_rejected" | "url_not_allowed" | "preview_unavailable" | "preview_fetch_failed"
   | "previews_busy" | "idempotency_key_reused" | "rate_limited" | "internal_error" | "bad_gateway"
   | "desk_unavailable" | "service_unavailable" | "shutting_down" | "invalid_signature" | "webhooks_not_configured"
-  | "report_too_large" | "reports_busy" | "report_timeout" | "uri_too_long" | "headers_too_large"
+  | "report_too_large" | "reports_busy" | "report_timeout" | "uri_too_long" | "headers_too_large" | "http_version_not_supported"
   | "network_error" | "timeout" | "operation_failed" | "operation_pending";
 
 export class GatewayError extends Error {
