@@ -85,6 +85,25 @@ extension HTTPServer {
         return target
     }
 
+    /// The path without empty segments (`//v1//sessions/` is `/v1/sessions`), as the router matches it. Every step
+    /// that reads the path — the rate limits, the sign-in and failed-authentication limits, idempotency keys — then
+    /// sees the route that answers: `/v1/sessions/` had been a sign-in the sign-in limit did not count, and
+    /// `//v1/tickets` a read no rate limit applied to.
+    static func routedPath(_ path: String) -> String {
+        let slash = UInt8(ascii: "/")
+        // The common case, nothing to drop, costs one walk over the bytes and no new string.
+        let clean = path.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            // A target not beginning with '/' is left as it came, for the framing checks to refuse.
+            guard bytes.count > 1, bytes[0] == slash else { return true }
+            if bytes[bytes.count - 1] == slash { return false }
+            for index in 1..<bytes.count where bytes[index] == slash && bytes[index - 1] == slash { return false }
+            return true
+        } ?? false
+        if clean { return path }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true)
+        return segments.isEmpty ? "/" : "/" + segments.joined(separator: "/")
+    }
+
     /// Requests refused before routing, with the connection closed: NUL bytes (a C string would cut the value short
     /// into another valid one) and message framing that two parties could read two ways (request smuggling).
     static func framingProblem(_ request: HTTPRequest, http11: Bool, checks: HeaderChecks) -> String? {
@@ -95,6 +114,11 @@ extension HTTPServer {
         }
         if !checks.methodIsToken {
             return "The method must be a token of at most \(maxMethodLength) characters."
+        }
+        // RFC 9112 §3.2: a path begins with '/' (or the target is absolute, or '*'); `v1/tickets` had been routed as
+        // `/v1/tickets` by a router that skips empty segments, past every step that reads the path's prefix.
+        if request.path.utf8.first != UInt8(ascii: "/"), request.path != "*" {
+            return "The request target must be a path beginning with '/' (or an absolute URL)."
         }
         // The fields were checked in C as they came out of libmicrohttpd, in one pass over their bytes.
         let framing = checks.framing
@@ -150,7 +174,7 @@ extension HTTPServer {
         var checks = HeaderChecks()
         checks.methodIsToken = method.map { dg_mhd_is_token($0, Self.maxMethodLength) != 0 } ?? true
         let request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET",
-                                  path: url.map { Self.originForm(String(cString: $0)) } ?? "/",
+                                  path: url.map { Self.routedPath(Self.originForm(String(cString: $0))) } ?? "/",
                                   query: values(of: connection, kind: .GET_ARGUMENT_KIND),
                                   lowercasedHeaders: headers(of: connection, version: version, checks: &checks),
                                   remoteAddress: clientAddress(of: connection))

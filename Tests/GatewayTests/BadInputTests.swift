@@ -180,6 +180,8 @@ import TestSupport
                 ("GET /livez HTTP/1.1\r\nAuthorization: Bearer x\u{0}tail\r\nHost: a\r\n\r\n", "NUL byte"),
                 ("GET /livez\u{0}/x HTTP/1.1\r\nHost: a\r\n\r\n", "target holds a NUL byte"),
                 ("GET /livez HTTP/1.1\r\nHost: a\r\n: v\r\n\r\n", "has no name"),
+                ("GET v1/tickets HTTP/1.1\r\nHost: a\r\n\r\n", "beginning with '/'"),
+                ("GET livez/ HTTP/1.1\r\nHost: a\r\n\r\n", "beginning with '/'"),
             ]
             for (request, reason) in refused {
                 let response = try await raw(app.port, request)
@@ -244,6 +246,26 @@ import TestSupport
             #expect(statuses == Array(repeating: 405, count: 6), "\(statuses)")
             let get = try #require(try await raw(app.port, "get /livez HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"))
             #expect(get.status == 405 && get.header("allow") == "GET, HEAD" && get.json?["code"] as? String == "method_not_allowed", "\(get.text)")
+        }
+    }
+
+    /// Empty segments are dropped before any step reads the path: `/v1/sessions/` is a sign-in the sign-in limit
+    /// counts, `//v1/tickets` a read the rate limit counts, as the router serves both.
+    @Test func aPathWithEmptySegmentsMeetsTheLimitsOfItsRoute() async throws {
+        try await withGateway(configure: { $0.signInPerMinute = 3; $0.signInBurst = 3; $0.rateLimitPerMinute = 5; $0.rateLimitBurst = 5 }) { app in
+            var signIns: [Int] = []
+            for (index, path) in ["/v1/sessions/", "//v1/sessions", "/v1//sessions", "/v1/sessions//", "/v1/sessions/", "//v1/sessions"].enumerated() {
+                let answer = try await httpRequest(port: app.port, "POST", path, json: #"{"userId":"guess-\#(index)","accessToken":"wrong"}"#)
+                signIns.append(answer.status)
+            }
+            #expect(signIns.prefix(3).allSatisfy { $0 == 401 } && signIns.dropFirst(3).allSatisfy { $0 == 429 }, "\(signIns)")
+            var reads: [Int] = []
+            for path in ["//v1/tickets", "/v1//tickets/", "//v1//tickets//", "//v1/tickets", "/v1/tickets/", "//v1/tickets", "//v1/tickets"] {
+                let answer = try await httpRequest(port: app.port, "GET", path)
+                reads.append(answer.status)
+                #expect(answer.json?["instance"] as? String ?? "/v1/tickets" == "/v1/tickets", "\(answer.text)")
+            }
+            #expect(reads.contains(429), "\(reads)")
         }
     }
 
