@@ -135,7 +135,38 @@ public struct ReportParameters: Sendable {
     public var filtersDimensions: Bool { !channelTypes.isEmpty || !priorities.isEmpty }
 }
 
-public enum ReportFormat: String, Sendable { case json, csv }
+public enum ReportFormat: String, Sendable {
+    case json, csv
+
+    /// What an `Accept` field asks for (RFC 9110 §12.5.1): CSV when `text/csv` weighs more than `application/json`,
+    /// each weighed by its most specific range (`text/csv`, then `text/*`, then `*/*`). A tie, no field, or CSV
+    /// weighed 0 is JSON: `text/csv;q=0` refuses CSV, `application/json, text/csv` is JSON, `text/csv` alone is CSV.
+    public static func preferred(accept: String?) -> ReportFormat {
+        guard let accept, accept.utf8.count <= 1024 else { return .json }
+        // Weight by specificity (2 exact, 1 type/*, 0 */*): the most specific range that names a type decides.
+        var csv: (specificity: Int, q: Double) = (-1, 0), json: (specificity: Int, q: Double) = (-1, 0)
+        for range in accept.lowercased().split(separator: ",") {
+            let parts = range.split(separator: ";").map { part -> Substring in
+                var part = part
+                while part.first == " " || part.first == "\t" { part.removeFirst() }
+                while part.last == " " || part.last == "\t" { part.removeLast() }
+                return part
+            }
+            guard let type = parts.first, !type.isEmpty else { continue }
+            var q = 1.0
+            for parameter in parts.dropFirst() where parameter.hasPrefix("q=") {
+                q = Double(parameter.dropFirst(2)).map { min(1, max(0, $0)) } ?? 1
+            }
+            func weigh(_ current: inout (specificity: Int, q: Double), exact: String, family: String) {
+                let specificity = type == exact ? 2 : type == family ? 1 : type == "*/*" ? 0 : -1
+                if specificity > current.specificity { current = (specificity, q) }
+            }
+            weigh(&csv, exact: "text/csv", family: "text/*")
+            weigh(&json, exact: "application/json", family: "application/*")
+        }
+        return csv.q > 0 && csv.q > json.q ? .csv : .json
+    }
+}
 
 public struct ReportParameterError: Error, Sendable {
     public let problems: [(field: String, message: String)]
@@ -245,8 +276,8 @@ struct QueryReader {
     mutating func listingOptions(into p: inout ReportParameters, accept: String?, listing: Bool) {
         if let text = single("format") {
             if let parsed = ReportFormat(rawValue: text) { p.format = parsed } else { problems.append(("format", "must be json or csv")) }
-        } else if let accept, accept.lowercased().contains("text/csv") {
-            p.format = .csv
+        } else {
+            p.format = ReportFormat.preferred(accept: accept)
         }
         if let text = single("limit") {
             if listing, let value = Int(text), (1...500).contains(value) { p.limit = value } else { problems.append(("limit", "must be from 1 to 500")) }

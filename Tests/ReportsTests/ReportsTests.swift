@@ -55,6 +55,21 @@ import Testing
         }
     }
 
+    /// `Accept` weighed as RFC 9110 §12.5.1 weighs it, not searched for "text/csv".
+    @Test func theFormatFollowsTheAcceptFieldsWeights() {
+        let cases: [(String?, ReportFormat)] = [
+            (nil, .json), ("", .json), ("*/*", .json), ("application/json", .json), ("text/csv", .csv), ("TEXT/CSV", .csv),
+            ("text/csv;q=0", .json), ("text/csv; q=0.0", .json), ("application/json, text/csv", .json),
+            ("text/csv, application/json;q=0.5", .csv), ("application/json;q=0.2, text/csv;q=0.8", .csv),
+            ("text/*", .csv), ("text/*, application/*", .json), ("text/html, */*;q=0.8", .json),
+            ("text/csv;q=0.5, */*", .json), ("*/*;q=0.1, text/csv", .csv), ("text/*;q=0, text/csv", .csv),
+            ("text/csv;q=0, text/*", .json), ("application/xml", .json), ("text/csv;charset=utf-8", .csv),
+        ]
+        for (accept, format) in cases {
+            #expect(ReportFormat.preferred(accept: accept) == format, "\(accept ?? "nil")")
+        }
+    }
+
     @Test func aDateOutsideTheRangeSaysWhichRange() throws {
         let error = #expect(throws: ReportParameterError.self) { try parse([("from", "1969-12-31"), ("to", "1970-01-30")]) }
         #expect(error?.problems.map(\.field) == ["from"])

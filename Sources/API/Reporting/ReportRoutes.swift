@@ -152,7 +152,7 @@ public struct ReportRoutes: Sendable {
         let query = request.query
         let items = zip(query, query.dropFirst()).allSatisfy({ !before($1, $0) }) ? query : query.sorted(by: before)
         var key = teams.map { "teams=" + $0.map(String.init).joined(separator: ",") + ";" } ?? ""
-        key += request.header("accept")?.lowercased().contains("text/csv") == true ? "csv?" : "json?"
+        key += ReportFormat.preferred(accept: request.header("accept")) == .csv ? "csv?" : "json?"
         key.reserveCapacity(items.reduce(8) { $0 + $1.name.utf8.count + $1.value.utf8.count + 2 })
         for (index, item) in items.enumerated() {
             if index > 0 { key += "&" }
