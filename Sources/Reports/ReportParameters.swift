@@ -225,7 +225,7 @@ struct QueryReader {
 
     mutating func ids(_ name: String) -> [Int] {
         values(name).compactMap { text in
-            guard let id = Int(text), id >= 0 else { problems.append((name, "must be a whole number")); return nil }
+            guard let id = Int(text), id >= 0 else { problems.append((name, "must be an id: a whole number, 0 or more")); return nil }
             return id
         }
     }
@@ -289,8 +289,8 @@ struct QueryReader {
         }
         p.cursor = single("cursor")
         if p.cursor != nil && !listing { problems.append(("cursor", "is only for the responses listing")) }
-        if listing && (!values("groupBy").isEmpty || !values("bucket").isEmpty) {
-            problems.append(("groupBy", "groupBy and bucket apply to reports, not to the responses listing"))
+        for name in ["groupBy", "bucket"] where listing && !values(name).isEmpty {
+            problems.append((name, "is for reports, not for the responses listing"))
         }
     }
 }
