@@ -283,7 +283,8 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             #expect(count.json?["count"] as? Int == 12)
 
             for bad in ["/v1/tickets?status=pending", "/v1/tickets?limit=0", "/v1/tickets?limit=101", "/v1/tickets?cursor=garbage!",
-                        "/v1/tickets?customField=novalue", "/v1/tickets?sort=asc"] {
+                        "/v1/tickets?customField=novalue", "/v1/tickets?sort=asc", "/v1/tickets?status=open&status=closed",
+                        "/v1/tickets?limit=5&limit=6"] {
                 let response = try await customer.send("GET", bad)
                 #expect(response.status == 400, "\(bad)")
                 #expect(response.json?["code"] as? String == "invalid_query")

@@ -275,9 +275,14 @@ public struct CustomerRoutes: Sendable {
         return Self.respond(served, status: 201, extraHeaders: [("Location", "/v1/tickets/\(ticket.id)")])
     }
 
-    func listTickets(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try await authenticator.authenticate(request)
+    /// The list's query: status, page size, cursor and custom field filters, each refused with its reason.
+    static func listQuery(_ request: HTTPRequest) throws(APIError) -> (closed: Bool?, limit: Int, cursor: (createdAt: Double, id: Int)?,
+                                                                       filter: [(String, JSONValue)]) {
         var problems: [(String, String)] = []
+        // One value each: `status=open&status=closed` has no one meaning.
+        for name in ["status", "limit", "cursor"] where request.queryValues(name).count > 1 {
+            problems.append((name, "must be given once"))
+        }
         var closed: Bool?
         switch request.queryValue("status") {
         case nil, "all": closed = nil
@@ -310,6 +315,12 @@ public struct CustomerRoutes: Sendable {
             throw APIError(.invalidQuery, detail: problems.map { "\($0.0) \($0.1)" }.joined(separator: "; ") + ".",
                            extensions: ["errors": .array(problems.map { .object([("field", .string($0.0)), ("message", .string($0.1))]) })])
         }
+        return (closed, limit, cursor, filter)
+    }
+
+    func listTickets(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await authenticator.authenticate(request)
+        let (closed, limit, cursor, filter) = try Self.listQuery(request)
         let stale = try await tickets.refreshList(session)
         let rows = try await tickets.list(session, closed: closed, customFields: filter.isEmpty ? nil : JSONValue.object(filter).serialized(),
                                           after: cursor, limit: limit + 1)
