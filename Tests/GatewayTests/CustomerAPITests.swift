@@ -483,6 +483,27 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         }
     }
 
+    /// A customer's requests are counted on their token's bucket whatever else they carry: a made-up `X-API-Key` (a
+    /// report route's credential) beside the token, from addresses that change, must not move them to fresh
+    /// per-address buckets.
+    @Test func aCustomersBudgetIsTheirTokensWhateverHeadersComeWithIt() async throws {
+        try await withGateway(configure: {
+            $0.rateLimitBurst = 4
+            $0.rateLimitPerMinute = 1
+            $0.trustedProxies = ["127.0.0.1/32"]
+        }) { app in
+            let customer = try await Customer.signIn(app)
+            #expect(try await customer.send("GET", "/v1/tickets/open-count").status == 200)
+            var statuses: [Int] = []
+            for index in 0..<6 {
+                let response = try await customer.send("GET", "/v1/tickets/open-count",
+                                                        headers: [("X-API-Key", "made-up-\(index)"), ("X-Forwarded-For", "203.0.113.\(index + 1)")])
+                statuses.append(response.status)
+            }
+            #expect(statuses.filter { $0 == 200 }.count == 3 && statuses.suffix(3).allSatisfy { $0 == 429 }, "\(statuses)")
+        }
+    }
+
     @Test func corsAndRateLimits() async throws {
         try await withGateway(configure: {
             $0.corsOrigins = ["https://app.example.com"]
