@@ -90,18 +90,21 @@ extension HTTPServer {
     /// sees the route that answers: `/v1/sessions/` had been a sign-in the sign-in limit did not count, and
     /// `//v1/tickets` a read no rate limit applied to.
     static func routedPath(_ path: String) -> String {
-        let slash = UInt8(ascii: "/")
         // The common case, nothing to drop, costs one walk over the bytes and no new string.
-        let clean = path.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
-            // A target not beginning with '/' is left as it came, for the framing checks to refuse.
-            guard bytes.count > 1, bytes[0] == slash else { return true }
-            if bytes[bytes.count - 1] == slash { return false }
-            for index in 1..<bytes.count where bytes[index] == slash && bytes[index - 1] == slash { return false }
-            return true
-        } ?? false
-        if clean { return path }
+        let folds = path.utf8.withContiguousStorageIfAvailable(hasEmptySegment) ?? Array(path.utf8).withUnsafeBufferPointer(hasEmptySegment)
+        guard folds else { return path }
         let segments = path.split(separator: "/", omittingEmptySubsequences: true)
         return segments.isEmpty ? "/" : "/" + segments.joined(separator: "/")
+    }
+
+    /// A path beginning with '/' that holds `//` or ends with '/'. A target not beginning with '/' is left as it came,
+    /// for the framing checks to refuse.
+    private static func hasEmptySegment(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let slash = UInt8(ascii: "/")
+        guard bytes.count > 1, bytes[0] == slash else { return false }
+        if bytes[bytes.count - 1] == slash { return true }
+        for index in 1..<bytes.count where bytes[index] == slash && bytes[index - 1] == slash { return true }
+        return false
     }
 
     /// Requests refused before routing, with the connection closed: NUL bytes (a C string would cut the value short
