@@ -101,10 +101,14 @@ public struct ClientAddressResolver: Sendable {
         let peer = request.remoteAddress ?? "unknown"
         guard !trustedProxies.isEmpty, isTrusted(peer) else { return peer }
         var hops: [String] = []
-        if let forwarded = request.header("x-forwarded-for") {
-            hops = forwarded.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        } else if let forwarded = request.header("forwarded") {
-            for element in forwarded.split(separator: ",") {
+        // Every field line, in order, as one list (RFC 9110 §5.3): a proxy that adds a line of its own (HAProxy's
+        // `option forwardfor`) puts the real hop on the last line, after whatever the client sent on the first.
+        let forwardedFor = request.headers.values("x-forwarded-for")
+        let forwarded = request.headers.values("forwarded")
+        if !forwardedFor.isEmpty {
+            hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+        } else if !forwarded.isEmpty {
+            for element in forwarded.flatMap({ $0.split(separator: ",") }) {
                 for pair in element.split(separator: ";") {
                     let kv = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
                     guard kv.count == 2, kv[0].lowercased() == "for" else { continue }

@@ -111,6 +111,9 @@ import TestSupport
         #expect(resolver.client(request(peer: "fd00::1", [("Forwarded", #"for="[2001:db8::7]:443";proto=https"#)])) == "2001:db8::7")
         #expect(resolver.client(request(peer: "10.1.2.3", [("Forwarded", "for=198.51.100.4:5000")])) == "198.51.100.4")
         #expect(resolver.client(request(peer: "10.1.2.3", [("X-Forwarded-For", "not-an-address")])) == "10.1.2.3")
+        // A proxy that adds a line of its own instead of appending: the client's line comes first and is not believed.
+        #expect(resolver.client(request(peer: "10.1.2.3", [("X-Forwarded-For", "9.9.9.9"), ("X-Forwarded-For", "5.6.7.8")])) == "5.6.7.8")
+        #expect(resolver.client(request(peer: "10.1.2.3", [("Forwarded", "for=9.9.9.9"), ("Forwarded", "for=5.6.7.8")])) == "5.6.7.8")
         #expect(CIDR("10.0.0.0/33") == nil)
         #expect(CIDR("garbage") == nil)
     }
