@@ -26,6 +26,12 @@ final class Authenticator: Sendable {
         return token
     }
 
+    /// A report route's credential: `X-API-Key`, else the bearer token. The report routes check it and admission
+    /// counts requests on it, so both read it here.
+    static func reportKey(_ request: HTTPRequest) -> String? {
+        request.header("x-api-key") ?? bearer(request)
+    }
+
     static func unauthorized(_ detail: String) -> APIError {
         APIError(.unauthorized, detail: detail,
                  headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway""#)])

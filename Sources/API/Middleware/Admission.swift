@@ -80,7 +80,7 @@ public final class Admission: Sendable {
     /// `X-API-Key` first, the customer API only the bearer token (a made-up `X-API-Key` beside a customer's token had
     /// moved the customer's requests from the token's bucket to the address's).
     static func credential(of request: HTTPRequest) -> String? {
-        if request.path.hasPrefix("/v1/reports/") { return request.header("x-api-key") ?? Authenticator.bearer(request) }
+        if request.path.hasPrefix("/v1/reports/") { return Authenticator.reportKey(request) }
         return Authenticator.bearer(request)
     }
 }

@@ -84,8 +84,7 @@ public struct ReportRoutes: Sendable {
 
     /// API keys come as `Authorization: Bearer dgk_…` or `X-API-Key`. A customer's session token is refused with 403.
     func authorize(_ request: HTTPRequest) async throws -> ReportCaller {
-        let key = request.header("x-api-key") ?? Authenticator.bearer(request)
-        guard let key else {
+        guard let key = Authenticator.reportKey(request) else {
             throw APIError(.unauthorized, detail: "Reports need an API key with the reports scope ('Authorization: Bearer dgk_…').",
                            headers: [("WWW-Authenticate", #"Bearer realm="desk-gateway-reports""#)])
         }
@@ -137,7 +136,7 @@ public struct ReportRoutes: Sendable {
 
     /// A cached answer for an already authorised key and the very same query, without any I/O.
     func cachedReport(_ request: HTTPRequest) -> HTTPResponse? {
-        guard settings.cacheSeconds > 0, let key = request.header("x-api-key") ?? Authenticator.bearer(request),
+        guard settings.cacheSeconds > 0, let key = Authenticator.reportKey(request),
               key.hasPrefix("dgk_"), let known = knownKeys.get(key), known.scopes.contains("reports") else { return nil }
         return results.get(Self.cacheKey(request, teams: known.teamIds))
     }
