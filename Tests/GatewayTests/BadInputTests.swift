@@ -252,7 +252,7 @@ import TestSupport
     /// Empty segments are dropped before any step reads the path: `/v1/sessions/` is a sign-in the sign-in limit
     /// counts, `//v1/tickets` a read the rate limit counts, as the router serves both.
     @Test func aPathWithEmptySegmentsMeetsTheLimitsOfItsRoute() async throws {
-        try await withGateway(configure: { $0.signInPerMinute = 3; $0.signInBurst = 3; $0.rateLimitPerMinute = 5; $0.rateLimitBurst = 5 }) { app in
+        try await withGateway(configure: { $0.signInPerMinute = 1; $0.signInBurst = 3; $0.rateLimitPerMinute = 1; $0.rateLimitBurst = 5 }) { app in
             var signIns: [Int] = []
             for (index, path) in ["/v1/sessions/", "//v1/sessions", "/v1//sessions", "/v1/sessions//", "/v1/sessions/", "//v1/sessions"].enumerated() {
                 let answer = try await httpRequest(port: app.port, "POST", path, json: #"{"userId":"guess-\#(index)","accessToken":"wrong"}"#)

@@ -101,9 +101,10 @@ import TestSupport
             let keys = IdempotencyStore(database: db, windowHours: 24, leaseSeconds: 300)
             let hash: [UInt8] = [1, 2, 3], other: [UInt8] = [9]
             guard case .claimed = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not claimed"); return }
-            try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '299 seconds'")
+            // A minute inside the lease and a minute past it: a loaded machine may take seconds between statements.
+            try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '240 seconds'")
             guard case .inProgress = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("taken within the lease"); return }
-            try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '301 seconds'")
+            try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '360 seconds'")
             guard case .mismatch = try await keys.claim(principal: "p", key: "k", requestHash: other) else { Issue.record("another body took it"); return }
             let claims = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for _ in 0..<8 {
