@@ -118,9 +118,9 @@ public struct GatewaySettings: Sendable {
         "CACHE_TTL_S", 15, 0...86_400, .sessions, "a cached ticket or list younger than this is served without asking Desk")
 
     // Rate limits and client addresses
-    public let corsOrigins = Setting.list(
+    public let corsOrigins = Setting<[String]>(
         "CORS_ALLOWED_ORIGINS", [], .limits, "origins allowed to call from browsers (scheme and port included), or `*`",
-        accepts: "comma-separated origins", check: SettingChecks.origin)
+        accepts: "comma-separated origins", defaultText: "", parse: SettingChecks.origins)
     public let trustedProxies = Setting.list(
         "TRUSTED_PROXIES", [], .limits, "reverse proxies whose `X-Forwarded-For` / `Forwarded` / `X-Forwarded-Proto` are believed",
         accepts: "comma-separated addresses or CIDRs", check: SettingChecks.cidr)
@@ -190,7 +190,7 @@ public struct GatewaySettings: Sendable {
             guard parts.count == 2, let team = Int(parts[0]), team > 0, let value = Double(parts[1]), value.isFinite, (0...100).contains(value) else {
                 throw SettingProblem("expected TEAM_ID=PERCENT pairs such as 12=90,15=85")
             }
-            targets[team] = value
+            guard targets.updateValue(value, forKey: team) == nil else { throw SettingProblem("team \(team) is given twice") }
         }
         return targets
     }

@@ -183,12 +183,22 @@ enum SettingChecks {
         return nil
     }
 
-    static func origin(_ text: String) -> String? {
-        guard text != "*" else { return nil }
-        guard let url = URL(string: text), url.scheme != nil, url.host != nil, url.path.isEmpty else {
-            return "expected origins like https://app.example.com or *"
+    /// `*` alone, or origins, each as browsers send it (so that a configured one matches `Origin` as text).
+    static func origins(_ text: String) throws(SettingProblem) -> [String] {
+        let items = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if items.contains("*") {
+            guard items.count == 1 else { throw SettingProblem("* lets every origin call and stands alone: give * or a list of origins") }
+            return items
         }
-        return nil
+        var origins: [String] = []
+        for item in items {
+            guard let origin = CORS.canonicalOrigin(item) else {
+                throw SettingProblem("'\(item)' is not an origin: expected scheme, host and port only, like https://app.example.com "
+                                     + "or http://localhost:5173 (no path, not even a trailing /), or *")
+            }
+            if !origins.contains(origin) { origins.append(origin) }
+        }
+        return origins
     }
 
     static func cidr(_ text: String) -> String? {
@@ -196,7 +206,21 @@ enum SettingChecks {
     }
 
     static func zone(_ text: String) -> String? {
-        TimeZone(identifier: text) == nil ? "'\(text)' is not an IANA time zone (such as UTC or Asia/Kolkata)" : nil
+        guard TimeZone(identifier: text) == nil else { return nil }
+        // Zone names are case-sensitive, in PostgreSQL's rollups as in the reports' `tz`.
+        if let spelled = zoneSpelling(text) {
+            return "'\(text)' is not an IANA time zone: names are case-sensitive, as in \(spelled)"
+        }
+        return "'\(text)' is not an IANA time zone (such as UTC or Asia/Kolkata)"
+    }
+
+    /// The zone a name differing only in letter case most likely means (`asia/kolkata`, `utc`), if there is one.
+    static func zoneSpelling(_ text: String) -> String? {
+        let words = text.lowercased().split(separator: "/", omittingEmptySubsequences: false).map { part in
+            part.split(separator: "_", omittingEmptySubsequences: false).map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: "_")
+        }.joined(separator: "/")
+        let known = TimeZone.knownTimeZoneIdentifiers.first { $0.lowercased() == text.lowercased() }
+        return [known, words, text.uppercased()].compactMap { $0 }.first { $0 != text && TimeZone(identifier: $0) != nil }
     }
 
     /// CSP source expressions only: no quotes but 'self', no semicolons that would start another directive.

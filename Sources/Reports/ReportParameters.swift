@@ -252,7 +252,7 @@ struct QueryReader {
         }
         if let from, let to {
             if from > to { problems.append(("from", "must not be after to")) }
-            else if to.dayNumber - from.dayNumber + 1 > maxDays { problems.append(("to", "the range may span at most \(maxDays) days")) }
+            else if to.dayNumber - from.dayNumber + 1 > maxDays { problems.append(("to", "must be at most \(maxDays - 1) days after from (a range spans at most \(maxDays) days)")) }
         }
         return (zone, from, to)
     }

@@ -236,6 +236,40 @@ import Telemetry
         }
     }
 
+    /// Browsers send `Origin` as scheme and host in small letters without the default port, and CORS compares it as
+    /// text: a configured origin is brought to that form, and what cannot match any `Origin` is refused.
+    @Test func corsOriginsAreKeptAsBrowsersSendThem() throws {
+        let config = try GatewayConfig.fromEnvironment([
+            "CORS_ALLOWED_ORIGINS": "HTTPS://App.Example.com:443, http://localhost:05173,capacitor://localhost, http://[::1]:80,https://app.example.com"])
+        #expect(config.corsOrigins == ["https://app.example.com", "http://localhost:5173", "capacitor://localhost", "http://[::1]"])
+        #expect(try GatewayConfig.fromEnvironment(["CORS_ALLOWED_ORIGINS": " * "]).corsOrigins == ["*"])
+        for value in ["*,https://app.example.com", "https://app.example.com/", "https://app.example.com?x=1", "https://me@app.example.com",
+                      "app.example.com", "https://app.example.com:0", "https://app.example.com:99999", "https://", "null"] {
+            do {
+                _ = try GatewayConfig.fromEnvironment(["CORS_ALLOWED_ORIGINS": value])
+                Issue.record("CORS_ALLOWED_ORIGINS=\(value) was accepted")
+            } catch let error as ConfigError {
+                #expect(error.variable == "CORS_ALLOWED_ORIGINS")
+            }
+        }
+    }
+
+    @Test func aTeamTargetGivenTwiceAndAZoneInSmallLettersAreRefused() throws {
+        #expect(try GatewayConfig.fromEnvironment(["REPORT_CSAT_TEAM_TARGETS": "11=80,12=90"]).reportCSATTeamTargets == [11: 80, 12: 90])
+        do {
+            _ = try GatewayConfig.fromEnvironment(["REPORT_CSAT_TEAM_TARGETS": "11=80,11=90"])
+            Issue.record("a team given twice was accepted")
+        } catch let error as ConfigError {
+            #expect(error.message.contains("team 11 is given twice"))
+        }
+        do {
+            _ = try GatewayConfig.fromEnvironment(["REPORT_TIME_ZONES": "UTC,asia/kolkata"])
+            Issue.record("a zone in small letters was accepted")
+        } catch let error as ConfigError {
+            #expect(error.message.contains("names are case-sensitive, as in Asia/Kolkata"))
+        }
+    }
+
     @Test func retentionTakesFractions() throws {
         let config = try GatewayConfig.fromEnvironment(["RETENTION_IDEMPOTENCY_HOURS": "0.05", "RETENTION_CLOSED_TICKET_DAYS": "0.003"])
         #expect(config.retention.idempotencyHours == 0.05 && config.retentionIdempotencyHours == 0.05)

@@ -19,8 +19,39 @@ public struct CORS: Sendable {
     static let maxAgeSeconds = "600"
 
     public init(origins: [String]) {
-        self.origins = Set(origins.filter { $0 != "*" })
+        self.origins = Set(origins.filter { $0 != "*" }.map { Self.canonicalOrigin($0) ?? $0 })
         anyOrigin = origins.contains("*")
+    }
+
+    /// An origin as browsers send it in `Origin` (RFC 6454 §6.2): scheme and host in small letters, the port only when
+    /// it is not the scheme's default. `Origin` is compared as text, so a configured `https://App.example.com:443`
+    /// would otherwise never match. Nil for anything else than `scheme://host[:port]` (a path, even `/`, included).
+    public static func canonicalOrigin(_ text: String) -> String? {
+        guard let separator = text.range(of: "://") else { return nil }
+        let scheme = text[..<separator.lowerBound].lowercased()
+        let authority = text[separator.upperBound...].lowercased()
+        guard let first = scheme.unicodeScalars.first, ("a"..."z").contains(first),
+              scheme.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0) }),
+              !authority.isEmpty, authority.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 32 && !"/?#@\\".unicodeScalars.contains($0) })
+        else { return nil }
+        var host = authority[...], port: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[...close]
+            let rest = authority[authority.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { return nil }
+                port = rest.dropFirst()
+            }
+        } else if let colon = authority.firstIndex(of: ":") {
+            host = authority[..<colon]
+            port = authority[authority.index(after: colon)...]
+        }
+        guard !host.isEmpty, host != "[]" else { return nil }
+        guard let port else { return "\(scheme)://\(host)" }
+        guard !port.isEmpty, port.count <= 5, port.utf8.allSatisfy({ (48...57).contains($0) }), let number = Int(port), (1...65535).contains(number) else { return nil }
+        let isDefault = (scheme == "http" || scheme == "ws") && number == 80 || (scheme == "https" || scheme == "wss") && number == 443
+        return isDefault ? "\(scheme)://\(host)" : "\(scheme)://\(host):\(number)"
     }
 
     var enabled: Bool { anyOrigin || !origins.isEmpty }
