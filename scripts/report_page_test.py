@@ -431,6 +431,11 @@ def main():
                                  env=dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), capture_output=True, text=True)
         check("a key for an unknown team is refused", unknown.returncode == 1 and "no-such-team" in unknown.stderr, unknown.stderr[-300:])
         check("a refused command logs no failure besides its message", "command failed" not in unknown.stderr, unknown.stderr[-300:])
+        for name in ("two\nlines", "tab\there", "x" * 101):
+            refused = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--name", name],
+                                     env=dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), capture_output=True, text=True)
+            check(f"a key named {name[:12]!r} is refused", refused.returncode == 64 and "--name must be one line" in refused.stderr,
+                  refused.stderr[-300:])
         listed_keys = cli("api-key", "list")
         check("api-key list shows a key's teams", any("teams 201" in line and "team lead" in line for line in listed_keys.splitlines()), listed_keys)
         # Logs go to stderr: every line a command prints is its answer, for scripts to read.

@@ -1,5 +1,6 @@
 import Foundation
 import API
+import Reports
 
 /// Where a setting belongs in the reference (`docs/configuration.md`), in the order shown there.
 public enum SettingSection: String, CaseIterable, Sendable {
@@ -208,19 +209,10 @@ enum SettingChecks {
     static func zone(_ text: String) -> String? {
         guard TimeZone(identifier: text) == nil else { return nil }
         // Zone names are case-sensitive, in PostgreSQL's rollups as in the reports' `tz`.
-        if let spelled = zoneSpelling(text) {
+        if let spelled = ReportParameters.zoneSpelling(text, isKnown: { TimeZone(identifier: $0) != nil }) {
             return "'\(text)' is not an IANA time zone: names are case-sensitive, as in \(spelled)"
         }
         return "'\(text)' is not an IANA time zone (such as UTC or Asia/Kolkata)"
-    }
-
-    /// The zone a name differing only in letter case most likely means (`asia/kolkata`, `utc`), if there is one.
-    static func zoneSpelling(_ text: String) -> String? {
-        let words = text.lowercased().split(separator: "/", omittingEmptySubsequences: false).map { part in
-            part.split(separator: "_", omittingEmptySubsequences: false).map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: "_")
-        }.joined(separator: "/")
-        let known = TimeZone.knownTimeZoneIdentifiers.first { $0.lowercased() == text.lowercased() }
-        return [known, words, text.uppercased()].compactMap { $0 }.first { $0 != text && TimeZone(identifier: $0) != nil }
     }
 
     /// CSP source expressions only: no quotes but 'self', no semicolons that would start another directive.

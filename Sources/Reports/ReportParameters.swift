@@ -236,8 +236,12 @@ struct QueryReader {
         let zone = single("tz") ?? "UTC"
         var zoneOK = true
         if zone.isEmpty || zone.unicodeScalars.count > 64 || !isKnownZone(zone) {
-            problems.append(("tz", "must be an IANA time zone name such as UTC, Europe/Paris or Asia/Kolkata "
-                             + "(not posixrules, localtime, Factory or a posix/ or right/ file)"))
+            if let spelled = ReportParameters.zoneSpelling(zone, isKnown: isKnownZone) {
+                problems.append(("tz", "must be an IANA time zone name, and names are case-sensitive: \(spelled)"))
+            } else {
+                problems.append(("tz", "must be an IANA time zone name such as UTC, Europe/Paris or Asia/Kolkata "
+                                 + "(not posixrules, localtime, Factory or a posix/ or right/ file)"))
+            }
             zoneOK = false
         }
         var to = zoneOK ? today(zone) : nil
@@ -292,5 +296,16 @@ struct QueryReader {
         for name in ["groupBy", "bucket"] where listing && !values(name).isEmpty {
             problems.append((name, "is for reports, not for the responses listing"))
         }
+    }
+}
+
+extension ReportParameters {
+    /// The zone a name differing only in letter case most likely means (`asia/kolkata`, `utc`, `america/new_york`).
+    public static func zoneSpelling(_ text: String, isKnown: (String) -> Bool) -> String? {
+        guard text.unicodeScalars.count <= 64 else { return nil }
+        let words = text.lowercased().split(separator: "/", omittingEmptySubsequences: false).map { part in
+            part.split(separator: "_", omittingEmptySubsequences: false).map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined(separator: "_")
+        }.joined(separator: "/")
+        return [words, text.uppercased()].first { $0 != text && isKnown($0) }
     }
 }

@@ -252,6 +252,10 @@ struct ApiKey: AsyncParsableCommand {
         func validate() throws {
             guard !scope.isEmpty else { throw ValidationError("give at least one --scope (e.g. --scope reports)") }
             guard !name.allSatisfy(\.isWhitespace) else { throw ValidationError("--name must not be blank: it is how api-key list shows the key") }
+            // A column of api-key list's tab-separated lines, which scripts read and terminals show.
+            guard name.count <= 100, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw ValidationError("--name must be one line of at most 100 characters, without tabs or other control characters")
+            }
             for value in scope where value != "reports" { throw ValidationError("unknown scope '\(value)'; known: reports") }
         }
 

@@ -77,6 +77,16 @@ import Testing
         #expect(try parse([("from", "1970-01-01"), ("to", "1970-01-30")]).from.description == "1970-01-01")
         #expect(try parse([("from", "9999-12-01"), ("to", "9999-12-31")]).to.description == "9999-12-31")
     }
+
+    @Test func aZoneInTheWrongCaseIsNamedAsItIsSpelled() throws {
+        for (asked, spelled) in [("asia/kolkata", "Asia/Kolkata"), ("utc", "UTC"), ("ASIA/KOLKATA", "Asia/Kolkata")] {
+            let error = #expect(throws: ReportParameterError.self) { try parse([("tz", asked)]) }
+            #expect(error?.problems.first?.message == "must be an IANA time zone name, and names are case-sensitive: \(spelled)")
+        }
+        let unknown = #expect(throws: ReportParameterError.self) { try parse([("tz", "Mars/Base")]) }
+        #expect(unknown?.problems.first?.message.hasPrefix("must be an IANA time zone name such as UTC") == true)
+        #expect(ReportParameters.zoneSpelling("america/new_york", isKnown: { $0 == "America/New_York" }) == "America/New_York")
+    }
 }
 
 @Suite struct CSATFiguresTests {
