@@ -52,25 +52,32 @@ public struct DatabaseReadinessCheck: ReadinessCheck {
 
     public func check() async -> CheckResult {
         let started = ContinuousClock.now
-        let outcome = await withDeadline(timeout) { [database] () -> String? in
+        let outcome = await withDeadline(timeout) { [database] () -> Result<Bool, CheckFailure> in
             do {
-                try await database.ping()
-                return nil
+                return .success(try await database.acceptsWrites())
             } catch let error as DomainError {
-                return error.internalDetail ?? error.message
+                return .failure(CheckFailure(message: error.internalDetail ?? error.message))
             } catch {
-                return "unexpected error"
+                return .failure(CheckFailure(message: "unexpected error"))
             }
         }
         switch outcome {
-        case .some(.none):
+        case .some(.success(true)):
             return CheckResult(status: .pass, observedValue: milliseconds(since: started), observedUnit: "ms")
-        case .some(.some(let message)):
-            return CheckResult(status: .fail, output: message)
+        case .some(.success(false)):
+            // Reads (cached tickets, reports) still work, so the instance keeps its traffic; writes answer 503.
+            return CheckResult(status: .warn, observedValue: milliseconds(since: started), observedUnit: "ms",
+                               output: "the database takes no writes (a standby, or default_transaction_read_only): writes answer 503")
+        case .some(.failure(let failure)):
+            return CheckResult(status: .fail, output: failure.message)
         case .none:
             return CheckResult(status: .fail, output: "no answer within \(timeout)")
         }
     }
+}
+
+struct CheckFailure: Error {
+    let message: String
 }
 
 /// Outbox depth: `warn` while the oldest operation waiting for Desk is older than the configured age.

@@ -122,7 +122,16 @@ public struct DatabaseStatistics: Sendable {
 
 public protocol DatabaseProbe: Sendable {
     func ping() async throws
+    /// Whether the server takes writes (reached, and neither a standby nor read-only by setting).
+    func acceptsWrites() async throws -> Bool
     var statistics: DatabaseStatistics { get }
+}
+
+extension DatabaseProbe {
+    public func acceptsWrites() async throws -> Bool {
+        try await ping()
+        return true
+    }
 }
 
 /// Which database served the report reads of one request (set per request as a task local; the answer's

@@ -121,6 +121,14 @@ public final class PostgresConnection {
     }
 
     /// Runs SQL text with no parameters through the simple protocol; several statements are allowed (migrations).
+    /// Whether the server refuses writes on this connection (a standby, or `default_transaction_read_only`). Such a
+    /// connection is closed, as after a write it refused, so the next use connects again and follows a failover.
+    public func refusesWrites() throws -> Bool {
+        let readOnly = try query("SELECT current_setting('transaction_read_only') = 'on'")[0].decode(0, as: Bool.self)
+        if readOnly { close() }
+        return readOnly
+    }
+
     public func execute(script sql: String) throws {
         try ensureConnected()
         statementsInJob += 1
@@ -177,7 +185,9 @@ public final class PostgresConnection {
             if let field = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) { state = String(cString: field) }
             if let text = PQresultErrorMessage(result), text.pointee != 0 { message = String(cString: text) }
         }
-        if broken {
+        // A server that refuses writes is a standby (a failover moved the primary): the next statement connects
+        // again, to wherever the connection string leads now (DNS, or `target_session_attrs=read-write`).
+        if broken || state == PostgresError.readOnlyTransaction {
             close()
             return PostgresError(code: .connectionFailed, sqlState: state, detail: message)
         }

@@ -30,12 +30,16 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         return "PostgreSQL error \(code)"
     }
 
-    /// The database could not be reached or the connection broke (class 08, 57P0x, or no connection at all).
+    /// The database could not be reached or the connection broke (class 08, 57P0x, or no connection at all), or it
+    /// cannot take writes for now: a read-only transaction (25006: a standby after a failover, or
+    /// `default_transaction_read_only`) or a lack of resources (class 53: disk full, out of memory).
     public var isUnavailable: Bool {
         if code == .connectionFailed || code == .poolTimeout || code == .poolClosed { return true }
         guard let sqlState else { return false }
-        return sqlState.hasPrefix("08") || sqlState.hasPrefix("57P")
+        return sqlState.hasPrefix("08") || sqlState.hasPrefix("57P") || sqlState == Self.readOnlyTransaction || sqlState.hasPrefix("53")
     }
+
+    public static let readOnlyTransaction = "25006"
 
     public var isUniqueViolation: Bool { sqlState == "23505" }
     public var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }

@@ -38,6 +38,10 @@ public final class Database: DatabaseProbe {
         try await query("SELECT 1")
     }
 
+    public func acceptsWrites() async throws -> Bool {
+        try await withConnection { try !$0.refusesWrites() }
+    }
+
     /// Applies the migrations in `directory` that are not applied yet; returns the versions it applied and how many
     /// migrations the directory holds.
     public func migrate(directory: String) async throws -> (applied: [Int], known: Int) {

@@ -4,6 +4,7 @@ import Foundation
 import GatewayApp
 import Testing
 import TestSupport
+import Store
 import Telemetry
 
 @Suite struct OpsEndpointTests {
@@ -186,6 +187,67 @@ import Telemetry
             #expect(response.status == 200)
             let file = try String(contentsOfFile: TestPostgres.repositoryRoot + "/openapi.yaml", encoding: .utf8)
             #expect(response.text == file)
+        }
+    }
+
+    /// A database that takes no writes (a standby after a failover, or `default_transaction_read_only`) is an outage
+    /// of the database, not a defect: writes answer 503 with `Retry-After`, cached reads go on, `/readyz` warns, and
+    /// once writes are taken again the gateway's pooled connections (opened read-only) are replaced by themselves.
+    @Test func aDatabaseThatTakesNoWritesAnswers503AndReadyzWarns() async throws {
+        try await TestGateway.with(configure: {
+            $0.deskEmulatorPersistent = false
+            $0.signInPerMinute = 10_000
+            $0.signInBurst = 10_000
+            $0.signInPerUserPerMinute = 10_000
+            $0.signInPerUserBurst = 10_000
+        }) { app in
+            let customer = try await Customer.signIn(app)
+            let id = try #require(try await customer.createTicket("before")["id"] as? Int)
+            #expect(try await customer.send("GET", "/v1/tickets/\(id)").status == 200)
+            let admin = Database.forTests(try #require(app.config.databaseURL), poolSize: 1)
+            defer { admin.shutdown() }
+            func setReadOnly(_ on: Bool) async throws {
+                try await admin.query("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I \(on ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only")', current_database()); END $$")
+            }
+            try await setReadOnly(true)
+            // The gateway's connections come back read-only.
+            try await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            let signIn = #"{"userId":"demo-customer","accessToken":"demo-token"}"#
+            let refused = try await httpRequest(port: app.port, "POST", "/v1/sessions", json: signIn)
+            #expect(refused.status == 503, "\(refused.text)")
+            #expect(refused.json?["code"] as? String == "service_unavailable")
+            #expect(refused.header("Retry-After") != nil)
+            #expect(try await customer.send("GET", "/v1/tickets/\(id)").status == 200)
+            let ready = try await httpRequest(port: app.port, "GET", "/readyz")
+            #expect(ready.status == 200)
+            let database = ((ready.json?["checks"] as? [String: Any])?["database"] as? [[String: Any]])?.first
+            #expect(database?["status"] as? String == "warn", "\(ready.text)")
+            // Writes at once, so that every pooled connection is opened again while the database is read-only.
+            for _ in 0..<3 {
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for _ in 0..<8 { group.addTask { try await httpRequest(port: app.port, "POST", "/v1/sessions", json: signIn).status } }
+                    return try await group.reduce(into: [Int]()) { $0.append($1) }
+                }
+                #expect(statuses.allSatisfy { $0 == 503 }, "\(statuses)")
+            }
+
+            try await setReadOnly(false)
+            // Each read-only connection is closed when a write meets it; the pool holds 4, so the fifth write at the latest works.
+            var statuses: [Int] = []
+            for _ in 0..<8 {
+                let status = try await httpRequest(port: app.port, "POST", "/v1/sessions", json: signIn).status
+                statuses.append(status)
+                if status == 201 { break }
+            }
+            #expect(statuses.last == 201, "\(statuses)")
+            // Readiness closes a read-only connection it meets too: within a few checks (one a second) it passes.
+            var status: String?
+            for _ in 0..<10 where status != "pass" {
+                try await Task.sleep(for: .milliseconds(1100))
+                let again = try await httpRequest(port: app.port, "GET", "/readyz")
+                status = ((again.json?["checks"] as? [String: Any])?["database"] as? [[String: Any]])?.first?["status"] as? String
+            }
+            #expect(status == "pass")
         }
     }
 
