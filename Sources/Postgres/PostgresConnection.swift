@@ -72,6 +72,15 @@ public final class PostgresConnection {
         if !isConnected { try connect() }
     }
 
+    /// A connection closed inside a transaction (it broke, or refused a write) is not opened again there: the
+    /// statements after it would run outside the transaction, each committed on its own.
+    private func connectedForStatement() throws {
+        if inTransaction && !isConnected {
+            throw PostgresError(code: .connectionFailed, detail: "the connection closed inside a transaction")
+        }
+        try ensureConnected()
+    }
+
     /// Waits up to `timeoutMilliseconds` for notifications on the channels this connection LISTENs to and returns
     /// their payloads (empty when none came). Throws when the connection broke: the caller reconnects and listens
     /// again, knowing it may have missed some.
@@ -120,7 +129,6 @@ public final class PostgresConnection {
         }
     }
 
-    /// Runs SQL text with no parameters through the simple protocol; several statements are allowed (migrations).
     /// Whether the server refuses writes on this connection (a standby, or `default_transaction_read_only`). Such a
     /// connection is closed, as after a write it refused, so the next use connects again and follows a failover.
     public func refusesWrites() throws -> Bool {
@@ -129,8 +137,9 @@ public final class PostgresConnection {
         return readOnly
     }
 
+    /// Runs SQL text with no parameters through the simple protocol; several statements are allowed (migrations).
     public func execute(script sql: String) throws {
-        try ensureConnected()
+        try connectedForStatement()
         statementsInJob += 1
         let result = PQexec(raw, sql)
         defer { PQclear(result) }
@@ -138,7 +147,7 @@ public final class PostgresConnection {
     }
 
     private func run(_ sql: String, _ texts: [String?]) throws -> PostgresRows {
-        try ensureConnected()
+        try connectedForStatement()
         statementsInJob += 1
         if unnamed {
             // Parse, bind and execute in one round trip; nothing stays on the server connection.

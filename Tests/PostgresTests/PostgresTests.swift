@@ -200,6 +200,43 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
+    /// A connection that closes inside a transaction (here its backend is ended) is not opened again for the
+    /// statements after it: they would run outside the transaction and be committed one by one.
+    @Test func aConnectionLostInATransactionIsNotReopenedThere() async throws {
+        try await withPool(size: 1) { pool in
+            try await pool.query("CREATE TABLE notes (id int PRIMARY KEY)")
+            let error = await #expect(throws: PostgresError.self) {
+                try await pool.transaction { tx in
+                    try tx.query("INSERT INTO notes VALUES (1)")
+                    _ = try? tx.query("SELECT pg_terminate_backend(pg_backend_pid())")
+                    try tx.query("INSERT INTO notes VALUES (2)")
+                }
+            }
+            #expect(error?.code == .connectionFailed)
+            #expect(try await pool.query("SELECT count(*) FROM notes")[0].decode(0, as: Int.self) == 0)
+        }
+    }
+
+    /// A write refused as read-only (a standby, or `default_transaction_read_only`) closes the connection, so the
+    /// next statement connects again and follows a failover; the error counts as the database being unavailable.
+    @Test func aWriteRefusedAsReadOnlyClosesItsConnection() async throws {
+        try await withPool(size: 1) { pool in
+            try await pool.query("CREATE TABLE notes (id int PRIMARY KEY)")
+            let before = try await pool.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
+            do {
+                try await pool.transaction { tx in
+                    try tx.query("SET TRANSACTION READ ONLY")
+                    try tx.query("INSERT INTO notes VALUES (1)")
+                }
+                Issue.record("a write in a read-only transaction was taken")
+            } catch let error as PostgresError {
+                #expect(error.sqlState == PostgresError.readOnlyTransaction && error.isUnavailable)
+            }
+            #expect(try await pool.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self) != before)
+            try await pool.query("INSERT INTO notes VALUES (1)")
+        }
+    }
+
     @Test func errorsCarrySQLStateButNeverTheStatement() async throws {
         try await withPool { pool in
             try await pool.query("CREATE TABLE uniq (v text UNIQUE)")
