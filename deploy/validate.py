@@ -95,6 +95,35 @@ sections = set(re.findall(r"^\[(\w+)\]$", unit, re.M))
 check("systemd: Unit, Service and Install sections", {"Unit", "Service", "Install"} <= sections)
 check("systemd: runs serve and stops with SIGTERM", "ExecStart=/usr/local/bin/desk-gateway serve" in unit and "KillSignal=SIGTERM" in unit)
 
+# Every setting the shipped files give is one the gateway knows and accepts: the binary checks them itself
+# (`desk-gateway settings --check`: exit 2 on an invalid value, 1 on a misspelt name). Secrets get stand-ins of the
+# right form; Compose's ${VAR:-default} takes its default.
+import base64
+import os
+import subprocess
+
+binary = root.parent / ".build" / "debug" / "desk-gateway"
+stand_ins = {"SESSION_KEY": base64.b64encode(bytes(32)).decode(), "DATABASE_URL": "postgresql://gateway:x@localhost:5432/gateway",
+             "DESK_API_TOKEN": "token", "DESK_WEBHOOK_SECRET": "secret"}
+
+
+def compose_default(value):
+    return re.sub(r"\$\{(\w+)(?::?-([^}]*)|:\?[^}]*)?\}", lambda m: m.group(2) if m.group(2) is not None else stand_ins.get(m.group(1), "x"), value)
+
+
+sources = {
+    "k8s configmap and secret names": {**config, **{key: stand_ins[key] for key in secret_keys}},
+    "compose gateway": {k: compose_default(str(v)) for k, v in services["gateway"].get("environment", {}).items()},
+    "systemd unit": dict(line.split("=", 2)[1:] for line in unit.splitlines() if line.startswith("Environment=")),
+}
+for name, environment in sources.items():
+    if not binary.exists():
+        check(f"{name}: settings checked by desk-gateway settings --check", False, f"{binary} is not built")
+        continue
+    run = subprocess.run([str(binary), "settings", "--check"], env={"PATH": os.environ.get("PATH", ""), **environment},
+                         capture_output=True, text=True)
+    check(f"{name}: every setting known and valid (desk-gateway settings --check)", run.returncode == 0, run.stderr.strip())
+
 passed = sum(results)
 failed = len(results) - passed
 print(f"deploy: {passed} passed, {failed} failed")

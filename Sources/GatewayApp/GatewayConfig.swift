@@ -33,6 +33,35 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         return config
     }
 
+    /// Environment variables that are no setting but one or two letters away from one (`CORS_ALLOWED_ORIGIN`), each
+    /// with the setting it most likely means: such a variable is otherwise ignored without a word.
+    public static func misspeltSettings(_ env: [String: String]) -> [(given: String, meant: String)] {
+        let names = GatewaySettings.all.map(\.name)
+        let known = Set(names)
+        // Only names with an underscore, and one letter off when short: HOME is not a misspelt HOST.
+        return env.keys.filter { !known.contains($0) && $0.contains("_") }.sorted().compactMap { given in
+            let limit = given.utf8.count >= 12 ? 2 : 1
+            let scored = names.map { (name: $0, distance: Self.editDistance(Array(given.utf8), Array($0.utf8), limit: limit)) }
+            guard let best = scored.filter({ $0.distance <= limit }).min(by: { $0.distance < $1.distance }) else { return nil }
+            return (given, best.name)
+        }
+    }
+
+    /// Levenshtein distance, or `limit + 1` as soon as it is known to exceed `limit`.
+    static func editDistance(_ a: [UInt8], _ b: [UInt8], limit: Int) -> Int {
+        guard abs(a.count - b.count) <= limit else { return limit + 1 }
+        var previous = Array(0...b.count)
+        for (i, x) in a.enumerated() {
+            var current = [i + 1] + Array(repeating: 0, count: b.count)
+            for (j, y) in b.enumerated() {
+                current[j + 1] = Swift.min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x == y ? 0 : 1))
+            }
+            if current.min()! > limit { return limit + 1 }
+            previous = current
+        }
+        return previous[b.count]
+    }
+
     /// Rules between settings, which one row of the table cannot state.
     private func checkTogether() throws {
         guard self.httpRequestTimeoutSeconds <= self.httpConnectionTimeoutSeconds else {
@@ -54,11 +83,13 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     }
 
     /// The settings that differ from their defaults, secrets redacted.
-    public var description: String {
-        let shown = GatewaySettings.all.filter { values[$0.name] != nil }.map { setting in
+    public var description: String { "GatewayConfig(\(assignments.joined(separator: ", ")))" }
+
+    /// `NAME=value` of each setting that differs from its default, in the table's order, secrets redacted.
+    public var assignments: [String] {
+        GatewaySettings.all.filter { values[$0.name] != nil }.map { setting in
             "\(setting.name)=\(setting.secret ? "<redacted>" : String(describing: values[setting.name].map { Self.plain($0) } ?? ""))"
         }
-        return "GatewayConfig(\(shown.joined(separator: ", ")))"
     }
 
     private static func plain(_ value: any Sendable) -> String {

@@ -41,6 +41,9 @@ struct Serve: AsyncParsableCommand {
         Machine.tuneAllocator(environment: ProcessInfo.processInfo.environment)
         let (config, logger) = loadConfiguration()
         logger.info("starting", metadata: ["config": "\(config)"])
+        for (given, meant) in GatewayConfig.misspeltSettings(ProcessInfo.processInfo.environment) {
+            logger.warning("an environment variable is no setting and is ignored; a misspelling?", metadata: ["variable": "\(given)", "setting": "\(meant)"])
+        }
         let app: GatewayApplication
         do {
             app = try await buildApplication(config, logger: logger)
@@ -109,9 +112,28 @@ struct Settings: ParsableCommand {
         abstract: "Print the settings reference (docs/configuration.md) or an example environment file, from the settings table.")
 
     @Flag(help: "An example environment file instead of the reference.") var env = false
+    @Flag(help: ArgumentHelp("Check this environment's settings and exit: 0 when all are valid and no variable looks like a "
+                             + "misspelt setting (e.g. before an upgrade); nothing is connected to.")) var check = false
 
-    func run() {
-        print(env ? GatewaySettings.exampleEnvironment() : GatewaySettings.referenceMarkdown(), terminator: "")
+    func run() throws {
+        guard check else {
+            print(env ? GatewaySettings.exampleEnvironment() : GatewaySettings.referenceMarkdown(), terminator: "")
+            return
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let config: GatewayConfig
+        do {
+            config = try GatewayConfig.fromEnvironment(environment)
+        } catch {
+            tellOperator("invalid configuration: \(error)")
+            throw ExitCode(2)
+        }
+        let misspelt = GatewayConfig.misspeltSettings(environment)
+        for (given, meant) in misspelt { tellOperator("\(given) is not a setting; did you mean \(meant)?") }
+        let set = config.assignments
+        print("settings are valid; \(set.count) differ from their defaults\(set.isEmpty ? "" : ":")")
+        for line in set { print("  " + line) }
+        if !misspelt.isEmpty { throw ExitCode(1) }
     }
 }
 

@@ -316,6 +316,22 @@ import Telemetry
         }
     }
 
+    /// A misspelt setting would be ignored without a word; the usual variables of shells, containers and Kubernetes
+    /// (a Service named desk-gateway included) are not taken for one.
+    @Test func misspeltSettingsAreNamedWithTheSettingTheyMiss() {
+        var env = ["CORS_ALLOWED_ORIGIN": "https://app.example.com", "REPORT_TIMEZONES": "UTC", "DB_POOLSIZE": "8", "LOG_LEVL": "debug",
+                   "PORT": "8080", "CORS_ALLOWED_ORIGINS": "*"]
+        for name in ["HOME", "PATH", "HOSTNAME", "LANG", "LC_ALL", "TERM", "SHELL", "TZ", "SSL_CERT_DIR", "SSL_CERT_FILE", "RUST_BACKTRACE",
+                     "DESK_GATEWAY_REVISION", "MALLOC_ARENA_MAX", "SWIFT_BACKTRACE", "KUBERNETES_SERVICE_HOST", "KUBERNETES_PORT",
+                     "DESK_GATEWAY_PORT", "DESK_GATEWAY_SERVICE_HOST", "DESK_GATEWAY_SERVICE_PORT", "DESK_GATEWAY_PORT_8080_TCP_PORT",
+                     "POSTGRES_PASSWORD", "PGPASSWORD", "PGHOST", "XDG_RUNTIME_DIR"] {
+            env[name] = "x"
+        }
+        let found = GatewayConfig.misspeltSettings(env).map { "\($0.given)→\($0.meant)" }
+        #expect(found == ["CORS_ALLOWED_ORIGIN→CORS_ALLOWED_ORIGINS", "DB_POOLSIZE→DB_POOL_SIZE", "LOG_LEVL→LOG_LEVEL",
+                          "REPORT_TIMEZONES→REPORT_TIME_ZONES"])
+    }
+
     @Test func aTeamTargetGivenTwiceAndAZoneInSmallLettersAreRefused() throws {
         #expect(try GatewayConfig.fromEnvironment(["REPORT_CSAT_TEAM_TARGETS": "11=80,12=90"]).reportCSATTeamTargets == [11: 80, 12: 90])
         do {
