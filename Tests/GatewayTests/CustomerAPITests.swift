@@ -284,7 +284,9 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
 
             for bad in ["/v1/tickets?status=pending", "/v1/tickets?limit=0", "/v1/tickets?limit=101", "/v1/tickets?cursor=garbage!",
                         "/v1/tickets?customField=novalue", "/v1/tickets?sort=asc", "/v1/tickets?status=open&status=closed",
-                        "/v1/tickets?limit=5&limit=6"] {
+                        "/v1/tickets?limit=5&limit=6", "/v1/tickets?customField=\(String(repeating: "k", count: 21)):v",
+                        "/v1/tickets?customField=k:\(String(repeating: "v", count: 191))", "/v1/tickets?customField=k:a&customField=k:b",
+                        "/v1/tickets?" + (1...21).map { "customField=k\($0):v" }.joined(separator: "&")] {
                 let response = try await customer.send("GET", bad)
                 #expect(response.status == 400, "\(bad)")
                 #expect(response.json?["code"] as? String == "invalid_query")

@@ -306,8 +306,18 @@ public struct CustomerRoutes: Sendable {
                 problems.append(("customField", "must be key:value"))
                 continue
             }
-            filter.append((String(scalars[..<colon]), .string(String(scalars[scalars.index(after: colon)...]))))
+            let key = String(scalars[..<colon]), value = String(scalars[scalars.index(after: colon)...])
+            // What a ticket's custom field can hold (as its writes check); no key twice, as no field has two values.
+            if key.utf8.count > DeskLimits.customFieldKeyLength || !key.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0 != "," })
+                || value.unicodeScalars.count > DeskLimits.customFieldValueLength {
+                problems.append(("customField", "must be key:value with a key of 1 to \(DeskLimits.customFieldKeyLength) visible ASCII "
+                                 + "characters and a value of at most \(DeskLimits.customFieldValueLength)"))
+            } else if filter.contains(where: { $0.0 == key }) {
+                problems.append(("customField", "names the key \(key) twice"))
+            }
+            filter.append((key, .string(value)))
         }
+        if filter.count > DeskLimits.maxCustomFields { problems.append(("customField", "may be given at most \(DeskLimits.maxCustomFields) times")) }
         for (name, _) in request.query where !["status", "limit", "cursor", "customField"].contains(name) {
             problems.append((name, "is not a known query parameter"))
         }
