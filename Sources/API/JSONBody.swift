@@ -62,7 +62,15 @@ public struct JSONBody {
             if required { fail(name, "is required") }
             return nil
         }
-        guard case .integer(let number) = value else { fail(name, "must be an integer"); return nil }
+        guard case .integer(let number) = value else {
+            // A whole number past 64 bits is read as a float; it is an integer, out of range.
+            if case .number(let float) = value, float.isFinite, float == float.rounded(), abs(float) >= 9.2e18 {
+                fail(name, "must be from \(range.lowerBound) to \(range.upperBound)")
+            } else {
+                fail(name, "must be an integer")
+            }
+            return nil
+        }
         guard range.contains(number) else { fail(name, "must be from \(range.lowerBound) to \(range.upperBound)"); return nil }
         return number
     }

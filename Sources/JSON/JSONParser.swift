@@ -25,6 +25,11 @@ public struct JSONParser {
     /// must not be lost to one broken emoji. A client's own request is read strictly, to be refused with a reason.
     public static func parse(_ bytes: [UInt8], repairingStrings: Bool = false) throws(JSONParseError) -> JSONValue {
         var parser = JSONParser(bytes: bytes, repairingStrings: repairingStrings)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+            // RFC 8259 §8.1 lets a parser ignore a byte order mark: Desk's documents are read with one, a client is told.
+            guard repairingStrings else { throw parser.error("a byte order mark (U+FEFF) comes before the JSON; send UTF-8 without one") }
+            parser.index = 3
+        }
         parser.skipWhitespace()
         let value = try parser.parseValue()
         parser.skipWhitespace()

@@ -1,5 +1,6 @@
 import API
 import Foundation
+import JSON
 import GatewayApp
 import Domain
 import Store
@@ -35,6 +36,22 @@ import TestSupport
             #expect(json["errorCount"] as? Int == members.count + 2)   // + the two missing required fields
             #expect(response.body.count < 8_192, "\(response.body.count) bytes")
         }
+    }
+
+    /// A body's byte order mark and an integer past 64 bits are refused with what is wrong, not a generic message;
+    /// a Desk document with a byte order mark is read.
+    @Test func aByteOrderMarkAndAHugeIntegerAreNamed() async throws {
+        try await withGateway { app in
+            let marked = try await httpRequest(port: app.port, "POST", "/v1/sessions",
+                                               json: "\u{FEFF}" + #"{"userId":"demo-customer","accessToken":"demo-token"}"#)
+            #expect(marked.status == 400)
+            #expect((marked.json?["detail"] as? String)?.contains("byte order mark") == true, "\(marked.text)")
+            let customer = try await Customer.signIn(app)
+            let huge = try await customer.send("POST", "/v1/tickets/1/feedback", #"{"messageId":99999999999999999999999,"score":5,"comment":null}"#)
+            #expect(huge.status == 422)
+            #expect(huge.json?["detail"] as? String == "messageId must be from 1 to 9223372036854775807.", "\(huge.text)")
+        }
+        #expect(try JSONParser.parse(Array("\u{FEFF}{\"id\":1}".utf8), repairingStrings: true) == .object([("id", .integer(1))]))
     }
 
     @Test func forgedCursorsAreInvalidQueriesNotServerErrors() async throws {
