@@ -94,7 +94,7 @@ func migrate(database: Database, assets: String, config: GatewayConfig, logger: 
             logger.info("schema is current", metadata: ["applied": "\(applied)", "known": "\(known)"])
             return
         } catch let error as DomainError where error.code == .storeUnavailable && ContinuousClock.now < deadline {
-            logger.warning("database not reachable yet; retrying", metadata: ["error": "\(error.internalDetail ?? "")"])
+            logger.warning("database not available yet (unreachable, or taking no writes); retrying", metadata: ["error": "\(error.internalDetail ?? "")"])
             try await Task.sleep(for: .seconds(1))
         }
     }
