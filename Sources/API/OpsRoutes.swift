@@ -26,7 +26,10 @@ public struct OpsRoutes: Sendable {
         self.openAPIDocument = openAPIDocument
         self.version = version
         metrics.gauge("readiness_check_passing", help: "1 when the check passed (or warned) at the last /readyz, 0 when it failed.") {
-            [lastReadiness] in lastReadiness.values.map { ([("check", $0.name)], $0.passing ? 1 : 0) }
+            [lastReadiness] in lastReadiness.values.map { ([("check", $0.name)], $0.status != .fail ? 1 : 0) }
+        }
+        metrics.gauge("readiness_check_warning", help: "1 when the check warned at the last /readyz (the database: it takes no writes).") {
+            [lastReadiness] in lastReadiness.values.map { ([("check", $0.name)], $0.status == .warn ? 1 : 0) }
         }
         if let database {
             metrics.gauge("db_pool_connections", help: "Database pool connections by state.") {
@@ -89,7 +92,7 @@ public struct OpsRoutes: Sendable {
             }
         }
         let overall = results.map(\.status).max() ?? .pass
-        lastReadiness.record(zip(checks, results).map { ($0.name, $1.status != .fail) })
+        lastReadiness.record(zip(checks, results).map { ($0.name, $1.status) })
         var entries: [(String, JSONValue)] = []
         for (check, result) in zip(checks, results) {
             var fields: [(String, JSONValue)] = [("componentType", .string(check.componentType)),
@@ -108,8 +111,8 @@ public struct OpsRoutes: Sendable {
 
 /// Thread safety: a lock around the last outcomes.
 final class LastReadiness: Sendable {
-    private let state = Mutex<[(name: String, passing: Bool)]>([])
-    var values: [(name: String, passing: Bool)] { state.withLock { $0 } }
-    func record(_ outcomes: [(String, Bool)]) { state.withLock { $0 = outcomes.map { (name: $0.0, passing: $0.1) } } }
+    private let state = Mutex<[(name: String, status: HealthStatus)]>([])
+    var values: [(name: String, status: HealthStatus)] { state.withLock { $0 } }
+    func record(_ outcomes: [(String, HealthStatus)]) { state.withLock { $0 = outcomes.map { (name: $0.0, status: $0.1) } } }
 }
 

@@ -222,6 +222,8 @@ import Telemetry
             #expect(ready.status == 200)
             let database = ((ready.json?["checks"] as? [String: Any])?["database"] as? [[String: Any]])?.first
             #expect(database?["status"] as? String == "warn", "\(ready.text)")
+            let metrics = try await httpRequest(port: app.port, "GET", "/metrics").text
+            #expect(metrics.contains(#"readiness_check_warning{check="database"} 1"#) && metrics.contains(#"readiness_check_passing{check="database"} 1"#))
             // Writes at once, so that every pooled connection is opened again while the database is read-only.
             for _ in 0..<3 {
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
