@@ -183,9 +183,15 @@ public final class CustomerTickets: TicketCache {
         }
         let directory = await teams.current()
         let rows = tickets.map { TicketDocument.row($0, customerId: session.customerId, teams: directory) }
-        report(try await store.upsert(rows))
-        for row in rows { memory.remove(row.id) }
-        try await store.markSynced(customerId: session.customerId)
+        do {
+            report(try await store.upsert(rows))
+            for row in rows { memory.remove(row.id) }
+            try await store.markSynced(customerId: session.customerId)
+        } catch let error as DomainError where error.code == .storeUnavailable && last != nil {
+            // A database that takes no writes (a failover under way) still holds the list read before: served stale,
+            // as while Desk is away. A database that is away fails the list's own read next.
+            return true
+        }
         listSynced.put(session.customerId, true)
         return false
     }

@@ -48,7 +48,13 @@ public struct TicketReader: Sendable {
             } else {
                 fresh = try await desk.ticket(key, deskToken: deskToken)
             }
-            return (try await cache.save(fresh, customerId: customerId), .miss)
+            do {
+                return (try await cache.save(fresh, customerId: customerId), .miss)
+            } catch let error as DomainError where error.code == .storeUnavailable && cached != nil {
+                // A database that takes no writes (a failover under way) still holds the copy: served stale, as while
+                // Desk is away.
+                return (cached!, .stale)
+            }
         } catch let error as DomainError where error.code == .upstreamUnavailable || error.code == .rateLimited {
             guard let cached else { throw error }
             return (cached, .stale)

@@ -196,6 +196,7 @@ import Telemetry
     @Test func aDatabaseThatTakesNoWritesAnswers503AndReadyzWarns() async throws {
         try await TestGateway.with(configure: {
             $0.deskEmulatorPersistent = false
+            $0.cacheTTLSeconds = 1
             $0.signInPerMinute = 10_000
             $0.signInBurst = 10_000
             $0.signInPerUserPerMinute = 10_000
@@ -204,7 +205,9 @@ import Telemetry
             let customer = try await Customer.signIn(app)
             let id = try #require(try await customer.createTicket("before")["id"] as? Int)
             #expect(try await customer.send("GET", "/v1/tickets/\(id)").status == 200)
+            #expect(try await customer.send("GET", "/v1/tickets?status=all").status == 200)
             let admin = Database.forTests(try #require(app.config.databaseURL), poolSize: 1)
+            let key = try await APIKeyStore(database: admin).create(name: "dashboard", scopes: ["reports"]).key
             defer { admin.shutdown() }
             func setReadOnly(_ on: Bool) async throws {
                 try await admin.query("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I \(on ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only")', current_database()); END $$")
@@ -218,6 +221,12 @@ import Telemetry
             #expect(refused.json?["code"] as? String == "service_unavailable")
             #expect(refused.header("Retry-After") != nil)
             #expect(try await customer.send("GET", "/v1/tickets/\(id)").status == 200)
+            // Reads go on: a report (its key's last use goes unrecorded), and the list as the database holds it.
+            let report = try await httpRequest(port: app.port, "GET", "/v1/reports/csat?tz=UTC", headers: [("X-API-Key", key)])
+            #expect(report.status == 200, "\(report.text)")
+            try await Task.sleep(for: .milliseconds(Int(app.config.cacheTTLSeconds) * 1000 + 200))
+            let list = try await customer.send("GET", "/v1/tickets?status=all")
+            #expect(list.status == 200 && list.json?["stale"] as? Bool == true, "\(list.text)")
             let ready = try await httpRequest(port: app.port, "GET", "/readyz")
             #expect(ready.status == 200)
             let database = ((ready.json?["checks"] as? [String: Any])?["database"] as? [[String: Any]])?.first
