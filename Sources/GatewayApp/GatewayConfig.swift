@@ -85,17 +85,12 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
     /// The settings that differ from their defaults, secrets redacted.
     public var description: String { "GatewayConfig(\(assignments.joined(separator: ", ")))" }
 
-    /// `NAME=value` of each setting that differs from its default, in the table's order, secrets redacted.
+    /// `NAME=value` of each setting that differs from its default, in the table's order and its own syntax, secrets
+    /// redacted.
     public var assignments: [String] {
-        GatewaySettings.all.filter { values[$0.name] != nil }.map { setting in
-            "\(setting.name)=\(setting.secret ? "<redacted>" : String(describing: values[setting.name].map { Self.plain($0) } ?? ""))"
+        GatewaySettings.all.compactMap { setting in
+            guard let value = values[setting.name] else { return nil }
+            return "\(setting.name)=\(setting.secret ? "<redacted>" : setting.text(of: value))"
         }
-    }
-
-    private static func plain(_ value: any Sendable) -> String {
-        if let list = value as? [String] { return list.joined(separator: ",") }
-        let mirror = Mirror(reflecting: value)
-        if mirror.displayStyle == .optional { return mirror.children.first.map { "\($0.value)" } ?? "unset" }
-        return "\(value)"
     }
 }

@@ -40,7 +40,7 @@ public struct GatewaySettings: Sendable {
     public let deskEmulatorPersistent = Setting<Bool>(
         "DESK_EMULATOR_STATE", true, .desk,
         "where the embedded emulator keeps its state: `database` (survives restarts) or `memory`",
-        accepts: "database or memory", defaultText: "database") { (text: String) throws(SettingProblem) -> Bool in
+        accepts: "database or memory", defaultText: "database", format: { $0 ? "database" : "memory" }) { (text: String) throws(SettingProblem) -> Bool in
         switch text.lowercased() {
         case "database": return true
         case "memory": return false
@@ -177,13 +177,15 @@ public struct GatewaySettings: Sendable {
         "REPORT_PAGE_SMALL_SAMPLE", 10, 0...1_000_000, .reportPage, "agents and teams with fewer responses are flagged \"few\" (0: never)")
     public let reportCSATTarget = Setting<Double?>(
         "REPORT_CSAT_TARGET", nil, .reportPage, "CSAT % to reach: a goal line on the trend, \"vs target\" on agents and teams",
-        accepts: "number, 0–100", defaultText: "") { (text: String) throws(SettingProblem) -> Double? in
+        accepts: "number, 0–100", defaultText: "", format: { $0.map(Setting<Double>.text) ?? "unset" }) { (text: String) throws(SettingProblem) -> Double? in
         guard let value = Double(text), value.isFinite, (0...100).contains(value) else { throw SettingProblem("expected a number from 0 to 100") }
         return value
     }
     public let reportCSATTeamTargets = Setting<[Int: Double]>(
         "REPORT_CSAT_TEAM_TARGETS", [:], .reportPage, "CSAT % targets of single teams, by team id (others use REPORT_CSAT_TARGET)",
-        accepts: "comma-separated TEAM_ID=PERCENT", defaultText: "") { (text: String) throws(SettingProblem) -> [Int: Double] in
+        accepts: "comma-separated TEAM_ID=PERCENT", defaultText: "",
+        format: { $0.sorted { $0.key < $1.key }.map { "\($0.key)=\(Setting<Double>.text($0.value))" }.joined(separator: ",") }) {
+        (text: String) throws(SettingProblem) -> [Int: Double] in
         var targets: [Int: Double] = [:]
         for item in text.split(separator: ",") {
             let parts = item.split(separator: "=").map { $0.trimmingCharacters(in: .whitespaces) }
@@ -200,7 +202,7 @@ public struct GatewaySettings: Sendable {
         accepts: "http(s) URL", check: SettingChecks.dashboardURL)
     public let reportPageSecureCookie = Setting<Bool?>(
         "REPORT_PAGE_SECURE_COOKIE", nil, .reportPage, "`Secure` on the page's cookie: `auto` follows the request's scheme",
-        accepts: "auto, true or false", defaultText: "auto") { (text: String) throws(SettingProblem) -> Bool? in
+        accepts: "auto, true or false", defaultText: "auto", format: { $0.map { "\($0)" } ?? "auto" }) { (text: String) throws(SettingProblem) -> Bool? in
         switch text.lowercased() {
         case "auto": return nil
         case "true": return true

@@ -41,9 +41,12 @@ public struct Setting<Value: Sendable>: Sendable {
     /// Its value never appears in logs or in `description`.
     public let secret: Bool
     let parse: @Sendable (String) throws(SettingProblem) -> Value
+    /// A value as the setting's own syntax writes it (what `settings --check` and the start-up log print).
+    let format: @Sendable (Value) -> String
 
     init(_ name: String, _ defaultValue: Value, _ section: SettingSection, _ summary: String, accepts: String, defaultText: String,
-         required: String? = nil, secret: Bool = false, parse: @escaping @Sendable (String) throws(SettingProblem) -> Value) {
+         required: String? = nil, secret: Bool = false, format: @escaping @Sendable (Value) -> String = { plainText($0) },
+         parse: @escaping @Sendable (String) throws(SettingProblem) -> Value) {
         self.name = name
         self.defaultValue = defaultValue
         self.section = section
@@ -53,7 +56,16 @@ public struct Setting<Value: Sendable>: Sendable {
         self.required = required
         self.secret = secret
         self.parse = parse
+        self.format = format
     }
+}
+
+/// Lists joined by commas, an optional's value or `unset`, anything else as Swift prints it.
+func plainText(_ value: Any) -> String {
+    if let list = value as? [String] { return list.joined(separator: ",") }
+    let mirror = Mirror(reflecting: value)
+    if mirror.displayStyle == .optional { return mirror.children.first.map { plainText($0.value) } ?? "unset" }
+    return "\(value)"
 }
 
 /// What the reference and the reader need of a setting, whatever its type.
@@ -67,9 +79,16 @@ public protocol AnySetting: Sendable {
     var secret: Bool { get }
     /// Parses `text` (nil or blank: unset, the default applies) into `values`.
     func read(_ text: String?, into values: inout [String: any Sendable]) throws(ConfigError)
+    /// A value `read` stored, in the setting's own syntax.
+    func text(of value: any Sendable) -> String
 }
 
 extension Setting: AnySetting {
+    public func text(of value: any Sendable) -> String {
+        guard let value = value as? Value else { return plainText(value) }
+        return format(value)
+    }
+
     public func read(_ text: String?, into values: inout [String: any Sendable]) throws(ConfigError) {
         guard let trimmed = text?.trimmingCharacters(in: .whitespaces), !trimmed.isEmpty else { return }
         do {
@@ -97,7 +116,7 @@ extension Setting where Value == Double {
     /// A decimal number such as 24 or 0.05 (retention in minutes, for soaks and tests).
     static func decimal(_ name: String, _ value: Double, _ range: ClosedRange<Double>, _ section: SettingSection, _ summary: String) -> Setting {
         Setting(name, value, section, summary, accepts: "number, \(Self.text(range.lowerBound))–\(Self.text(range.upperBound))",
-                defaultText: Self.text(value)) { (text: String) throws(SettingProblem) -> Double in
+                defaultText: Self.text(value), format: Self.text) { (text: String) throws(SettingProblem) -> Double in
             guard let number = Double(text), number.isFinite, range.contains(number) else {
                 throw SettingProblem("expected a number from \(Self.text(range.lowerBound)) to \(Self.text(range.upperBound))")
             }

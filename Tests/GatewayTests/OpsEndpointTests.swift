@@ -417,4 +417,24 @@ import Telemetry
         let config = try GatewayConfig.fromEnvironment(["DATABASE_URL": "postgresql://app:hunter2@db/app"])
         #expect(!config.description.contains("hunter2"))
     }
+
+    /// What `settings --check` and the start-up log print can be pasted back: each value in its setting's own syntax.
+    @Test func settingsArePrintedAsTheyAreWritten() throws {
+        let config = try GatewayConfig.fromEnvironment([
+            "DESK_EMULATOR_STATE": "memory", "REPORT_CSAT_TEAM_TARGETS": "12=90, 3=85.5", "REPORT_CSAT_TARGET": "80",
+            "REPORT_PAGE_SECURE_COOKIE": "auto", "RETENTION_IDEMPOTENCY_HOURS": "48", "REPORT_TIME_ZONES": "UTC,Asia/Kolkata",
+            "DESK_BASE_URL": "https://desk.example", "DESK_APP_ID": "app", "SESSION_KEY": String(repeating: "A", count: 43) + "=",
+        ])
+        #expect(config.assignments == [
+            "DESK_BASE_URL=https://desk.example", "DESK_APP_ID=app", "DESK_EMULATOR_STATE=memory", "SESSION_KEY=<redacted>",
+            "REPORT_TIME_ZONES=UTC,Asia/Kolkata", "REPORT_CSAT_TARGET=80", "REPORT_CSAT_TEAM_TARGETS=3=85.5,12=90",
+            "REPORT_PAGE_SECURE_COOKIE=auto", "RETENTION_IDEMPOTENCY_HOURS=48",
+        ])
+        // Every setting's value read back from what is printed gives the same assignments.
+        let again = try GatewayConfig.fromEnvironment(Dictionary(uniqueKeysWithValues: config.assignments.map {
+            let cut = $0.firstIndex(of: "=")!
+            return (String($0[..<cut]), $0[$0.index(after: cut)...] == "<redacted>" ? String(repeating: "A", count: 43) + "=" : String($0[$0.index(after: cut)...]))
+        }))
+        #expect(again.assignments == config.assignments)
+    }
 }
