@@ -18,17 +18,38 @@ public final class PostgresConnection {
     /// Unnamed statements only (see `PostgresConfiguration.transactionPooling`).
     private let unnamed: Bool
 
+    /// Before `dbname`, so the connection string's own values win: a server that stops answering (its host gone, the
+    /// network cut, a failover that moved its address) is noticed in about half a minute instead of the kernel's two
+    /// hours, and the statement waiting on it fails as a dropped connection would.
+    static let deadServerDetection: [(String, String)] = [
+        ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3"),
+        ("tcp_user_timeout", "20000"),
+    ]
+
     init(configuration: PostgresConfiguration) {
         unnamed = configuration.transactionPooling
-        if configuration.transactionPooling {
-            // pgbouncer refuses an `options` startup parameter.
-            keywords = ["dbname", "connect_timeout", "application_name"]
-            values = [configuration.connectionString, String(configuration.connectTimeoutSeconds), configuration.applicationName]
-        } else {
-            keywords = ["dbname", "connect_timeout", "options", "application_name"]
-            values = [configuration.connectionString, String(configuration.connectTimeoutSeconds),
-                      "-c statement_timeout=\(configuration.statementTimeoutMilliseconds) -c client_min_messages=warning", configuration.applicationName]
+        var keywords = Self.deadServerDetection.map(\.0) + ["dbname", "connect_timeout", "application_name"]
+        var values = Self.deadServerDetection.map(\.1)
+            + [configuration.connectionString, String(configuration.connectTimeoutSeconds), configuration.applicationName]
+        // pgbouncer refuses an `options` startup parameter.
+        if !configuration.transactionPooling {
+            keywords.append("options")
+            values.append("-c statement_timeout=\(configuration.statementTimeoutMilliseconds) -c client_min_messages=warning")
         }
+        self.keywords = keywords
+        self.values = values
+    }
+
+    /// The value in effect of a libpq connection option (`keepalives_idle`, …), nil when unset or not connected.
+    public func option(_ keyword: String) -> String? {
+        guard let raw, let options = PQconninfo(raw) else { return nil }
+        defer { PQconninfoFree(options) }
+        var index = 0
+        while let name = options[index].keyword {
+            if String(cString: name) == keyword { return options[index].val.map { String(cString: $0) } }
+            index += 1
+        }
+        return nil
     }
 
     /// A connection outside any pool, for work that must stay synchronous; it connects on first use and again

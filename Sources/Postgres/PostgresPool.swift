@@ -27,6 +27,8 @@ public final class PostgresPool: Sendable {
                 queue.threadEnded()
             }
         }
+        // Not counted in `threadsRunning`: it never enters libpq, so shutdown need not wait for it.
+        Threads.start("postgres-waits") { [queue] in queue.expireWaiting() }
     }
 
     /// Pool threads that have not returned yet (0 once `shutdown` has waited them out).
@@ -176,6 +178,33 @@ final class JobQueue: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Fails the jobs that have waited longer than the acquire timeout while every connection stays busy (statements
+    /// running long, a server that stopped answering): their callers hear so after the timeout, not whenever a
+    /// connection frees. Returns when the pool closes.
+    func expireWaiting() {
+        let step = min(max(acquireTimeout / 4, .milliseconds(10)), .milliseconds(250))
+        while true {
+            condition.lock()
+            if closed {
+                condition.unlock()
+                return
+            }
+            var expired: [Job] = []
+            let now = ContinuousClock.now
+            while head < jobs.count, now - jobs[head].enqueued > acquireTimeout {
+                expired.append(jobs[head])
+                head += 1
+            }
+            condition.unlock()
+            for job in expired { job.fail(timeoutError) }
+            Thread.sleep(forTimeInterval: Double(step.components.attoseconds) / 1e18 + Double(step.components.seconds))
+        }
+    }
+
+    private var timeoutError: PostgresError {
+        PostgresError(code: .poolTimeout, detail: "waited longer than \(acquireTimeout) for a connection")
+    }
+
     /// The loop of one pool thread; returns when the pool closes.
     func work(with connection: PostgresConnection) {
         while true {
@@ -197,7 +226,8 @@ final class JobQueue: @unchecked Sendable {
 
             var complete: @Sendable () -> Void
             if ContinuousClock.now - job.enqueued > acquireTimeout {
-                complete = { job.fail(PostgresError(code: .poolTimeout, detail: "waited longer than \(self.acquireTimeout) for a connection")) }
+                let error = timeoutError
+                complete = { job.fail(error) }
             } else {
                 complete = job.run(connection)
             }

@@ -276,6 +276,56 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
+    /// A caller waits for a connection at most the acquire timeout, even while every connection stays busy (a long
+    /// statement, a server that stopped answering), not until one frees.
+    @Test func aWaitForAConnectionEndsAtTheAcquireTimeout() async throws {
+        try await TestPostgres.withDatabase { url in
+            let pool = PostgresPool(configuration: PostgresConfiguration(
+                connectionString: url, poolSize: 1, connectTimeoutSeconds: TestLimits.connectTimeoutSeconds,
+                statementTimeoutMilliseconds: 60_000, acquireTimeoutMilliseconds: 500))
+            let blocker = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1))
+            defer { pool.shutdown(); blocker.shutdown() }
+            try await blocker.query("SELECT pg_advisory_lock(43)")
+            let busy = Task { try await pool.query("SELECT pg_advisory_xact_lock_shared(43)") }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while pool.statistics.inUse < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            // Let go in any case, so a pool that waits for the connection still ends the test.
+            let release = Task {
+                try await Task.sleep(for: .seconds(20))
+                try await blocker.query("SELECT pg_advisory_unlock(43)")
+            }
+            var failedWhileBusy = false
+            do {
+                try await pool.query("SELECT 1")
+                Issue.record("the query ran although the only connection was busy")
+            } catch let error as PostgresError {
+                #expect(error.code == .poolTimeout)
+                failedWhileBusy = pool.statistics.inUse == 1
+            }
+            #expect(failedWhileBusy, "the wait ended only when the connection was free again")
+            release.cancel()
+            try await blocker.query("SELECT pg_advisory_unlock(43)")
+            _ = try await busy.value
+            #expect(try await pool.query("SELECT 2")[0].decode(0, as: Int.self) == 2)
+        }
+    }
+
+    /// A server that stops answering is given up on in about half a minute (TCP keepalives and a user timeout), and a
+    /// connection string's own values win over the gateway's.
+    @Test func connectionsNoticeADeadServer() async throws {
+        try await TestPostgres.withDatabase { url in
+            let plain = PostgresConnection.standalone(PostgresConfiguration.forTests(url, poolSize: 1))
+            try plain.connectIfNeeded()
+            #expect(plain.option("keepalives") == "1" && plain.option("keepalives_idle") == "10")
+            #expect(plain.option("keepalives_interval") == "5" && plain.option("keepalives_count") == "3")
+            #expect(plain.option("tcp_user_timeout") == "20000")
+            let tuned = PostgresConnection.standalone(PostgresConfiguration.forTests(url + " keepalives_idle=30 tcp_user_timeout=0", poolSize: 1))
+            try tuned.connectIfNeeded()
+            #expect(tuned.option("keepalives_idle") == "30" && tuned.option("tcp_user_timeout") == "0")
+            #expect(try tuned.query("SELECT 1")[0].decode(0, as: Int.self) == 1)
+        }
+    }
+
     @Test func reconnectsAfterTheServerRestarts() async throws {
         let cluster = try TestPostgres.privateCluster()
         try await cluster.start()
