@@ -86,14 +86,20 @@ public struct OutboxReadinessCheck: ReadinessCheck {
     public let componentType = "component"
     let outbox: any OutboxQueue
     let warnAgeSeconds: Double
+    let timeout: Duration
 
-    public init(outbox: any OutboxQueue, warnAgeSeconds: Double) {
+    public init(outbox: any OutboxQueue, warnAgeSeconds: Double, timeout: Duration = .seconds(2)) {
         self.outbox = outbox
         self.warnAgeSeconds = warnAgeSeconds
+        self.timeout = timeout
     }
 
     public func check() async -> CheckResult {
-        guard let depth = try? await outbox.depth() else { return CheckResult(status: .warn, output: "outbox depth unknown") }
+        // Bounded like the database's check: with every connection stuck, the answer must still come within a probe's
+        // timeout (the database's check says what is wrong).
+        guard let depth = await withDeadline(timeout, { [outbox] in try? await outbox.depth() }) ?? nil else {
+            return CheckResult(status: .warn, output: "outbox depth unknown")
+        }
         if depth.pending > 0, depth.oldestSeconds > warnAgeSeconds {
             return CheckResult(status: .warn, observedValue: Double(depth.pending), observedUnit: "operations",
                                output: "oldest pending operation is \(Int(depth.oldestSeconds)) s old")

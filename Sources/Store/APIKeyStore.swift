@@ -58,19 +58,21 @@ public struct APIKeyStore: APIKeyDirectory {
     /// A live key's id, scopes and teams (nil: every team), or nil.
     public func live(_ key: String) async throws -> (id: Int, scopes: [String], teamIds: [Int]?)? {
         let hash = PostgresBytes(TokenVault.hash(key))
-        let rows: PostgresRows
-        do {
-            rows = try await database.query("""
-                UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1 AND revoked_at IS NULL
-                RETURNING id, array_to_string(scopes, ','), array_to_string(team_ids, ',')
-                """, [hash])
-        } catch let error as DomainError where error.code == .storeUnavailable {
-            // A database that takes no writes (a standby, a failover under way) still answers who the key is: reports
-            // are reads, and only the key's last use goes unrecorded. A database that is away fails here again.
-            rows = try await database.query("""
-                SELECT id, array_to_string(scopes, ','), array_to_string(team_ids, ',') FROM api_keys
-                 WHERE key_hash = $1 AND revoked_at IS NULL
-                """, [hash])
+        let rows = try await database.withConnection { connection in
+            do {
+                return try connection.query("""
+                    UPDATE api_keys SET last_used_at = now() WHERE key_hash = $1 AND revoked_at IS NULL
+                    RETURNING id, array_to_string(scopes, ','), array_to_string(team_ids, ',')
+                    """, [hash])
+            } catch let error as PostgresError where error.sqlState == PostgresError.readOnlyTransaction {
+                // A database that takes no writes (a standby, a failover under way) still answers who the key is:
+                // reports are reads, and only the key's last use goes unrecorded. Only that refusal is read again: a
+                // database that is away, or a pool with no free connection, fails once, not twice.
+                return try connection.query("""
+                    SELECT id, array_to_string(scopes, ','), array_to_string(team_ids, ',') FROM api_keys
+                     WHERE key_hash = $1 AND revoked_at IS NULL
+                    """, [hash])
+            }
         }
         guard let row = rows.first else { return nil }
         return (try row.decode(0), try row.decode(1, as: String.self).split(separator: ",").map(String.init), Self.ids(row[2]))

@@ -82,6 +82,25 @@ import Telemetry
         }
     }
 
+    /// With every connection stuck (here on a lock; in life on a server that stopped answering) `/readyz` still
+    /// answers within its checks' deadline, as a probe's timeout needs: the outbox's depth is not waited for.
+    @Test func readinessAnswersWhileEveryConnectionIsStuck() async throws {
+        try await TestGateway.with(configure: { $0.dbPoolSize = 1 }) { app in
+            let admin = Database.forTests(try #require(app.config.databaseURL), poolSize: 1)
+            defer { admin.shutdown() }
+            let locked = Task { try await admin.transaction { tx in
+                try tx.query("LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE")
+                try tx.query("SELECT pg_sleep(8)")
+            } }
+            try await Task.sleep(for: .milliseconds(300))
+            let ready = try await httpRequest(port: app.port, "GET", "/readyz")
+            let checks = ready.json?["checks"] as? [String: Any]
+            let outbox = (checks?["outbox"] as? [[String: Any]])?.first
+            #expect(outbox?["status"] as? String == "warn" && outbox?["output"] as? String == "outbox depth unknown", "\(ready.text)")
+            _ = try await locked.value
+        }
+    }
+
     @Test func unknownRoutesAndMethodsGetProblemDetails() async throws {
         try await TestGateway.with { app in
             let missing = try await httpRequest(port: app.port, "GET", "/v1/does-not-exist", headers: [("X-Request-ID", "trace-123")])
