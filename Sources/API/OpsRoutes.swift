@@ -39,6 +39,10 @@ public struct OpsRoutes: Sendable {
             metrics.gauge("db_pool_waiting", help: "Callers waiting for a database connection.") {
                 [([], Double(database.statistics.waiting))]
             }
+            metrics.gauge("db_pool_timeouts_total", help: "Callers whose wait for a database connection ran out (answered 503).",
+                          kind: .counter) {
+                [([], Double(database.statistics.timedOut))]
+            }
         }
     }
 

@@ -114,9 +114,11 @@ public struct DatabaseStatistics: Sendable {
     public let inUse: Int
     public let idle: Int
     public let waiting: Int
+    /// Callers whose wait for a connection ran out since the pool started.
+    public let timedOut: Int
 
-    public init(size: Int, inUse: Int, idle: Int, waiting: Int) {
-        (self.size, self.inUse, self.idle, self.waiting) = (size, inUse, idle, waiting)
+    public init(size: Int, inUse: Int, idle: Int, waiting: Int, timedOut: Int = 0) {
+        (self.size, self.inUse, self.idle, self.waiting, self.timedOut) = (size, inUse, idle, waiting, timedOut)
     }
 }
 

@@ -7,6 +7,8 @@ public struct PostgresPoolStatistics: Sendable {
     public let inUse: Int
     public let idle: Int
     public let waiting: Int
+    /// Callers whose wait for a connection ran out (`poolTimeout`) since the pool started.
+    public let timedOut: Int
 }
 
 /// A fixed set of connections, each owned by its own thread. Blocking libpq calls therefore never run on the Swift
@@ -35,9 +37,9 @@ public final class PostgresPool: Sendable {
     public var threadsRunning: Int { queue.threadsRunning }
 
     public var statistics: PostgresPoolStatistics {
-        let (busy, waiting) = queue.counts
+        let (busy, waiting, timedOut) = queue.counts
         let size = max(1, configuration.poolSize)
-        return PostgresPoolStatistics(size: size, inUse: busy, idle: size - busy, waiting: waiting)
+        return PostgresPoolStatistics(size: size, inUse: busy, idle: size - busy, waiting: waiting, timedOut: timedOut)
     }
 
     /// Runs `body` with a connection on one of the pool's threads.
@@ -113,6 +115,8 @@ final class JobQueue: @unchecked Sendable {
     private var jobs: [Job] = []
     private var head = 0
     private var busy = 0
+    /// Kept apart from `condition`: counted off the lock, read by scrapes.
+    private let timedOut = Atomic<Int>(0)
     private var closed = false
     private var threads = 0
     private let acquireTimeout: Duration
@@ -121,10 +125,10 @@ final class JobQueue: @unchecked Sendable {
         self.acquireTimeout = acquireTimeout
     }
 
-    var counts: (busy: Int, waiting: Int) {
+    var counts: (busy: Int, waiting: Int, timedOut: Int) {
         condition.lock()
         defer { condition.unlock() }
-        return (busy, jobs.count - head)
+        return (busy, jobs.count - head, timedOut.load(ordering: .relaxed))
     }
 
     func submit(_ job: Job) {
@@ -183,6 +187,7 @@ final class JobQueue: @unchecked Sendable {
     /// connection frees. Returns when the pool closes.
     func expireWaiting() {
         let step = min(max(acquireTimeout / 4, .milliseconds(10)), .milliseconds(250))
+        let pause = Double(step.components.seconds) + Double(step.components.attoseconds) / 1e18
         while true {
             condition.lock()
             if closed {
@@ -196,8 +201,9 @@ final class JobQueue: @unchecked Sendable {
                 head += 1
             }
             condition.unlock()
+            timedOut.add(expired.count, ordering: .relaxed)
             for job in expired { job.fail(timeoutError) }
-            Thread.sleep(forTimeInterval: Double(step.components.attoseconds) / 1e18 + Double(step.components.seconds))
+            Thread.sleep(forTimeInterval: pause)
         }
     }
 
@@ -226,6 +232,7 @@ final class JobQueue: @unchecked Sendable {
 
             var complete: @Sendable () -> Void
             if ContinuousClock.now - job.enqueued > acquireTimeout {
+                timedOut.add(1, ordering: .relaxed)
                 let error = timeoutError
                 complete = { job.fail(error) }
             } else {

@@ -27,7 +27,7 @@ public final class Database: DatabaseProbe {
 
     public var statistics: DatabaseStatistics {
         let stats = pool.statistics
-        return DatabaseStatistics(size: stats.size, inUse: stats.inUse, idle: stats.idle, waiting: stats.waiting)
+        return DatabaseStatistics(size: stats.size, inUse: stats.inUse, idle: stats.idle, waiting: stats.waiting, timedOut: stats.timedOut)
     }
 
     /// Fails waiting and future work and closes the connections.

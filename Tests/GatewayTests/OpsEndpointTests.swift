@@ -92,7 +92,14 @@ import Telemetry
                 try tx.query("LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE")
                 try tx.query("SELECT pg_sleep(8)")
             } }
-            try await Task.sleep(for: .milliseconds(300))
+            let watcher = Database.forTests(try #require(app.config.databaseURL), poolSize: 1)
+            defer { watcher.shutdown() }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline, try await watcher.query("""
+                SELECT 1 FROM pg_locks WHERE relation = 'outbox'::regclass AND mode = 'AccessExclusiveLock' AND granted
+                """).isEmpty {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             let ready = try await httpRequest(port: app.port, "GET", "/readyz")
             let checks = ready.json?["checks"] as? [String: Any]
             let outbox = (checks?["outbox"] as? [[String: Any]])?.first
@@ -152,6 +159,7 @@ import Telemetry
             #expect(text.contains("db_pool_connections{state=\"idle\"}"))
             // The gauge is there with a count (not necessarily 0: the background loops share the pool).
             #expect(text.split(separator: "\n").contains { $0.hasPrefix("db_pool_waiting ") && Int($0.dropFirst("db_pool_waiting ".count)) != nil })
+            #expect(text.contains("# TYPE db_pool_timeouts_total counter\ndb_pool_timeouts_total 0"))
             #expect(text.contains("http_requests_in_flight"))
             #expect(!text.contains("/nope/123"))
         }

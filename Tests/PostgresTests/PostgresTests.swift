@@ -285,6 +285,11 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
                 statementTimeoutMilliseconds: 60_000, acquireTimeoutMilliseconds: 500))
             let blocker = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1))
             defer { pool.shutdown(); blocker.shutdown() }
+            // Connected first: on a loaded machine the connection may take longer than the wait allowed.
+            var connected = false
+            for _ in 0..<60 where !connected { connected = (try? await pool.query("SELECT 1")) != nil }
+            try #require(connected)
+            let before = pool.statistics.timedOut
             try await blocker.query("SELECT pg_advisory_lock(43)")
             let busy = Task { try await pool.query("SELECT pg_advisory_xact_lock_shared(43)") }
             let deadline = ContinuousClock.now + .seconds(30)
@@ -301,6 +306,7 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
             } catch let error as PostgresError {
                 #expect(error.code == .poolTimeout)
                 failedWhileBusy = pool.statistics.inUse == 1
+                #expect(pool.statistics.timedOut - before == 1)
             }
             #expect(failedWhileBusy, "the wait ended only when the connection was free again")
             release.cancel()
