@@ -7,6 +7,8 @@ public import Telemetry
 /// `/livez`, `/readyz`, `/metrics` and `/openapi.yaml`.
 public struct OpsRoutes: Sendable {
     let checks: [any ReadinessCheck]
+    /// How long `/readyz` waits for each check.
+    let checkDeadline: Duration
     let metrics: MetricsRegistry
     let openAPIDocument: String?
     let version: String
@@ -19,8 +21,9 @@ public struct OpsRoutes: Sendable {
     private let checkResults = CachedValue<[CheckResult]>(ttl: 1)
 
     public init(checks: [any ReadinessCheck], metrics: MetricsRegistry, database: (any DatabaseProbe)?, openAPIDocument: String?,
-                version: String, watchdog: Watchdog? = nil) {
+                version: String, watchdog: Watchdog? = nil, checkDeadline: Duration = .seconds(2)) {
         self.checks = checks
+        self.checkDeadline = checkDeadline
         self.watchdog = watchdog
         self.metrics = metrics
         self.openAPIDocument = openAPIDocument
@@ -85,10 +88,12 @@ public struct OpsRoutes: Sendable {
 
     /// `application/health+json`; 503 when any check fails, 200 on pass or warn.
     func readiness() async -> HTTPResponse {
-        let results = await checkResults.shared { [checks] in
+        let results = await checkResults.shared { [checks, checkDeadline] in
             await withTaskGroup(of: (Int, CheckResult).self) { group in
                 for (index, check) in checks.enumerated() {
-                    group.addTask { (index, await check.check()) }
+                    group.addTask {
+                        (index, await withDeadline(checkDeadline) { await check.check() } ?? check.unanswered(within: checkDeadline))
+                    }
                 }
                 var results = [CheckResult?](repeating: nil, count: checks.count)
                 for await (index, result) in group { results[index] = result }

@@ -23,12 +23,15 @@ public struct CheckResult: Sendable {
     }
 }
 
-/// One dependency that `/readyz` reports on.
+/// One dependency that `/readyz` reports on. `/readyz` gives each check a deadline, enforced without waiting for the
+/// check itself, so no stuck call holds the probe open.
 public protocol ReadinessCheck: Sendable {
     /// Key in the `checks` map.
     var name: String { get }
     var componentType: String { get }
     func check() async -> CheckResult
+    /// What the check's silence past `deadline` means for this dependency.
+    func unanswered(within deadline: Duration) -> CheckResult
 }
 
 /// Milliseconds since `start`, two decimals.
@@ -43,41 +46,30 @@ public struct DatabaseReadinessCheck: ReadinessCheck {
     public let name = "database"
     public let componentType = "datastore"
     let database: any DatabaseProbe
-    let timeout: Duration
 
-    public init(database: any DatabaseProbe, timeout: Duration = .seconds(2)) {
+    public init(database: any DatabaseProbe) {
         self.database = database
-        self.timeout = timeout
     }
 
     public func check() async -> CheckResult {
         let started = ContinuousClock.now
-        let outcome = await withDeadline(timeout) { [database] () -> Result<Bool, CheckFailure> in
-            do {
-                return .success(try await database.acceptsWrites())
-            } catch let error as DomainError {
-                return .failure(CheckFailure(message: error.internalDetail ?? error.message))
-            } catch {
-                return .failure(CheckFailure(message: "unexpected error"))
+        do {
+            guard try await database.acceptsWrites() else {
+                // Reads (cached tickets, reports) still work, so the instance keeps its traffic; writes answer 503.
+                return CheckResult(status: .warn, observedValue: milliseconds(since: started), observedUnit: "ms",
+                                   output: "the database takes no writes (a standby, or default_transaction_read_only): writes answer 503")
             }
-        }
-        switch outcome {
-        case .some(.success(true)):
             return CheckResult(status: .pass, observedValue: milliseconds(since: started), observedUnit: "ms")
-        case .some(.success(false)):
-            // Reads (cached tickets, reports) still work, so the instance keeps its traffic; writes answer 503.
-            return CheckResult(status: .warn, observedValue: milliseconds(since: started), observedUnit: "ms",
-                               output: "the database takes no writes (a standby, or default_transaction_read_only): writes answer 503")
-        case .some(.failure(let failure)):
-            return CheckResult(status: .fail, output: failure.message)
-        case .none:
-            return CheckResult(status: .fail, output: "no answer within \(timeout)")
+        } catch let error as DomainError {
+            return CheckResult(status: .fail, output: error.internalDetail ?? error.message)
+        } catch {
+            return CheckResult(status: .fail, output: "unexpected error")
         }
     }
-}
 
-struct CheckFailure: Error {
-    let message: String
+    public func unanswered(within deadline: Duration) -> CheckResult {
+        CheckResult(status: .fail, output: "no answer within \(deadline)")
+    }
 }
 
 /// Outbox depth: `warn` while the oldest operation waiting for Desk is older than the configured age.
@@ -86,24 +78,23 @@ public struct OutboxReadinessCheck: ReadinessCheck {
     public let componentType = "component"
     let outbox: any OutboxQueue
     let warnAgeSeconds: Double
-    let timeout: Duration
 
-    public init(outbox: any OutboxQueue, warnAgeSeconds: Double, timeout: Duration = .seconds(2)) {
+    public init(outbox: any OutboxQueue, warnAgeSeconds: Double) {
         self.outbox = outbox
         self.warnAgeSeconds = warnAgeSeconds
-        self.timeout = timeout
     }
 
     public func check() async -> CheckResult {
-        // Bounded like the database's check: with every connection stuck, the answer must still come within a probe's
-        // timeout (the database's check says what is wrong).
-        guard let depth = await withDeadline(timeout, { [outbox] in try? await outbox.depth() }) ?? nil else {
-            return CheckResult(status: .warn, output: "outbox depth unknown")
-        }
+        guard let depth = try? await outbox.depth() else { return Self.unknown }
         if depth.pending > 0, depth.oldestSeconds > warnAgeSeconds {
             return CheckResult(status: .warn, observedValue: Double(depth.pending), observedUnit: "operations",
                                output: "oldest pending operation is \(Int(depth.oldestSeconds)) s old")
         }
         return CheckResult(status: .pass, observedValue: Double(depth.pending), observedUnit: "operations")
     }
+
+    /// The database's own check says what is wrong with it.
+    public func unanswered(within deadline: Duration) -> CheckResult { Self.unknown }
+
+    static let unknown = CheckResult(status: .warn, output: "outbox depth unknown")
 }

@@ -40,8 +40,9 @@ public final class PostgresConnection {
         self.values = values
     }
 
-    /// The value in effect of a libpq connection option (`keepalives_idle`, …), nil when unset or not connected.
-    public func option(_ keyword: String) -> String? {
+    /// The value in effect of a libpq connection option (`keepalives_idle`, …), nil when unset or not connected; for
+    /// tests.
+    package func option(_ keyword: String) -> String? {
         guard let raw, let options = PQconninfo(raw) else { return nil }
         defer { PQconninfoFree(options) }
         var index = 0
