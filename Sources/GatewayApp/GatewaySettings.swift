@@ -65,7 +65,7 @@ public struct GatewaySettings: Sendable {
         "REPORT_REPLICA_MAX_LAG_S", 30, 0...86_400, .database, "report reads leave a replica lagging more than this, for the primary")
     public let dbConnectTimeoutSeconds = Setting.integer("DB_CONNECT_TIMEOUT_S", 5, 1...300, .database, "connection attempt timeout")
     public let dbStatementTimeoutMilliseconds = Setting.integer(
-        "DB_STATEMENT_TIMEOUT_MS", 5000, 10...3_600_000, .database, "server-side `statement_timeout` of every statement")
+        "DB_STATEMENT_TIMEOUT_MS", 5000, 10...3_600_000, .database, "`statement_timeout` of every statement; an answer not come 2 s after it closes its connection")
     public let dbAcquireTimeoutMilliseconds = Setting.integer(
         "DB_ACQUIRE_TIMEOUT_MS", 5000, 1...600_000, .database, "how long a request waits for a free connection before 503")
     public let dbStartupWaitSeconds = Setting.integer(

@@ -58,7 +58,7 @@ public struct Migrator: Sendable {
             try connection.transaction { tx -> [Int] in
                 try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.lockKey])
                 // A migration that converts data may run longer than any request is allowed to.
-                try tx.query("SET LOCAL statement_timeout = 0")
+                try tx.withoutStatementTimeout()
                 try tx.execute(script: """
                     CREATE TABLE IF NOT EXISTS schema_migrations (
                         version integer PRIMARY KEY,

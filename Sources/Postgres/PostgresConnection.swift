@@ -14,6 +14,13 @@ public final class PostgresConnection {
     /// Statements sent during the current job; a dead connection is retried only before the first one.
     var statementsInJob = 0
     var inTransaction = false
+    /// How long a statement may go without its answer before the connection is given up: the server's
+    /// `statement_timeout` and a margin. The server ends the statements it runs; this ends the wait for one it can no
+    /// longer answer (a stopped backend, storage that stalled, a proxy that queues it), which keepalives and
+    /// `tcp_user_timeout` cannot see, since the server's kernel still acknowledges every byte.
+    private let answerWithin: Duration
+    /// Set by `withoutStatementTimeout` for the rest of the transaction (migrations, a zone's backfill).
+    var unbounded = false
 
     /// Unnamed statements only (see `PostgresConfiguration.transactionPooling`).
     private let unnamed: Bool
@@ -28,6 +35,7 @@ public final class PostgresConnection {
 
     init(configuration: PostgresConfiguration) {
         unnamed = configuration.transactionPooling
+        answerWithin = .milliseconds(configuration.statementTimeoutMilliseconds) + Self.answerMargin
         var keywords = Self.deadServerDetection.map(\.0) + ["dbname", "connect_timeout", "application_name"]
         var values = Self.deadServerDetection.map(\.1)
             + [configuration.connectionString, String(configuration.connectTimeoutSeconds), configuration.applicationName]
@@ -81,6 +89,11 @@ public final class PostgresConnection {
         }
         // Server notices (e.g. "terminating connection") would otherwise go straight to stderr.
         PQsetNoticeProcessor(connection, { _, _ in }, nil)
+        // Every wait is then a `poll` with the answer's deadline (`exchange`), sending included.
+        guard PQsetnonblocking(connection, 1) == 0 else {
+            PQfinish(connection)
+            throw PostgresError(code: .connectionFailed, detail: "could not make the connection non-blocking")
+        }
         raw = connection
     }
 
@@ -163,9 +176,17 @@ public final class PostgresConnection {
     public func execute(script sql: String) throws {
         try connectedForStatement()
         statementsInJob += 1
-        let result = PQexec(raw, sql)
+        let result = try exchange { PQsendQuery($0, sql) }
         defer { PQclear(result) }
         _ = try check(result)
+    }
+
+    /// Lifts the statement timeout for the rest of the current transaction, the server's and the wait for an answer
+    /// (work that may take longer than any request: migrations, a zone's backfill).
+    public func withoutStatementTimeout() throws {
+        precondition(inTransaction, "only inside a transaction")
+        try query("SET LOCAL statement_timeout = 0")
+        unbounded = true
     }
 
     private func run(_ sql: String, _ texts: [String?]) throws -> PostgresRows {
@@ -173,8 +194,8 @@ public final class PostgresConnection {
         statementsInJob += 1
         if unnamed {
             // Parse, bind and execute in one round trip; nothing stays on the server connection.
-            let result = withCStringArray(texts) { params in
-                PQexecParams(raw, sql, Int32(texts.count), nil, params, nil, nil, 0)
+            let result = try withCStringArray(texts) { params in
+                try exchange { PQsendQueryParams($0, sql, Int32(texts.count), nil, params, nil, nil, 0) }
             }
             defer { PQclear(result) }
             return try check(result)
@@ -184,16 +205,68 @@ public final class PostgresConnection {
             name = existing
         } else {
             name = "s\(prepared.count)"
-            let result = PQprepare(raw, name, sql, 0, nil)
+            let result = try exchange { PQsendPrepare($0, name, sql, 0, nil) }
             defer { PQclear(result) }
             _ = try check(result)
             prepared[sql] = name
         }
-        let result = withCStringArray(texts) { params in
-            PQexecPrepared(raw, name, Int32(texts.count), params, nil, nil, 0)
+        let result = try withCStringArray(texts) { params in
+            try exchange { PQsendQueryPrepared($0, name, Int32(texts.count), params, nil, nil, 0) }
         }
         defer { PQclear(result) }
         return try check(result)
+    }
+
+    static let answerMargin = Duration.seconds(2)
+
+    /// Sends a command with `send` and collects its results as `PQexec` would (the first error, else the last
+    /// result; nil when the connection failed), each wait bounded by the answer's deadline. Past it the connection is
+    /// closed, since it can no longer be told where it stands, and `noAnswer` thrown: the statement is never sent again.
+    private func exchange(_ send: (OpaquePointer) -> Int32) throws -> OpaquePointer? {
+        guard let raw else { return nil }
+        let deadline = unbounded ? nil : ContinuousClock.now + answerWithin
+        guard send(raw) == 1 else { return nil }
+        while true {
+            let unsent = PQflush(raw)
+            if unsent == 0 { break }
+            if unsent < 0 { return PQgetResult(raw) }
+            try waitForSocket(raw, Int16(POLLIN | POLLOUT), until: deadline)
+            if PQconsumeInput(raw) == 0 { return PQgetResult(raw) }
+        }
+        var kept: OpaquePointer?
+        while true {
+            while PQisBusy(raw) == 1 {
+                try waitForSocket(raw, Int16(POLLIN), until: deadline)
+                if PQconsumeInput(raw) == 0 { break }
+            }
+            guard let result = PQgetResult(raw) else { break }
+            if let earlier = kept, PQresultStatus(earlier) == PGRES_FATAL_ERROR {
+                PQclear(result)
+            } else {
+                PQclear(kept)
+                kept = result
+            }
+            if PQstatus(raw) != CONNECTION_OK { break }
+        }
+        return kept
+    }
+
+    private func waitForSocket(_ raw: OpaquePointer, _ events: Int16, until deadline: ContinuousClock.Instant?) throws {
+        var descriptor = pollfd(fd: PQsocket(raw), events: events, revents: 0)
+        while true {
+            var timeout: Int32 = -1
+            if let deadline {
+                let left = deadline - .now
+                guard left > .zero else {
+                    close()
+                    throw PostgresError(code: .noAnswer, detail: "no answer within \(answerWithin); the connection was closed")
+                }
+                let (seconds, attoseconds) = left.components
+                timeout = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            }
+            let ready = poll(&descriptor, 1, timeout)
+            if ready > 0 || (ready < 0 && errno != EINTR) { return }
+        }
     }
 
     private func check(_ result: OpaquePointer?) throws -> PostgresRows {
@@ -282,11 +355,11 @@ public final class PostgresConnection {
 
 /// NUL-terminated copies that live for the duration of `body` (libpq reads parameters synchronously): one buffer for
 /// all of them and one for the pointers, on the stack when small (a `strdup` per parameter was an allocation each).
-func withCStringArray<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+func withCStringArray<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) throws -> R) rethrows -> R {
     var total = 0
     for string in strings { total += (string?.utf8.count ?? 0) + 1 }
-    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { bytes in
-        withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: max(1, strings.count)) { pointers in
+    return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, total)) { bytes in
+        try withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: max(1, strings.count)) { pointers in
             var offset = 0
             for index in strings.indices {
                 guard let string = strings[index] else {
@@ -299,12 +372,12 @@ func withCStringArray<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePoin
                 offset += 1
                 pointers[index] = UnsafeRawPointer(bytes.baseAddress! + start).assumingMemoryBound(to: CChar.self)
             }
-            return body(UnsafePointer(pointers.baseAddress!))
+            return try body(UnsafePointer(pointers.baseAddress!))
         }
     }
 }
 
-func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) throws -> R) rethrows -> R {
     // libpq's keyword/value arrays end with a NULL entry.
-    withCStringArray(strings.map { Optional($0) } + [nil], body)
+    try withCStringArray(strings.map { Optional($0) } + [nil], body)
 }

@@ -7,6 +7,8 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
         public static let connectionFailed = Code(raw: "connectionFailed")
         public static let queryFailed = Code(raw: "queryFailed")
         public static let poolTimeout = Code(raw: "poolTimeout")
+        /// A statement's answer did not come within its timeout and a margin; the connection was closed.
+        public static let noAnswer = Code(raw: "noAnswer")
         public static let poolClosed = Code(raw: "poolClosed")
         public static let invalidParameter = Code(raw: "invalidParameter")
         public static let decodingFailed = Code(raw: "decodingFailed")
@@ -34,7 +36,7 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable {
     /// cannot take writes for now: a read-only transaction (25006: a standby after a failover, or
     /// `default_transaction_read_only`) or a lack of resources (class 53: disk full, out of memory).
     public var isUnavailable: Bool {
-        if code == .connectionFailed || code == .poolTimeout || code == .poolClosed { return true }
+        if code == .connectionFailed || code == .noAnswer || code == .poolTimeout || code == .poolClosed { return true }
         guard let sqlState else { return false }
         return sqlState.hasPrefix("08") || sqlState.hasPrefix("57P") || sqlState == Self.readOnlyTransaction || sqlState.hasPrefix("53")
     }

@@ -33,6 +33,9 @@ public final class PostgresPool: Sendable {
         Threads.start("postgres-waits") { [queue] in queue.expireWaiting() }
     }
 
+    /// Entries of the job queue, taken and waiting, still held in memory; for tests.
+    package var queueEntriesHeld: Int { queue.held }
+
     /// Pool threads that have not returned yet (0 once `shutdown` has waited them out).
     public var threadsRunning: Int { queue.threadsRunning }
 
@@ -90,7 +93,7 @@ extension PostgresConnection {
     public func transaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try query("BEGIN")
         inTransaction = true
-        defer { inTransaction = false }
+        defer { (inTransaction, unbounded) = (false, false) }
         do {
             let value = try body(self)
             try query("COMMIT")
@@ -200,11 +203,32 @@ final class JobQueue: @unchecked Sendable {
                 expired.append(jobs[head])
                 head += 1
             }
+            // No pool thread may take a job for as long as the server stalls: the spent entries (each holding its
+            // statement and values) are let go here too.
+            compact()
             condition.unlock()
             timedOut.add(expired.count, ordering: .relaxed)
             for job in expired { job.fail(timeoutError) }
             Thread.sleep(forTimeInterval: pause)
         }
+    }
+
+    /// Drops the entries before `head` once they are most of the array. Called with the lock held.
+    private func compact() {
+        if head == jobs.count {
+            jobs.removeAll(keepingCapacity: jobs.count <= 1024)
+            head = 0
+        } else if head > 1024, head * 2 > jobs.count {
+            jobs.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// Entries the queue holds, taken and waiting; for tests.
+    var held: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return jobs.count
     }
 
     private var timeoutError: PostgresError {
@@ -223,10 +247,7 @@ final class JobQueue: @unchecked Sendable {
             }
             let job = jobs[head]
             head += 1
-            if head > 1024, head * 2 > jobs.count {
-                jobs.removeFirst(head)
-                head = 0
-            }
+            compact()
             busy += 1
             condition.unlock()
 

@@ -121,7 +121,7 @@ public struct CSATStore: FeedbackRatings {
                         SELECT 1 FROM report_zones WHERE zone = $1 AND added_at = $2::timestamptz AND backfilled_at IS NULL
                         """, [zone, mark])
                     guard !current.isEmpty else { return false }
-                    try tx.query("SET LOCAL statement_timeout = 0")
+                    try tx.withoutStatementTimeout()
                     try Self.backfill(zone: zone, lastRating: lastRating, lastRequest: lastRequest, on: tx)
                     try tx.query("UPDATE report_zones SET backfilled_at = now() WHERE zone = $1", [zone])
                     return true

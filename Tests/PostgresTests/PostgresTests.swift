@@ -279,26 +279,8 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
     /// A caller waits for a connection at most the acquire timeout, even while every connection stays busy (a long
     /// statement, a server that stopped answering), not until one frees.
     @Test func aWaitForAConnectionEndsAtTheAcquireTimeout() async throws {
-        try await TestPostgres.withDatabase { url in
-            let pool = PostgresPool(configuration: PostgresConfiguration(
-                connectionString: url, poolSize: 1, connectTimeoutSeconds: TestLimits.connectTimeoutSeconds,
-                statementTimeoutMilliseconds: 60_000, acquireTimeoutMilliseconds: 500))
-            let blocker = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1))
-            defer { pool.shutdown(); blocker.shutdown() }
-            // Connected first: on a loaded machine the connection may take longer than the wait allowed.
-            var connected = false
-            for _ in 0..<60 where !connected { connected = (try? await pool.query("SELECT 1")) != nil }
-            try #require(connected)
+        try await withTheOnlyConnectionBusy(acquireTimeoutMilliseconds: 500) { pool in
             let before = pool.statistics.timedOut
-            try await blocker.query("SELECT pg_advisory_lock(43)")
-            let busy = Task { try await pool.query("SELECT pg_advisory_xact_lock_shared(43)") }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while pool.statistics.inUse < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-            // Let go in any case, so a pool that waits for the connection still ends the test.
-            let release = Task {
-                try await Task.sleep(for: .seconds(20))
-                try await blocker.query("SELECT pg_advisory_unlock(43)")
-            }
             var failedWhileBusy = false
             do {
                 try await pool.query("SELECT 1")
@@ -309,10 +291,88 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
                 #expect(pool.statistics.timedOut - before == 1)
             }
             #expect(failedWhileBusy, "the wait ended only when the connection was free again")
+        }
+    }
+
+    /// A pool of one whose connection waits on a lock another pool holds (let go after `body`, or after 20 s in any
+    /// case, so a pool that waits for the connection still ends the test); the pool answers again afterwards.
+    private func withTheOnlyConnectionBusy(acquireTimeoutMilliseconds: Int, _ body: (PostgresPool) async throws -> Void) async throws {
+        try await TestPostgres.withDatabase { url in
+            let pool = PostgresPool(configuration: PostgresConfiguration(
+                connectionString: url, poolSize: 1, connectTimeoutSeconds: TestLimits.connectTimeoutSeconds,
+                statementTimeoutMilliseconds: 60_000, acquireTimeoutMilliseconds: acquireTimeoutMilliseconds))
+            let blocker = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1))
+            defer { pool.shutdown(); blocker.shutdown() }
+            // Connected first: on a loaded machine the connection may take longer than the wait allowed.
+            var connected = false
+            for _ in 0..<60 where !connected { connected = (try? await pool.query("SELECT 1")) != nil }
+            try #require(connected)
+            try await blocker.query("SELECT pg_advisory_lock(43)")
+            let busy = Task { try await pool.query("SELECT pg_advisory_xact_lock_shared(43)") }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while pool.statistics.inUse < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            try #require(pool.statistics.inUse == 1)
+            let release = Task {
+                try await Task.sleep(for: .seconds(20))
+                try await blocker.query("SELECT pg_advisory_unlock(43)")
+            }
+            try await body(pool)
             release.cancel()
             try await blocker.query("SELECT pg_advisory_unlock(43)")
             _ = try await busy.value
             #expect(try await pool.query("SELECT 2")[0].decode(0, as: Int.self) == 2)
+        }
+    }
+
+    /// A server whose kernel still acknowledges every byte but that answers nothing (its backend stopped; storage
+    /// that stalled looks the same) is given up after the statement timeout and a margin: the connection is closed, the
+    /// statement is not sent again, and the next use connects anew. Work that lifted the timeout waits as long as it
+    /// takes, and only until its transaction ends.
+    @Test func aServerThatStopsAnsweringIsGivenUpAfterTheStatementTimeout() async throws {
+        try await TestPostgres.withDatabase { url in
+            let pool = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1, statementTimeoutMilliseconds: 300))
+            defer { pool.shutdown() }
+            let pid = try await pool.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
+            try #require(kill(pid_t(pid), SIGSTOP) == 0)
+            let resumed = Task {
+                try? await Task.sleep(for: .seconds(30))
+                kill(pid_t(pid), SIGCONT)
+            }
+            let started = ContinuousClock.now
+            do {
+                try await pool.query("SELECT 1")
+                Issue.record("a stopped backend answered")
+            } catch let error as PostgresError {
+                #expect(error.code == .noAnswer)
+                #expect(error.isUnavailable)
+            }
+            let waited = ContinuousClock.now - started
+            kill(pid_t(pid), SIGCONT)
+            resumed.cancel()
+            #expect(waited >= .milliseconds(2_300) && waited < .seconds(15), "waited \(waited)")
+            #expect(try await pool.query("SELECT 2")[0].decode(0, as: Int.self) == 2)
+            #expect(try await pool.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self) != pid)
+
+            try await pool.withConnection { connection in
+                try connection.transaction { tx in
+                    try tx.withoutStatementTimeout()
+                    try tx.query("SELECT pg_sleep(2.5)")
+                }
+            }
+            await #expect(throws: PostgresError.self) { try await pool.query("SELECT pg_sleep(1)") }
+        }
+    }
+
+    /// While every connection stays busy, the waits that ran out are let go, not kept until a connection frees.
+    @Test func waitsThatRanOutAreNotHeldWhileTheServerStalls() async throws {
+        try await withTheOnlyConnectionBusy(acquireTimeoutMilliseconds: 50) { pool in
+            let failed = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for _ in 0..<3_000 { group.addTask { (try? await pool.query("SELECT 1")) == nil } }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(failed == 3_000)
+            #expect(pool.statistics.inUse == 1)
+            #expect(pool.queueEntriesHeld < 1_100, "\(pool.queueEntriesHeld) entries held")
         }
     }
 
