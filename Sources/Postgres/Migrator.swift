@@ -56,9 +56,10 @@ public struct Migrator: Sendable {
     public func migrate(_ migrations: [Migration]) async throws -> [Int] {
         try await pool.withConnection { connection in
             try connection.transaction { tx -> [Int] in
-                try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.lockKey])
-                // A migration that converts data may run longer than any request is allowed to.
+                // A migration that converts data may run longer than any request is allowed to, and an instance that
+                // starts meanwhile waits for the lock as long.
                 try tx.withoutStatementTimeout()
+                try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.lockKey])
                 try tx.execute(script: """
                     CREATE TABLE IF NOT EXISTS schema_migrations (
                         version integer PRIMARY KEY,

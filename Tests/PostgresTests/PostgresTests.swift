@@ -430,6 +430,23 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
+    /// An instance that starts while another applies a migration longer than the statement timeout waits for it,
+    /// rather than failing its start-up with a statement timeout on the lock.
+    @Test func anInstanceWaitsOutAMigrationLongerThanTheStatementTimeout() async throws {
+        try await TestPostgres.withDatabase { url in
+            let first = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1, statementTimeoutMilliseconds: 300))
+            let second = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1, statementTimeoutMilliseconds: 300))
+            defer { first.shutdown(); second.shutdown() }
+            let migrations = [Migration(version: 1, name: "convert_a", sql: "CREATE TABLE a (id int); SELECT pg_sleep(1.5);")]
+            let long = Task { try await Migrator(pool: first).migrate(migrations) }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try await second.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted").isEmpty,
+                  ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(try await Migrator(pool: second).migrate(migrations) == [])
+            #expect(try await long.value == [1])
+        }
+    }
+
     @Test func anAppliedMigrationThatChangedIsRefused() async throws {
         try await withPool(size: 1) { pool in
             _ = try await Migrator(pool: pool).migrate([Migration(version: 1, name: "x", sql: "CREATE TABLE x (id int);")])
