@@ -84,22 +84,25 @@ public struct CSATStore: FeedbackRatings {
     static let writingWeekBlocks = "SELECT set_config('desk_gateway.week_blocks', 'on', true)"
 
 
-    /// Makes sure every configured zone has rollups. A new zone is first registered (under a brief SHARE lock, so
-    /// no rating is in flight) together with the highest rating and request ids at that moment: later ones update its
-    /// rollups as they arrive, and the backfill adds exactly the older ones, without holding any table lock. Reports
-    /// use the zone's rollups only once the backfill is done; an interrupted backfill starts over.
-    /// Both steps take the zone lock at transaction level (a session lock would not hold through a transaction
-    /// pooler); the registration's time marks it, and only the latest registration is backfilled, so two instances
-    /// never add the same ratings twice. Returns the zones that were backfilled.
+    /// Makes sure every configured zone has rollups. A new zone is registered and backfilled in one transaction under
+    /// the zone lock, held exclusively (every CSAT writer takes it shared), and a SHARE lock on the raw tables: no
+    /// rating changes until the zone's blocks hold every rating and request, and the writers after it update them
+    /// live. Registered in one transaction and backfilled in a second, a writer that ran between the two and changed
+    /// an older rating was counted twice, once live and once by the backfill. Writers wait while it runs (about 40 s
+    /// at 1,000,000 ratings); one that waits longer than the statement timeout fails and is retried by its path.
+    /// Reports use the zone's rollups only once the backfill is done; an interrupted one leaves nothing behind. The
+    /// lock is transaction-level (a session lock would not hold through a transaction pooler); an instance starting
+    /// meanwhile waits for it and finds the zone done. Returns the zones that were backfilled.
     @discardableResult
     public func ensureZones(_ zones: [String]) async throws -> [String] {
         try await database.withConnection { connection in
             var added: [String] = []
             for zone in zones {
-                let registration = try connection.transaction { tx -> (Int, Int, String)? in
+                let backfilled = try connection.transaction { tx -> Bool in
+                    try tx.withoutStatementTimeout()
                     try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
                     let state = try tx.query("SELECT backfilled_at IS NOT NULL FROM report_zones WHERE zone = $1", [zone])
-                    if let done = state.first, try done.decode(0, as: Bool.self) { return nil }
+                    if let done = state.first, try done.decode(0, as: Bool.self) { return false }
                     try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
                     try tx.query("DELETE FROM csat_detail_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
                     try tx.query("DELETE FROM csat_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
@@ -109,20 +112,9 @@ public struct CSATStore: FeedbackRatings {
                                clock_timestamp()
                         ON CONFLICT (zone) DO UPDATE SET last_rating_id = EXCLUDED.last_rating_id,
                             last_request_id = EXCLUDED.last_request_id, added_at = EXCLUDED.added_at, backfilled_at = NULL
-                        RETURNING last_rating_id, last_request_id, added_at::text
+                        RETURNING last_rating_id, last_request_id
                         """, [zone])
-                    return (try row[0].decode(0), try row[0].decode(1), try row[0].decode(2))
-                }
-                guard let (lastRating, lastRequest, mark) = registration else { continue }
-                let backfilled = try connection.transaction { tx -> Bool in
-                    try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
-                    // Registered again by another instance meanwhile: that registration's backfill is the one to run.
-                    let current = try tx.query("""
-                        SELECT 1 FROM report_zones WHERE zone = $1 AND added_at = $2::timestamptz AND backfilled_at IS NULL
-                        """, [zone, mark])
-                    guard !current.isEmpty else { return false }
-                    try tx.withoutStatementTimeout()
-                    try Self.backfill(zone: zone, lastRating: lastRating, lastRequest: lastRequest, on: tx)
+                    try Self.backfill(zone: zone, lastRating: try row[0].decode(0), lastRequest: try row[0].decode(1), on: tx)
                     try tx.query("UPDATE report_zones SET backfilled_at = now() WHERE zone = $1", [zone])
                     return true
                 }
@@ -132,7 +124,7 @@ public struct CSATStore: FeedbackRatings {
         }
     }
 
-    static let zoneLock: Int64 = 0x4445_534B_5A4E // "DESKZN"
+    package static let zoneLock: Int64 = 0x4445_534B_5A4E // "DESKZN"
 
     static let countColumns = "requests, responses, s1, s2, s3, s4, s5"
     /// The `DO UPDATE SET` of the rollup upserts: counts are added, never replaced.

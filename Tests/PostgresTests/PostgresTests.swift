@@ -434,13 +434,14 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
     /// rather than failing its start-up with a statement timeout on the lock.
     @Test func anInstanceWaitsOutAMigrationLongerThanTheStatementTimeout() async throws {
         try await TestPostgres.withDatabase { url in
-            let first = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1, statementTimeoutMilliseconds: 300))
-            let second = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1, statementTimeoutMilliseconds: 300))
-            defer { first.shutdown(); second.shutdown() }
-            let migrations = [Migration(version: 1, name: "convert_a", sql: "CREATE TABLE a (id int); SELECT pg_sleep(1.5);")]
+            let first = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1, statementTimeoutMilliseconds: 1_000))
+            let second = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1, statementTimeoutMilliseconds: 1_000))
+            let observer = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1))
+            defer { first.shutdown(); second.shutdown(); observer.shutdown() }
+            let migrations = [Migration(version: 1, name: "convert_a", sql: "CREATE TABLE a (id int); SELECT pg_sleep(3);")]
             let long = Task { try await Migrator(pool: first).migrate(migrations) }
             let deadline = ContinuousClock.now + .seconds(30)
-            while try await second.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted").isEmpty,
+            while try await observer.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted").isEmpty,
                   ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             #expect(try await Migrator(pool: second).migrate(migrations) == [])
             #expect(try await long.value == [1])

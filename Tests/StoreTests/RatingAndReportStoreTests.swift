@@ -63,6 +63,45 @@ import TestSupport
         return tables
     }
 
+    /// A zone added while ratings change: a writer that queued for the zone lock while the zone was being registered
+    /// changes an older rating before the backfill starts. Counted live and again by the backfill, it came out twice
+    /// (a replaced score left at -1 in the new zone's rollups).
+    @Test func aRatingChangedWhileAZoneIsAddedCountsOnce() async throws {
+        try await TestPostgres.withDatabase { url in
+            let db = Database.forTests(url, poolSize: 4)
+            let control = Database.forTests(url, poolSize: 1)
+            defer { db.shutdown(); control.shutdown() }
+            _ = try await db.migrate(directory: TestPostgres.repositoryRoot + "/sql")
+            let store = CSATStore(database: db)
+            _ = try await store.ensureZones(["UTC"])
+            #expect(try await store.record(Self.rating(1, score: 3, at: Self.noon)))
+            let waiting = { try await control.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")[0].decode(0, as: Int.self) }
+            func await(_ count: Int) async throws {
+                let deadline = ContinuousClock.now + .seconds(20)
+                while try await waiting() < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+                try #require(try await waiting() == count)
+            }
+            // A writer in flight (the zone lock held shared) that waits for the test's go.
+            try await control.query("SELECT pg_advisory_lock(7)")
+            let inFlight = Task {
+                try await db.transaction { tx in
+                    try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [CSATStore.zoneLock])
+                    try tx.query("SELECT pg_advisory_xact_lock_shared(7)")
+                }
+            }
+            try await await(1)
+            let added = Task { try await store.ensureZones(["Asia/Kathmandu"]) }
+            try await await(2)
+            let replaced = Task { try await store.record(Self.rating(1, score: 5, at: Self.noon + 600)) }
+            try await await(3)
+            try await control.query("SELECT pg_advisory_unlock(7)")
+            try await inFlight.value
+            #expect(try await added.value == ["Asia/Kathmandu"])
+            #expect(try await replaced.value)
+            #expect(try await store.rollupDrift().isEmpty)
+        }
+    }
+
     @Test func weekBlocksFollowTheirDaysWhoeverWritesThem() async throws {
         try await withStore { db in
             let store = CSATStore(database: db)
