@@ -441,7 +441,11 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
             let migrations = [Migration(version: 1, name: "convert_a", sql: "CREATE TABLE a (id int); SELECT pg_sleep(3);")]
             let long = Task { try await Migrator(pool: first).migrate(migrations) }
             let deadline = ContinuousClock.now + .seconds(30)
-            while try await observer.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted").isEmpty,
+            // pg_locks is the whole cluster's: other tests' locks are in other databases.
+            while try await observer.query("""
+                SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """).isEmpty,
                   ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
             #expect(try await Migrator(pool: second).migrate(migrations) == [])
             #expect(try await long.value == [1])

@@ -75,7 +75,13 @@ import TestSupport
             let store = CSATStore(database: db)
             _ = try await store.ensureZones(["UTC"])
             #expect(try await store.record(Self.rating(1, score: 3, at: Self.noon)))
-            let waiting = { try await control.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")[0].decode(0, as: Int.self) }
+            // pg_locks is the whole cluster's: other tests' locks are in other databases.
+            let waiting = {
+                try await control.query("""
+                    SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    """)[0].decode(0, as: Int.self)
+            }
             func await(_ count: Int) async throws {
                 let deadline = ContinuousClock.now + .seconds(20)
                 while try await waiting() < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
