@@ -213,12 +213,10 @@ final class JobQueue: @unchecked Sendable {
         }
     }
 
-    /// Drops the entries before `head` once they are most of the array. Called with the lock held.
+    /// Drops the entries before `head` once they are many and most of the array (not per job: a query's hand-over
+    /// stays an append and an index). Called with the lock held.
     private func compact() {
-        if head == jobs.count {
-            jobs.removeAll(keepingCapacity: jobs.count <= 1024)
-            head = 0
-        } else if head > 1024, head * 2 > jobs.count {
+        if head > 1024, head * 2 > jobs.count {
             jobs.removeFirst(head)
             head = 0
         }
