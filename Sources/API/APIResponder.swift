@@ -70,8 +70,18 @@ public final class APIResponder: HTTPResponder {
         }
     }
 
-    /// The route labels of answers given before or without routing.
-    static let pseudoRoutes = ["(preflight)", "(rate limited)", "(unmatched)", "(body too large)", "(malformed request)", "(connection limit)"]
+    /// What `OPTIONS *` names: every method some path of the API takes.
+    static let serverMethods = ["DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT"]
+
+    /// An answer to `OPTIONS`: no content, the methods in `Allow`.
+    static func options(allowing methods: [String]) -> HTTPResponse {
+        var response = HTTPResponse(status: 204)
+        response.headers.append(("Allow", methods.joined(separator: ", ")))
+        return response
+    }
+
+    /// The route labels of answers given before or without routing (`*` is `OPTIONS *`).
+    static let pseudoRoutes = ["*", "(preflight)", "(rate limited)", "(unmatched)", "(body too large)", "(malformed request)", "(connection limit)"]
 
     public func respond(to request: HTTPRequest) -> HTTPReply {
         var request = request
@@ -85,11 +95,18 @@ public final class APIResponder: HTTPResponder {
         if let answer = steps.enter(request, &exchange) { return .now(steps.leave(answer, request, exchange)) }
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
+            if request.path == "*" {
+                exchange.route = "*"
+                return .now(steps.leave(Self.options(allowing: Self.serverMethods), request, exchange))
+            }
             exchange.route = "(unmatched)"
             return .now(steps.leave(APIError.notFound().response(instance: request.path, requestID: exchange.requestID), request, exchange))
         case .methodNotAllowed(let allowed, let template):
             exchange.route = template
-            return .now(steps.leave(APIError.methodNotAllowed(allowed).response(instance: request.path, requestID: exchange.requestID), request, exchange))
+            // RFC 9110 §9.3.7: OPTIONS names what a path takes (a preflight never gets here: CORS answered it).
+            if request.method == "OPTIONS" { return .now(steps.leave(Self.options(allowing: allowed + ["OPTIONS"]), request, exchange)) }
+            let refusal = APIError.methodNotAllowed(allowed + ["OPTIONS"])
+            return .now(steps.leave(refusal.response(instance: request.path, requestID: exchange.requestID), request, exchange))
         case .found(let routed, let template, let parameters):
             request.pathParameters = parameters
             exchange.route = template

@@ -118,10 +118,10 @@ extension HTTPServer {
         if !checks.methodIsToken {
             return "The method must be a token of at most \(maxMethodLength) characters."
         }
-        // RFC 9112 §3.2: a path begins with '/' (or the target is absolute, or '*'); `v1/tickets` had been routed as
-        // `/v1/tickets` by a router that skips empty segments, past every step that reads the path's prefix.
-        if request.path.utf8.first != UInt8(ascii: "/"), request.path != "*" {
-            return "The request target must be a path beginning with '/' (or an absolute URL)."
+        // RFC 9112 §3.2: a path begins with '/' (or the target is absolute, or '*' for OPTIONS alone); `v1/tickets` had
+        // been routed as `/v1/tickets` by a router that skips empty segments, past every step that reads the path's prefix.
+        if request.path.utf8.first != UInt8(ascii: "/"), request.path != "*" || request.method != "OPTIONS" {
+            return "The request target must be a path beginning with '/' (or an absolute URL; '*' only with OPTIONS)."
         }
         // The fields were checked in C as they came out of libmicrohttpd, in one pass over their bytes.
         let framing = checks.framing

@@ -54,6 +54,28 @@ import TestSupport
         #expect(try JSONParser.parse(Array("\u{FEFF}{\"id\":1}".utf8), repairingStrings: true) == .object([("id", .integer(1))]))
     }
 
+    /// RFC 9110 §9.3.7: OPTIONS names what a path takes, and `OPTIONS *` what the server does; every `Allow` names
+    /// OPTIONS with the rest. `*` is a target for OPTIONS alone (RFC 9112 §3.2.4).
+    @Test func optionsNamesTheMethodsAPathTakes() async throws {
+        try await withGateway { app in
+            let tickets = try await httpRequest(port: app.port, "OPTIONS", "/v1/tickets")
+            #expect(tickets.status == 204 && tickets.header("Allow") == "GET, HEAD, POST, OPTIONS", "\(tickets.status) \(tickets.text)")
+            #expect(tickets.body.isEmpty)
+            let refused = try await httpRequest(port: app.port, "DELETE", "/livez")
+            #expect(refused.status == 405 && refused.header("Allow") == "GET, HEAD, OPTIONS", "\(refused.status)")
+            #expect(refused.json?["detail"] as? String == "This path accepts GET, HEAD, OPTIONS.")
+            let unknown = try await httpRequest(port: app.port, "OPTIONS", "/v1/nothing-here")
+            #expect(unknown.status == 404)
+            let server = try #require(try await raw(app.port, "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"))
+            #expect(server.status == 204 && server.header("Allow") == "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT", "\(server.status) \(server.text)")
+            let asteriskGet = try #require(try await raw(app.port, "GET * HTTP/1.1\r\nHost: a\r\n\r\n"))
+            #expect(asteriskGet.status == 400 && asteriskGet.json?["code"] as? String == "malformed_request", "\(asteriskGet.text)")
+            let metrics = try await httpRequest(port: app.port, "GET", "/metrics").text
+            #expect(metrics.contains(#"http_requests_total{route="*",method="OPTIONS",status="204"} 1"#))
+            #expect(metrics.contains(#"http_requests_total{route="/v1/tickets",method="OPTIONS",status="204"} 1"#))
+        }
+    }
+
     @Test func forgedCursorsAreInvalidQueriesNotServerErrors() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)
@@ -258,11 +280,11 @@ import TestSupport
                 let answer = try #require(try await raw(app.port, "post /v1/sessions HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
                                                       + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body))
                 statuses.append(answer.status)
-                #expect(answer.header("allow") == "POST", "\(answer.text)")
+                #expect(answer.header("allow") == "POST, OPTIONS", "\(answer.text)")
             }
             #expect(statuses == Array(repeating: 405, count: 6), "\(statuses)")
             let get = try #require(try await raw(app.port, "get /livez HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"))
-            #expect(get.status == 405 && get.header("allow") == "GET, HEAD" && get.json?["code"] as? String == "method_not_allowed", "\(get.text)")
+            #expect(get.status == 405 && get.header("allow") == "GET, HEAD, OPTIONS" && get.json?["code"] as? String == "method_not_allowed", "\(get.text)")
         }
     }
 

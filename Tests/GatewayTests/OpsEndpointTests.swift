@@ -120,7 +120,7 @@ import Telemetry
 
             let wrong = try await httpRequest(port: app.port, "PUT", "/livez")
             #expect(wrong.status == 405)
-            #expect(wrong.header("Allow") == "GET, HEAD")
+            #expect(wrong.header("Allow") == "GET, HEAD, OPTIONS")
             #expect(wrong.json?["code"] as? String == "method_not_allowed")
         }
     }
