@@ -33,18 +33,41 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         return config
     }
 
-    /// Environment variables that are no setting but one or two letters away from one (`CORS_ALLOWED_ORIGIN`), each
-    /// with the setting it most likely means: such a variable is otherwise ignored without a word.
+    /// Environment variables that are no setting but one or two letters away from one (`CORS_ALLOWED_ORIGIN`), or a
+    /// word (`CORS_ORIGINS`, `DATABASE_POOL_SIZE`, `REPORT_CACHE_SECONDS`), each with the setting it most likely means:
+    /// such a variable is otherwise ignored without a word.
     public static func misspeltSettings(_ env: [String: String]) -> [(given: String, meant: String)] {
         let names = GatewaySettings.all.map(\.name)
         let known = Set(names)
-        // Only names with an underscore, and one letter off when short: HOME is not a misspelt HOST.
-        return env.keys.filter { !known.contains($0) && $0.contains("_") }.sorted().compactMap { given in
+        // Only names with an underscore, and one letter off when short: HOME is not a misspelt HOST. Kubernetes'
+        // service links (`DESK_PORT=tcp://…`, `DESK_SERVICE_HOST`) name Services, not settings.
+        let candidates = env.filter { name, value in
+            !known.contains(name) && name.contains("_") && !name.contains("_SERVICE_")
+                && !["tcp://", "udp://", "sctp://"].contains { value.hasPrefix($0) }
+        }
+        return candidates.keys.sorted().compactMap { given in
             let limit = given.utf8.count >= 12 ? 2 : 1
             let scored = names.map { (name: $0, distance: Self.editDistance(Array(given.utf8), Array($0.utf8), limit: limit)) }
-            guard let best = scored.filter({ $0.distance <= limit }).min(by: { $0.distance < $1.distance }) else { return nil }
-            return (given, best.name)
+            let best = scored.filter { $0.distance <= limit }.min { $0.distance < $1.distance }
+            // A letter off beats a word off, which beats two letters (`REPORT_CACHE_MB` is `REPORT_CACHE_MAX_MB`).
+            if let best, best.distance <= 1 { return (given, best.name) }
+            return names.first { Self.oneWordApart(given, $0) }.map { (given, $0) } ?? best.map { (given, $0.name) }
         }
+    }
+
+    /// The words operators write two ways, each brought to the setting's spelling.
+    static let wordSpellings: [Substring: Substring] = ["SECONDS": "S", "SECS": "S", "SEC": "S", "MILLISECONDS": "MS", "MILLIS": "MS",
+                                                        "DATABASE": "DB", "MEGABYTES": "MB", "TIMEZONES": "ZONES", "ORIGIN": "ORIGINS"]
+
+    /// The same words but for spelling (`DATABASE_POOL_SIZE`), or but one added or left out (`CORS_ORIGINS`), with at
+    /// least two words in common: `HTTP_PROXY` is no `HTTP_THREADS`.
+    static func oneWordApart(_ given: String, _ setting: String) -> Bool {
+        func words(_ name: String) -> [Substring] { name.split(separator: "_").map { wordSpellings[$0] ?? $0 } }
+        let a = words(given), b = words(setting)
+        if a == b { return true }
+        let (short, long) = a.count < b.count ? (a, b) : (b, a)
+        guard long.count == short.count + 1, short.count >= 2 else { return false }
+        return long.indices.contains { index in Array(long[..<index] + long[(index + 1)...]) == short }
     }
 
     /// Levenshtein distance, or `limit + 1` as soon as it is known to exceed `limit`.
