@@ -48,11 +48,14 @@ public final class APIResponder: HTTPResponder {
     private let idempotency: IdempotentWrites?
     private let problems: ProblemMapper
     private let inFlight = Atomic<Int>(0)
+    /// What `OPTIONS *` names: every method some path of this server takes.
+    private let serverMethods: [String]
 
     public init(routes: RouteTable, metrics: MetricsRegistry, logger: Logger, policy: APIPolicy,
                 idempotency: IdempotentWrites? = nil, verified: VerifiedCallers = VerifiedCallers(), spans: (any SpanRecorder)? = nil) {
         router = routes.router
         routeEntries = routes.entries
+        serverMethods = (routes.router.methods + ["OPTIONS"]).sorted()
         cors = CORS(origins: policy.corsOrigins)
         admission = Admission(policy: policy, verified: verified)
         self.idempotency = idempotency
@@ -69,9 +72,6 @@ public final class APIResponder: HTTPResponder {
                     ([("structure", "verified_callers")], Double(verified.count))]
         }
     }
-
-    /// What `OPTIONS *` names: every method some path of the API takes.
-    static let serverMethods = ["DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT"]
 
     /// An answer to `OPTIONS`: no content, the methods in `Allow`.
     static func options(allowing methods: [String]) -> HTTPResponse {
@@ -97,7 +97,7 @@ public final class APIResponder: HTTPResponder {
         case .notFound:
             if request.path == "*" {
                 exchange.route = "*"
-                return .now(steps.leave(Self.options(allowing: Self.serverMethods), request, exchange))
+                return .now(steps.leave(Self.options(allowing: serverMethods), request, exchange))
             }
             exchange.route = "(unmatched)"
             return .now(steps.leave(APIError.notFound().response(instance: request.path, requestID: exchange.requestID), request, exchange))

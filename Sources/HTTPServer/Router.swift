@@ -23,6 +23,13 @@ public struct Router<Handler: Sendable>: Sendable {
     /// Every template routed, once each.
     public var templates: [String] { tree.templates }
 
+    /// Every method some route takes, HEAD with GET, sorted: what `OPTIONS *` names.
+    public var methods: [String] {
+        var methods = Set(tree.routes.map(\.method))
+        if methods.contains("GET") { methods.insert("HEAD") }
+        return methods.sorted()
+    }
+
     @inlinable
     public func match(method: String, path: String) -> Match {
         switch tree.match(method: method, path: path) {

@@ -207,6 +207,15 @@ import Telemetry
             #expect(try await httpRequest(port: adminPort, "GET", "/v1/tickets").status == 404)
             #expect(try await httpRequest(port: app.port, "GET", "/openapi.yaml").status == 200)
             #expect(try await httpRequest(port: app.port, "GET", "/v1/tickets").status == 401)
+            // `OPTIONS *` names what each port takes.
+            let methods = try await onBlockingThread {
+                try [adminPort, app.port].map { port -> String? in
+                    let connection = try RawHTTPConnection(port: port)
+                    try connection.send(Array("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n".utf8))
+                    return try connection.readResponse()?.header("Allow")
+                }
+            }
+            #expect(methods == ["GET, HEAD, OPTIONS", "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT"], "\(methods)")
         }
     }
 
