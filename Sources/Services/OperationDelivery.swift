@@ -93,8 +93,12 @@ public final class OperationDelivery: Sendable {
         let payload = (try? JSONParser.parse(operation.payload)) ?? .object([])
         do throws(DomainError) {
             let ticket = try await attempt(operation, payload: payload, token: token)
-            if operation.kind == .feedback {
-                await recordRating(RatingRecorder.feedback(operation, payload: payload, ticket: ticket, inline: inline))
+            // A rating Desk took but the database could not store for now (a zone backfill holding the CSAT writers, a
+            // failover) is tried again, Desk's repeated answer recognized: left to Desk's webhook or the sync, it was
+            // missing from the reports where neither came, and on the agent Desk named at sync time where one did.
+            if operation.kind == .feedback,
+               let missed = await recordRating(RatingRecorder.feedback(operation, payload: payload, ticket: ticket, inline: inline)) {
+                return .retry(missed)
             }
             return .delivered(ticket)
         } catch {
@@ -164,9 +168,18 @@ public final class OperationDelivery: Sendable {
         }
     }
 
-    private func recordRating(_ rating: RatingRecord) async {
-        do { _ = try await ratings.record(rating) } catch {
+    /// Stores a delivered rating; returns the error when storing it may work later.
+    private func recordRating(_ rating: RatingRecord) async -> DomainError? {
+        do {
+            _ = try await ratings.record(rating)
+            return nil
+        } catch let error as DomainError where error.code == .storeTimeout || error.code == .storeUnavailable {
+            logger.warning("a delivered rating could not be stored yet; its operation is tried again",
+                           metadata: ["ticket": "\(rating.ticketId)", "error": "\(error.internalDetail ?? error.message)"])
+            return error
+        } catch {
             logger.error("could not record a delivered rating", metadata: ["ticket": "\(rating.ticketId)", "error": "\(error)"])
+            return nil
         }
     }
 
@@ -213,6 +226,7 @@ public final class OperationDelivery: Sendable {
         case .notFound: return "not_found: Desk has no such ticket or message"
         case .unauthorized: return "desk_session_expired: Desk no longer accepts the customer's session"
         case .upstreamUnavailable, .rateLimited: return "desk_unavailable: Desk could not be reached"
+        case .storeTimeout, .storeUnavailable: return "database_unavailable: Desk has the answer; storing it for the reports is tried again"
         default: return "\(error.code): \(error.message)"
         }
     }

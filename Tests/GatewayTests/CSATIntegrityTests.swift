@@ -64,6 +64,42 @@ import TestSupport
         #expect(difference == 0)
     }
 
+    /// A rating Desk took while the database could not store it (the CSAT writers held, as a zone backfill holds
+    /// them, past the statement timeout) is tried again until it is stored, on the agent Desk names; it had been left
+    /// to Desk's webhook or the sync, and was missing from the reports where neither came.
+    @Test func aDeliveredRatingTheDatabaseCouldNotStoreIsStoredLater() async throws {
+        try await withGateway(configure: { $0.dbStatementTimeoutMilliseconds = 300; $0.outboxMaxBackoffSeconds = 1 }) { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let id = try #require(try await customer.createTicket("Rated while the writers wait")["id"] as? Int)
+            try await agent.activate(id)
+            try await agent.post("/tickets/\(id)/close")
+            let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
+            try await Self.waitForRequest(app, ticket: id, message: csat)
+            // Desk's webhooks held back: the rating has only the gateway's own path.
+            try await agent.post("/webhooks", #"{"urls":[],"secret":"held"}"#)
+            let control = Database.forTests(app.config.databaseURL ?? "", poolSize: 1)
+            defer { control.shutdown() }
+            try await control.query("SELECT pg_advisory_lock($1)", [CSATStore.zoneLock])
+            let answer = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":2,"comment":"slow"}"#)
+            #expect(answer.status == 202, "\(answer.status) \(answer.text)")
+            #expect((answer.json?["reason"] as? String)?.hasPrefix("database_unavailable") == true, "\(answer.text)")
+            #expect(try await Self.ratings(app, ticket: id).isEmpty)
+            try await control.query("SELECT pg_advisory_unlock($1)", [CSATStore.zoneLock])
+            var recorded: [(score: Int?, source: String)] = []
+            for _ in 0..<100 where recorded.isEmpty {
+                try await Task.sleep(for: .milliseconds(100))
+                recorded = try await Self.ratings(app, ticket: id)
+            }
+            #expect(recorded.map(\.score) == [2], "\(recorded)")
+            let operation = try await customer.send("GET", "/v1/operations/\(answer.json?["id"] as? Int ?? 0)")
+            #expect(operation.json?["status"] as? String == "delivered", "\(operation.text)")
+            let attributed = try await app.database.query("SELECT agent_id IS NOT NULL FROM csat_ratings WHERE ticket_id = $1", [id])
+            #expect(try attributed.first?.decode(0, as: Bool.self) == true)
+            try await Self.rollupsMatchRawRatings(app)
+        }
+    }
+
     @Test func declinesAndFeedbackForTicketsThatAreNotTheCallersRecordNothing() async throws {
         try await withGateway { app in
             let owner = try await Customer.signIn(app)
