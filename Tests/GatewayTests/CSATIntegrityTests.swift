@@ -15,6 +15,17 @@ import TestSupport
         }
     }
 
+    /// A ticket of `customer`'s, worked on, closed and sent a CSAT request that the gateway has seen.
+    static func closedAndAsked(_ app: GatewayApplication, _ customer: Customer, _ title: String) async throws -> (id: Int, csat: Int) {
+        let agent = DeskAgent(app)
+        let id = try #require(try await customer.createTicket(title)["id"] as? Int)
+        try await agent.activate(id)
+        try await agent.post("/tickets/\(id)/close")
+        let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
+        try await waitForRequest(app, ticket: id, message: csat)
+        return (id, csat)
+    }
+
     /// Waits until the CSAT request Desk sent reaches the gateway (webhook).
     static func waitForRequest(_ app: GatewayApplication, ticket: Int, message: Int) async throws {
         for _ in 0..<100 {
@@ -71,11 +82,7 @@ import TestSupport
         try await withGateway(configure: { $0.dbStatementTimeoutMilliseconds = 300; $0.outboxMaxBackoffSeconds = 1 }) { app in
             let customer = try await Customer.signIn(app)
             let agent = DeskAgent(app)
-            let id = try #require(try await customer.createTicket("Rated while the writers wait")["id"] as? Int)
-            try await agent.activate(id)
-            try await agent.post("/tickets/\(id)/close")
-            let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
-            try await Self.waitForRequest(app, ticket: id, message: csat)
+            let (id, csat) = try await Self.closedAndAsked(app, customer, "Rated while the writers wait")
             // Desk's webhooks held back: the rating has only the gateway's own path.
             try await agent.post("/webhooks", #"{"urls":[],"secret":"held"}"#)
             let control = Database.forTests(app.config.databaseURL ?? "", poolSize: 1)
@@ -104,12 +111,7 @@ import TestSupport
         try await withGateway { app in
             let owner = try await Customer.signIn(app)
             let other = try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2")
-            let agent = DeskAgent(app)
-            let id = try #require(try await owner.createTicket("Rated by its owner only")["id"] as? Int)
-            try await agent.activate(id)
-            try await agent.post("/tickets/\(id)/close")
-            let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
-            try await Self.waitForRequest(app, ticket: id, message: csat)
+            let (id, csat) = try await Self.closedAndAsked(app, owner, "Rated by its owner only")
 
             // Another customer: the ticket's id, with the real CSAT message, declined or rated.
             for body in [#"{"messageId":\#(csat),"score":null,"comment":null}"#, #"{"messageId":\#(csat),"score":1,"comment":"x"}"#] {
@@ -170,12 +172,7 @@ import TestSupport
     @Test func aDeclineFollowedByARatingEndsAtDesksScore() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)
-            let agent = DeskAgent(app)
-            let id = try #require(try await customer.createTicket("Declined, then rated")["id"] as? Int)
-            try await agent.activate(id)
-            try await agent.post("/tickets/\(id)/close")
-            let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
-            try await Self.waitForRequest(app, ticket: id, message: csat)
+            let (id, csat) = try await Self.closedAndAsked(app, customer, "Declined, then rated")
             let declined = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":null,"comment":null}"#)
             #expect(declined.status == 200, "\(declined.text)")
             #expect(try await Self.ratings(app, ticket: id).map(\.score) == [nil])
