@@ -297,7 +297,14 @@ func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
     let (zones, database, logger) = (wiring.config.reportTimeZones, wiring.database, wiring.logger)
     return BackgroundLoop("zone backfill") {
         do {
-            let backfilled = try await CSATStore(database: database).ensureZones(zones)
+            let store = CSATStore(database: database)
+            let missing = Set(zones).subtracting(try await store.zones())
+            if !missing.isEmpty {
+                // Said before it starts: while it runs, CSAT writes and Desk's webhook events wait for it.
+                logger.notice("building CSAT rollups for new reporting zones; CSAT writes and webhook events wait until it ends",
+                              metadata: ["zones": "\(missing.sorted())"])
+            }
+            let backfilled = try await store.ensureZones(zones)
             if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
         } catch {
             logger.error("CSAT rollup backfill failed; reports in the new zones stay exact but slower", metadata: ["error": "\(error)"])

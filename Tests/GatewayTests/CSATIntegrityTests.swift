@@ -18,12 +18,19 @@ import TestSupport
     /// A ticket of `customer`'s, worked on, closed and sent a CSAT request that the gateway has seen.
     static func closedAndAsked(_ app: GatewayApplication, _ customer: Customer, _ title: String) async throws -> (id: Int, csat: Int) {
         let agent = DeskAgent(app)
-        let id = try #require(try await customer.createTicket(title)["id"] as? Int)
-        try await agent.activate(id)
-        try await agent.post("/tickets/\(id)/close")
+        let id = try await closed(app, customer, title)
         let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
         try await waitForRequest(app, ticket: id, message: csat)
         return (id, csat)
+    }
+
+    /// A ticket of `customer`'s, worked on by an agent and closed.
+    static func closed(_ app: GatewayApplication, _ customer: Customer, _ title: String) async throws -> Int {
+        let agent = DeskAgent(app)
+        let id = try #require(try await customer.createTicket(title)["id"] as? Int)
+        try await agent.activate(id)
+        try await agent.post("/tickets/\(id)/close")
+        return id
     }
 
     /// Waits until the CSAT request Desk sent reaches the gateway (webhook).
@@ -104,6 +111,31 @@ import TestSupport
             let attributed = try await app.database.query("SELECT agent_id IS NOT NULL FROM csat_ratings WHERE ticket_id = $1", [id])
             #expect(try attributed.first?.decode(0, as: Bool.self) == true)
             try await Self.rollupsMatchRawRatings(app)
+        }
+    }
+
+    /// Desk's CSAT events that arrive while a zone backfill holds the CSAT writers wait for it in the inbox: each pass
+    /// had waited for the zone lock until the statement timeout and spent one of the event's ten tries, so a backfill
+    /// longer than ten timeouts left the event `failed` and its request or rating out of the reports.
+    @Test func webhookEventsWaitOutAZoneBackfillWithoutSpendingTries() async throws {
+        try await withGateway(configure: { $0.dbStatementTimeoutMilliseconds = 200 }) { app in
+            let agent = DeskAgent(app)
+            let id = try await Self.closed(app, try await Customer.signIn(app), "Asked during a backfill")
+            let control = Database.forTests(app.config.databaseURL ?? "", poolSize: 1)
+            defer { control.shutdown() }
+            try await control.query("SELECT pg_advisory_lock($1)", [CSATStore.zoneLock])
+            let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
+            // Twenty passes' worth of waiting: the old inbox had spent the event's ten tries in about three seconds.
+            try await Task.sleep(for: .seconds(4))
+            let held = try await app.database.query("""
+                SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status <> 'applied' AND attempts > 0) FROM webhook_events
+                """)[0]
+            #expect(try held.decode(0, as: Int.self) >= 1)
+            #expect(try held.decode(1, as: Int.self) == 0)
+            try await control.query("SELECT pg_advisory_unlock($1)", [CSATStore.zoneLock])
+            try await Self.waitForRequest(app, ticket: id, message: csat)
+            let failed = try await app.database.query("SELECT count(*) FROM webhook_events WHERE status = 'failed'")[0].decode(0, as: Int.self)
+            #expect(failed == 0)
         }
     }
 
