@@ -298,7 +298,12 @@ func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
     return BackgroundLoop("zone backfill") {
         do {
             let store = CSATStore(database: database)
-            let missing = Set(zones).subtracting(try await store.zones())
+            let kept = try await store.zones()
+            for zone in kept.subtracting(zones).sorted() {
+                logger.notice("a zone not in REPORT_TIME_ZONES still has rollups, which every CSAT write keeps up; `desk-gateway csat drop-zone` deletes them",
+                              metadata: ["zone": "\(zone)"])
+            }
+            let missing = Set(zones).subtracting(kept)
             if !missing.isEmpty {
                 // Said before it starts: while it runs, CSAT writes and Desk's webhook events wait for it.
                 logger.notice("building CSAT rollups for new reporting zones; CSAT writes and webhook events wait until it ends",

@@ -116,6 +116,20 @@ public func runCacheReset(_ config: GatewayConfig, logger: Logger, discardingPen
 
 /// `desk-gateway webhooks replay`: marks stored events with these statuses pending again, so the running gateway
 /// applies them with the parser it has now. Returns how many.
+/// `desk-gateway csat drop-zone`: refused for a zone this environment lists (an instance started with it builds it
+/// again); true when the zone had rollups.
+public func dropReportZone(_ config: GatewayConfig, logger: Logger, zone: String) async throws -> Bool {
+    guard !config.reportTimeZones.contains(zone) else {
+        throw ConfigError(variable: "REPORT_TIME_ZONES", message: "lists \(zone): take it out of the list everywhere first, or every instance started with it builds its rollups again")
+    }
+    return try await withMigratedDatabase(config, logger: logger) { try await CSATStore(database: $0).dropZone(zone) }
+}
+
+/// `desk-gateway csat zones`: every zone with rollups, complete or not, and its rows.
+public func reportZones(_ config: GatewayConfig, logger: Logger) async throws -> [(zone: String, complete: Bool, rows: Int)] {
+    try await withMigratedDatabase(config, logger: logger) { try await CSATStore(database: $0).registeredZones() }
+}
+
 public func replayWebhooks(_ config: GatewayConfig, logger: Logger, statuses: [String]) async throws -> Int {
     try await withMigratedDatabase(config, logger: logger) { try await WebhookInbox(database: $0).replay(statuses: statuses) }
 }

@@ -1,9 +1,13 @@
 /// The report reads as a port: `Store.ReportStore` reads PostgreSQL (the rollup blocks, or the raw ratings); the
 /// routes plan, admit and shape around it, and their tests read an in-memory fake.
+/// Both periods' sums of a report: the current period's per group and bucket, the previous period's per group.
+public typealias ReportSums = (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)])
+
 public protocol ReportReader: Sendable {
     /// Both periods from the zone's rollup blocks: the current period's sums per group and bucket, the previous
-    /// period's per group.
-    func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)])
+    /// period's per group; nil when the zone has no complete rollups as the query saw the database (dropped or being
+    /// rebuilt since the caller looked), which the raw ratings then answer.
+    func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> ReportSums?
     /// One period's sums from the raw ratings, at most `limit` rows.
     func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, limit: Int) async throws -> [ReportEntry]
     /// Display names of agents or teams by id (empty for a dimension without ids).

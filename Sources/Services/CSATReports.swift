@@ -68,7 +68,7 @@ public final class CSATReports: Sendable {
         let p = try caller.scope(asked)
         let useRollups = try await hasRollups(p.timeZone)
         let names: GroupNames
-        let sums: (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)])
+        let sums: (sums: ReportSums, fromRollups: Bool)
         if let known = displayNames.get(p.groupBy) {
             // The usual case: no child task to read them alongside (its start woke a second thread per report).
             (names, sums) = (known, try await self.sums(p, rollups: useRollups, caller: caller))
@@ -77,28 +77,31 @@ public final class CSATReports: Sendable {
             sums = try await self.sums(p, rollups: useRollups, caller: caller)
             names = try await loaded
         }
-        let report = CSATReportShaper.shape(parameters: p, source: useRollups ? "rollup" : "raw", current: sums.current,
-                                            previous: sums.previous, names: names)
+        let report = CSATReportShaper.shape(parameters: p, source: sums.fromRollups ? "rollup" : "raw", current: sums.sums.current,
+                                            previous: sums.sums.previous, names: names)
         if report.rows.count > maxCells { throw tooLarge(report.rows.count) }
         return report
     }
 
     /// Both periods' sums, from the rollups or (admitted) from the raw ratings.
-    func sums(_ p: ReportParameters, rollups: Bool, caller: ReportCaller) async throws -> (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)]) {
+    func sums(_ p: ReportParameters, rollups: Bool, caller: ReportCaller) async throws -> (sums: ReportSums, fromRollups: Bool) {
         do {
-            if rollups { return try await reader.fromBlocks(p, plan: BlockPlan(p)) }
-            return try await admission.run(key: caller.admissionIdentity) { connections in try await rawSums(p, connections: connections) }
+            if rollups {
+                if let sums = try await reader.fromBlocks(p, plan: BlockPlan(p)) { return (sums, true) }
+                // The zone's rollups went away since they were looked up (`desk-gateway csat drop-zone`, a rebuild).
+                rollupZones.put(try await reader.rollupZones())
+            }
+            return (try await admission.run(key: caller.admissionIdentity) { connections in try await rawSums(p, connections: connections) }, false)
         } catch let error as DomainError where error.code == .storeTimeout {
             throw ReportRefusal.timeout("The report took longer than the database allows; narrow the range, use a coarser "
                                         + "bucket or a time zone with rollups (REPORT_TIME_ZONES).")
         }
     }
 
-    /// Whether reports in this zone come from rollups (`report_zones`; a zone added elsewhere shows up within a second).
+    /// Whether reports in this zone come from rollups (`report_zones`; a zone added or dropped elsewhere shows within a
+    /// second, and a report that finds its zone's rollups gone meanwhile is computed from the raw ratings).
     public func hasRollups(_ zone: String) async throws -> Bool {
-        if let known = rollupZones.lookup(), known.value.contains(zone) || rollupZones.age() < rollupZones.ttl {
-            return known.value.contains(zone)
-        }
+        if let known = rollupZones.lookup(), rollupZones.age() < rollupZones.ttl { return known.value.contains(zone) }
         let fresh = try await reader.rollupZones()
         rollupZones.put(fresh)
         return fresh.contains(zone)

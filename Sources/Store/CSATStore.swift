@@ -238,6 +238,29 @@ public struct CSATStore: FeedbackRatings {
         try await ensureZones(zones)
     }
 
+    /// Stops keeping a zone's rollups and deletes them (`desk-gateway csat drop-zone`): every CSAT write updates every
+    /// zone registered, listed in `REPORT_TIME_ZONES` or not. Taken under the zone lock, held exclusively as a
+    /// backfill holds it, so no writer is between reading the zones and writing their blocks. Reports in the zone are
+    /// computed from the raw ratings from then on (one in flight notices in its own query). Returns false when the
+    /// zone had no rollups.
+    public func dropZone(_ zone: String) async throws -> Bool {
+        try await database.withConnection { connection in
+            try connection.transaction { tx in
+                try tx.withoutStatementTimeout()
+                try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
+                return !(try tx.query("DELETE FROM report_zones WHERE zone = $1 RETURNING 1", [zone]).isEmpty)
+            }
+        }
+    }
+
+    /// Every zone registered, its rollups complete or not, with its rows in the agent × team blocks.
+    public func registeredZones() async throws -> [(zone: String, complete: Bool, rows: Int)] {
+        try await database.query("""
+            SELECT z.zone, z.backfilled_at IS NOT NULL, (SELECT count(*) FROM csat_blocks b WHERE b.zone_id = z.id)
+              FROM report_zones z ORDER BY z.zone
+            """).map { (try $0.decode(0), try $0.decode(1), try $0.decode(2)) }
+    }
+
     /// Zones whose rollups are complete (reports may read them).
     public func zones() async throws -> Set<String> {
         Set(try await database.query("SELECT zone FROM report_zones WHERE backfilled_at IS NOT NULL").map { try $0.decode(0, as: String.self) })

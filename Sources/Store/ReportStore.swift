@@ -51,7 +51,7 @@ public struct ReportStore: ReportReader {
     /// Both periods of a report from the zone's rollup blocks, in one query: the current period's sums per group and
     /// bucket, and the previous period's per group (a group may come in several entries; the shaper adds them up).
     /// Reports narrowed by channel type or priority read the detail blocks, all others the agent × team ones.
-    public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [Entry], previous: [(group: ReportKey, figures: CSATFigures)]) {
+    public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> ReportSums? {
         let group = "b." + p.groupBy.column
         // Channel type and priority are kept only in the detail blocks.
         let detail = p.filtersDimensions || !p.groupBy.inAgentTeamBlocks
@@ -86,14 +86,22 @@ public struct ReportStore: ReportReader {
                 \(sql)
                 """
         }
+        // In the same snapshot as the blocks: a zone dropped (or set to be rebuilt) since the caller looked has none.
+        sql += "\nUNION ALL SELECT NULL, \(Self.noRollupsTag), 0, 0, 0, 0, 0, 0, 0"
+            + " WHERE NOT EXISTS (SELECT 1 FROM report_zones WHERE zone = $1 AND backfilled_at IS NOT NULL)"
         let result = try await reads.run { try await $0.query(sql, binds) }
         // Sized once: grown by doubling, a weekly report's 3,000 entries were copied about twice over.
         var current: [Entry] = []
         current.reserveCapacity(result.count)
         var previous: [(group: ReportKey, figures: CSATFigures)] = []
+        var noRollups = false
         try result.forEachRow { row in
-            let group = try p.groupBy.key(row)
             let tag: Int = try row.decode(1)
+            if tag == Self.noRollupsTag {
+                noRollups = true
+                return
+            }
+            let group = try p.groupBy.key(row)
             let distribution = ScoreCounts(try row.decode(4), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8))
             let figures = CSATFigures(requests: try row.decode(2), responses: try row.decode(3), distribution: distribution)
             if tag == BlockPlan.previousTag {
@@ -102,8 +110,11 @@ public struct ReportStore: ReportReader {
                 current.append((group, plan.buckets[tag - 1], figures))
             }
         }
-        return (current, previous)
+        return noRollups ? nil : (current, previous)
     }
+
+    /// The tag of the row that says the zone has no complete rollups (a plan's tags are the previous period's and 1…).
+    static let noRollupsTag = -1
 
     /// The plan's parts that are the only block of their tag (their bucket, or the previous period).
     static func singleBlockParts(_ plan: BlockPlan) -> Set<Int> {

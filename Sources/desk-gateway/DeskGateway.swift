@@ -221,7 +221,37 @@ struct Sync: AsyncParsableCommand {
 }
 
 struct Csat: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Check the stored CSAT ratings.", subcommands: [Audit.self])
+    static let configuration = CommandConfiguration(abstract: "Check the stored CSAT ratings and manage the reports' rollups.",
+                                                    subcommands: [Audit.self, Zones.self, DropZone.self])
+
+    struct Zones: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the zones whose rollups every CSAT write keeps up, and whether this environment's REPORT_TIME_ZONES lists each.")
+
+        func run() async throws {
+            try await oneShot { config, logger in
+                for zone in try await reportZones(config, logger: logger) {
+                    let listed = config.reportTimeZones.contains(zone.zone) ? "listed" : "not listed (desk-gateway csat drop-zone \(zone.zone))"
+                    print("\(zone.zone)  \(zone.complete ? "complete" : "being built")  \(zone.rows) rows  \(listed)")
+                }
+            }
+        }
+    }
+
+    struct DropZone: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "drop-zone",
+            abstract: "Stop keeping a zone's rollups and delete them (take it out of REPORT_TIME_ZONES everywhere first); reports in it are computed from raw ratings.")
+
+        @Argument(help: "The IANA zone, as REPORT_TIME_ZONES named it.") var zone: String
+
+        func run() async throws {
+            try await oneShot { config, logger in
+                let dropped = try await dropReportZone(config, logger: logger, zone: zone)
+                print(dropped ? "dropped the rollups of \(zone)" : "\(zone) had no rollups")
+            }
+        }
+    }
 
     struct Audit: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -130,7 +130,7 @@ final class FakeReportReader: ReportReader {
         asked.withLock { $0.append(p) }
     }
 
-    func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)]) {
+    func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> ReportSums? {
         note("blocks", p)
         return (current, previous)
     }

@@ -128,13 +128,7 @@ import TestSupport
         try await withGateway(configure: { $0.reportTimeZones = ["UTC", "Asia/Tokyo"] }) { app in
             let store = CSATStore(database: app.database)
             let base = Date().timeIntervalSince1970 - 86_400 * 2
-            for ticket in 1...6 {
-                try await store.recordRequest(ticketId: ticket, messageId: 100 + ticket, agentId: 500 + ticket % 3, teamId: 11,
-                                              channelType: "SENDBIRD", priority: .medium, requestedAt: base + Double(ticket))
-                try await store.record(RatingRecord(ticketId: ticket, messageId: 100 + ticket, score: 1 + ticket % 5, comment: nil,
-                                                    agentId: 500 + ticket % 3, teamId: 11, channelType: "SENDBIRD", priority: .medium,
-                                                    customerSendbirdId: "c", ratedAt: base + 60 + Double(ticket), source: .webhook))
-            }
+            try await Self.sixRatings(store, from: base)
             #expect(try await store.rollupDrift().isEmpty)
             try await app.database.transaction { tx in
                 try tx.query("DELETE FROM csat_ratings WHERE ticket_id = 2")
@@ -150,10 +144,7 @@ import TestSupport
             var command = app.config
             command.deskBaseURL = try #require(app.emulator).baseURL
             command.deskAPIToken = try #require(app.emulator).configuration.apiToken
-            let format = DateFormatter()
-            format.dateFormat = "yyyy-MM-dd"
-            format.timeZone = TimeZone(identifier: "UTC")
-            format.locale = Locale(identifier: "en_US_POSIX")
+            let format = Self.utcDays()
             let (from, to) = (format.string(from: Date(timeIntervalSince1970: base - 86_400)), format.string(from: Date()))
             let found = try await runAudit(command, logger: Logger(label: "audit"), from: from, to: to, repair: false) { _ in }
             #expect(found.rollupDrift == drift && found.rollupDriftLeft == drift)
@@ -163,6 +154,67 @@ import TestSupport
             try await CSATIntegrityTests.rollupsMatchRawRatings(app)
             #expect(try await store.zones() == ["UTC", "Asia/Tokyo"])
         }
+    }
+
+    /// A zone taken out of REPORT_TIME_ZONES keeps its rollups, which every CSAT write updates, until `csat drop-zone`
+    /// deletes them. Reports in it then come from the raw ratings with the same figures, also on an instance that
+    /// had seen the zone's rollups: it had trusted them for good and read empty blocks, a report of no ratings.
+    @Test func aDroppedZonesReportsComeFromTheRawRatingsWithTheSameFigures() async throws {
+        try await withGateway(configure: { $0.reportTimeZones = ["UTC", "Asia/Tokyo"]; $0.reportCacheSeconds = 0 }) { app in
+            let store = CSATStore(database: app.database)
+            try await store.ensureZones(["UTC", "Asia/Tokyo"])
+            let base = Date().timeIntervalSince1970 - 86_400 * 2
+            try await Self.sixRatings(store, from: base)
+            let key = try await reporter(app)
+            let format = Self.utcDays()
+            let query = "?groupBy=agent&bucket=day&tz=Asia/Tokyo&from=\(format.string(from: Date(timeIntervalSince1970: base - 86_400 * 3)))"
+                + "&to=\(format.string(from: Date()))"
+            func figures() async throws -> (source: String?, figures: String) {
+                let answer = try await key.get(query)
+                try #require(answer.status == 200, "\(answer.text)")
+                let stripped = BackupRestoreTests.figures(answer.text).replacingOccurrences(of: #""source":"[a-z]*""#, with: "", options: .regularExpression)
+                return (answer.json?["source"] as? String, stripped)
+            }
+            let before = try await figures()
+            #expect(before.source == "rollup" && before.figures.contains(#""responses":6"#), "\(before)")
+            // Refused while this environment still lists the zone.
+            await #expect(throws: ConfigError.self) { try await dropReportZone(app.config, logger: Logger(label: "t"), zone: "Asia/Tokyo") }
+            var operatorConfig = app.config
+            operatorConfig.reportTimeZones = ["UTC"]
+            #expect(try await dropReportZone(operatorConfig, logger: Logger(label: "t"), zone: "Asia/Tokyo"))
+            // At once (the instance had just seen the zone's rollups), and after it looked again.
+            let after = try await figures()
+            #expect(after.source == "raw" && after.figures == before.figures, "\(after)")
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(try await figures() == after)
+            #expect(try await reportZones(operatorConfig, logger: Logger(label: "t")).map(\.zone) == ["UTC"])
+            #expect(try await !dropReportZone(operatorConfig, logger: Logger(label: "t"), zone: "Asia/Tokyo"))
+            #expect(try await store.rollupDrift().isEmpty)
+            // Writes go on with the zone gone.
+            try await store.record(RatingRecord(ticketId: 7, messageId: 107, score: 5, comment: nil, agentId: 501, teamId: 11, channelType: "SENDBIRD",
+                                                priority: .medium, customerSendbirdId: "c", ratedAt: base + 90, source: .webhook))
+            #expect(try await figures().figures.contains(#""responses":7"#))
+        }
+    }
+
+    /// Six tickets' CSAT requests and ratings, a second apart from `base`, over three agents of team 11.
+    static func sixRatings(_ store: CSATStore, from base: Double) async throws {
+        for ticket in 1...6 {
+            try await store.recordRequest(ticketId: ticket, messageId: 100 + ticket, agentId: 500 + ticket % 3, teamId: 11,
+                                          channelType: "SENDBIRD", priority: .medium, requestedAt: base + Double(ticket))
+            try await store.record(RatingRecord(ticketId: ticket, messageId: 100 + ticket, score: 1 + ticket % 5, comment: nil,
+                                                agentId: 500 + ticket % 3, teamId: 11, channelType: "SENDBIRD", priority: .medium,
+                                                customerSendbirdId: "c", ratedAt: base + 60 + Double(ticket), source: .webhook))
+        }
+    }
+
+    /// Dates as YYYY-MM-DD in UTC.
+    static func utcDays() -> DateFormatter {
+        let format = DateFormatter()
+        format.dateFormat = "yyyy-MM-dd"
+        format.timeZone = TimeZone(identifier: "UTC")
+        format.locale = Locale(identifier: "en_US_POSIX")
+        return format
     }
 
     /// A Platform API reader that fails on its `failAt`-th ticket page (a backfill interrupted half-way), and runs

@@ -158,7 +158,7 @@ import TestSupport
                           [("from", "2026-09-07"), ("to", "2026-11-15"), ("bucket", "week")], [("from", "2026-11-02"), ("to", "2026-11-08"), ("bucket", "week")],
                           [("from", "2026-09-07"), ("to", "2026-11-15"), ("bucket", "week"), ("teamId", "11")]] {
                 let p = try reportParameters(query)
-                let blocks = try await reports.fromBlocks(p, plan: BlockPlan(p))
+                let blocks = try #require(try await reports.fromBlocks(p, plan: BlockPlan(p)))
                 let raw = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: .max)
                 let rawBefore = try await reports.fromRaw(p, from: p.previous.from, to: p.previous.to, bucket: .none, limit: .max)
                 #expect(Self.sums(blocks.current.map { ($0.group, $0.bucketStart, $0.figures) }, bucket: p)
