@@ -86,7 +86,7 @@ import TestSupport
     /// them, past the statement timeout) is tried again until it is stored, on the agent Desk names; it had been left
     /// to Desk's webhook or the sync, and was missing from the reports where neither came.
     @Test func aDeliveredRatingTheDatabaseCouldNotStoreIsStoredLater() async throws {
-        try await withGateway(configure: { $0.dbStatementTimeoutMilliseconds = 1000; $0.outboxMaxBackoffSeconds = 1 }) { app in
+        try await withGateway(configure: { $0.dbStatementTimeoutMilliseconds = 2000; $0.outboxMaxBackoffSeconds = 1 }) { app in
             let customer = try await Customer.signIn(app)
             let agent = DeskAgent(app)
             let (id, csat) = try await Self.closedAndAsked(app, customer, "Rated while the writers wait")
@@ -117,17 +117,17 @@ import TestSupport
     /// Desk's CSAT events that arrive while a zone backfill holds the CSAT writers wait for it in the inbox: each pass
     /// had waited for the zone lock until the statement timeout and spent one of the event's ten tries, so a backfill
     /// longer than ten timeouts left the event `failed` and its request or rating out of the reports. The wait here is
-    /// three timeouts long: tries spent at all are the defect.
+    /// two timeouts long: tries spent at all are the defect.
     @Test func webhookEventsWaitOutAZoneBackfillWithoutSpendingTries() async throws {
-        try await withGateway(configure: { $0.dbStatementTimeoutMilliseconds = 1000 }) { app in
+        try await withGateway(configure: { $0.dbStatementTimeoutMilliseconds = 2000 }) { app in
             let agent = DeskAgent(app)
             let id = try await Self.closed(app, try await Customer.signIn(app), "Asked during a backfill")
             let control = Database.forTests(app.config.databaseURL ?? "", poolSize: 1)
             defer { control.shutdown() }
             try await control.query("SELECT pg_advisory_lock($1)", [CSATStore.zoneLock])
             let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
-            // Three statement timeouts' worth of waiting: the old inbox had spent one of the event's tries on each.
-            try await Task.sleep(for: .seconds(3))
+            // Two statement timeouts' worth of waiting: the old inbox had spent one of the event's tries on each.
+            try await Task.sleep(for: .seconds(4))
             let held = try await app.database.query("""
                 SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status <> 'applied' AND attempts > 0) FROM webhook_events
                 """)[0]
