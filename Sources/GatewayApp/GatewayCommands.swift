@@ -114,8 +114,6 @@ public func runCacheReset(_ config: GatewayConfig, logger: Logger, discardingPen
     try await withMigratedDatabase(config, logger: logger) { try await resetCache($0, discardingPending: discardingPending) }
 }
 
-/// `desk-gateway webhooks replay`: marks stored events with these statuses pending again, so the running gateway
-/// applies them with the parser it has now. Returns how many.
 /// `desk-gateway csat drop-zone`: refused for a zone this environment lists (an instance started with it builds it
 /// again); true when the zone had rollups.
 public func dropReportZone(_ config: GatewayConfig, logger: Logger, zone: String) async throws -> Bool {
@@ -130,6 +128,8 @@ public func reportZones(_ config: GatewayConfig, logger: Logger) async throws ->
     try await withMigratedDatabase(config, logger: logger) { try await CSATStore(database: $0).registeredZones() }
 }
 
+/// `desk-gateway webhooks replay`: marks stored events with these statuses pending again, so the running gateway
+/// applies them with the parser it has now. Returns how many.
 public func replayWebhooks(_ config: GatewayConfig, logger: Logger, statuses: [String]) async throws -> Int {
     try await withMigratedDatabase(config, logger: logger) { try await WebhookInbox(database: $0).replay(statuses: statuses) }
 }

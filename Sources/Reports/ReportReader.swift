@@ -1,8 +1,8 @@
-/// The report reads as a port: `Store.ReportStore` reads PostgreSQL (the rollup blocks, or the raw ratings); the
-/// routes plan, admit and shape around it, and their tests read an in-memory fake.
 /// Both periods' sums of a report: the current period's per group and bucket, the previous period's per group.
 public typealias ReportSums = (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)])
 
+/// The report reads as a port: `Store.ReportStore` reads PostgreSQL (the rollup blocks, or the raw ratings); the
+/// routes plan, admit and shape around it, and their tests read an in-memory fake.
 public protocol ReportReader: Sendable {
     /// Both periods from the zone's rollup blocks: the current period's sums per group and bucket, the previous
     /// period's per group; nil when the zone has no complete rollups as the query saw the database (dropped or being
