@@ -108,7 +108,11 @@ import TestSupport
             #expect(recorded.map(\.score) == [2], "\(recorded)")
             let operation = try await customer.send("GET", "/v1/operations/\(answer.json?["id"] as? Int ?? 0)")
             #expect(operation.json?["status"] as? String == "delivered", "\(operation.text)")
-            let attributed = try await app.database.query("SELECT agent_id IS NOT NULL FROM csat_ratings WHERE ticket_id = $1", [id])
+            // On the agent and team of Desk's CSAT request, as an answer delivered at once is.
+            let attributed = try await app.database.query("""
+                SELECT r.agent_id IS NOT NULL AND r.agent_id = q.agent_id AND r.team_id IS NOT DISTINCT FROM q.team_id
+                  FROM csat_ratings r JOIN csat_requests q USING (ticket_id, message_id) WHERE r.ticket_id = $1
+                """, [id])
             #expect(try attributed.first?.decode(0, as: Bool.self) == true)
             try await Self.rollupsMatchRawRatings(app)
         }
