@@ -61,13 +61,10 @@ func rateOnDesk(deskPort: Int, ticket: Int, message: Int, score: Int, comment: S
 }
 
 func waitForEmptyOutbox(_ database: Database, seconds: Double = 90) async throws {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-        let pending: Int = try await database.query("SELECT count(*) FROM outbox WHERE status = 'pending'")[0].decode(0)
-        if pending == 0 { return }
-        try await Task.sleep(for: .milliseconds(200))
+    let empty = try await eventually(within: seconds, every: .milliseconds(200)) {
+        try await database.query("SELECT count(*) FROM outbox WHERE status = 'pending'")[0].decode(0, as: Int.self) == 0
     }
-    Issue.record("outbox still has pending operations after \(seconds) s")
+    if !empty { Issue.record("outbox still has pending operations after \(seconds) s") }
 }
 
 func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (state: String?, score: Int?, comment: String?, attempts: Int) {

@@ -94,11 +94,10 @@ import Telemetry
             } }
             let watcher = Database.forTests(try #require(app.config.databaseURL), poolSize: 1)
             defer { watcher.shutdown() }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while ContinuousClock.now < deadline, try await watcher.query("""
-                SELECT 1 FROM pg_locks WHERE relation = 'outbox'::regclass AND mode = 'AccessExclusiveLock' AND granted
-                """).isEmpty {
-                try await Task.sleep(for: .milliseconds(20))
+            try await eventually(every: .milliseconds(20)) {
+                try await !watcher.query("""
+                    SELECT 1 FROM pg_locks WHERE relation = 'outbox'::regclass AND mode = 'AccessExclusiveLock' AND granted
+                    """).isEmpty
             }
             let ready = try await httpRequest(port: app.port, "GET", "/readyz")
             let checks = ready.json?["checks"] as? [String: Any]

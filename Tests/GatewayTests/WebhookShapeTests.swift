@@ -57,12 +57,8 @@ import TestSupport
     }
 
     static func waitForInbox(_ app: GatewayApplication, seconds: Double = 20) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try await WebhookInbox(database: app.database).pending() == 0 { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        Issue.record("webhook events still pending after \(seconds) s")
+        let drained = try await eventually(within: seconds, every: .milliseconds(100)) { try await WebhookInbox(database: app.database).pending() == 0 }
+        if !drained { Issue.record("webhook events still pending after \(seconds) s") }
     }
 
     /// The database keeps which state wins: a late webhook with an older state leaves the newer one cached.

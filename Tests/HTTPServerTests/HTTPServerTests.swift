@@ -260,8 +260,7 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
         }
         let port = server.port
         let client = Task { try await httpRequest(port: port, "GET", "/stream-gated") }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while gate.waiting == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        await eventually(within: 20) { gate.waiting > 0 }
         #expect(gate.waiting == 1)
         await server.stop(drainDeadline: .milliseconds(300))
         await #expect(throws: TestHTTPError.self) { _ = try await client.value }

@@ -261,10 +261,7 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
             try await blocker.query("SELECT pg_advisory_lock(42)")
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<9 { group.addTask { try await pool.query("SELECT pg_advisory_xact_lock_shared(42)") } }
-                let deadline = ContinuousClock.now + .seconds(30)
-                while pool.statistics.inUse < 3 || pool.statistics.waiting < 6, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(5))
-                }
+                await eventually(every: .milliseconds(5)) { pool.statistics.inUse >= 3 && pool.statistics.waiting >= 6 }
                 let stats = pool.statistics
                 #expect(stats.inUse == 3)
                 #expect(stats.waiting == 6)
@@ -309,8 +306,7 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
             try #require(connected)
             try await blocker.query("SELECT pg_advisory_lock(43)")
             let busy = Task { try await pool.query("SELECT pg_advisory_xact_lock_shared(43)") }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while pool.statistics.inUse < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            await eventually(every: .milliseconds(5)) { pool.statistics.inUse >= 1 }
             try #require(pool.statistics.inUse == 1)
             let release = Task {
                 try await Task.sleep(for: .seconds(20))
@@ -441,13 +437,9 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
             defer { first.shutdown(); second.shutdown(); observer.shutdown() }
             let migrations = [Migration(version: 1, name: "convert_a", sql: "CREATE TABLE a (id int); SELECT pg_sleep(3);")]
             let long = Task { try await Migrator(pool: first).migrate(migrations) }
-            let deadline = ContinuousClock.now + .seconds(30)
-            // pg_locks is the whole cluster's: other tests' locks are in other databases.
-            while try await observer.query("""
-                SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
-                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                """).isEmpty,
-                  ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            try await eventually {
+                try await !observer.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND \(lockInThisDatabase)").isEmpty
+            }
             #expect(try await Migrator(pool: second).migrate(migrations) == [])
             #expect(try await long.value == [1])
         }

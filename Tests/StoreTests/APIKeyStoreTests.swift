@@ -22,8 +22,7 @@ import TestSupport
             for _ in 0..<30 where found == nil { found = try? await APIKeyStore(database: small).live(key)?.scopes }
             #expect(found == ["reports"])
             let busy = Task { try await small.query("SELECT pg_sleep(8)") }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while small.statistics.inUse < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            await eventually(every: .milliseconds(5)) { small.statistics.inUse >= 1 }
             let before = small.statistics.timedOut
             await #expect(throws: DomainError.self) { try await APIKeyStore(database: small).live(key) }
             #expect(small.statistics.timedOut - before == 1, "waits that ran out: \(small.statistics.timedOut - before)")

@@ -75,16 +75,12 @@ import TestSupport
             let store = CSATStore(database: db)
             _ = try await store.ensureZones(["UTC"])
             #expect(try await store.record(Self.rating(1, score: 3, at: Self.noon)))
-            // pg_locks is the whole cluster's: other tests' locks are in other databases.
             let waiting = {
-                try await control.query("""
-                    SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-                       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                    """)[0].decode(0, as: Int.self)
+                try await control.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND \(lockInThisDatabase)")[0]
+                    .decode(0, as: Int.self)
             }
-            func await(_ count: Int) async throws {
-                let deadline = ContinuousClock.now + .seconds(20)
-                while try await waiting() < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            func untilWaiting(_ count: Int) async throws {
+                try await eventually(within: 20, every: .milliseconds(5)) { try await waiting() >= count }
                 try #require(try await waiting() == count)
             }
             // A writer in flight (the zone lock held shared) that waits for the test's go.
@@ -95,11 +91,11 @@ import TestSupport
                     try tx.query("SELECT pg_advisory_xact_lock_shared(7)")
                 }
             }
-            try await await(1)
+            try await untilWaiting(1)
             let added = Task { try await store.ensureZones(["Asia/Kathmandu"]) }
-            try await await(2)
+            try await untilWaiting(2)
             let replaced = Task { try await store.record(Self.rating(1, score: 5, at: Self.noon + 600)) }
-            try await await(3)
+            try await untilWaiting(3)
             try await control.query("SELECT pg_advisory_unlock(7)")
             try await inFlight.value
             #expect(try await added.value == ["Asia/Kathmandu"])
