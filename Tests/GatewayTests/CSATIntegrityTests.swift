@@ -130,7 +130,12 @@ import TestSupport
             defer { control.shutdown() }
             try await control.query("SELECT pg_advisory_lock($1)", [CSATStore.zoneLock])
             let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
-            // Two statement timeouts' worth of waiting: the old inbox had spent one of the event's tries on each.
+            // The emulator delivers its webhook when it gets to it (seconds on a loaded host); from then on, two statement
+            // timeouts' worth of waiting: the old inbox had spent one of the event's tries on each.
+            let arrived = try await eventually(every: .milliseconds(50)) {
+                try await !app.database.query("SELECT 1 FROM webhook_events WHERE event_type = 'TICKET.CSAT.REQUESTED'").isEmpty
+            }
+            try #require(arrived, "the CSAT request's webhook never reached the gateway")
             try await Task.sleep(for: .seconds(4))
             let held = try await app.database.query("""
                 SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status <> 'applied' AND attempts > 0) FROM webhook_events
