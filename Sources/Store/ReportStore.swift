@@ -86,9 +86,7 @@ public struct ReportStore: ReportReader {
                 \(sql)
                 """
         }
-        // In the same snapshot as the blocks: a zone dropped (or set to be rebuilt) since the caller looked has none.
-        sql += "\nUNION ALL SELECT NULL, \(Self.noRollupsTag), 0, 0, 0, 0, 0, 0, 0"
-            + " WHERE NOT EXISTS (SELECT 1 FROM report_zones WHERE zone = $1 AND backfilled_at IS NOT NULL)"
+        sql += Self.noRollupsRow
         let result = try await reads.run { try await $0.query(sql, binds) }
         // Sized once: grown by doubling, a weekly report's 3,000 entries were copied about twice over.
         var current: [Entry] = []
@@ -115,6 +113,10 @@ public struct ReportStore: ReportReader {
 
     /// The tag of the row that says the zone has no complete rollups (a plan's tags are the previous period's and 1…).
     static let noRollupsTag = -1
+    /// That row, read in the same snapshot as the blocks: a zone dropped (or set to be rebuilt) since the caller looked
+    /// has none.
+    static let noRollupsRow = "\nUNION ALL SELECT NULL, \(noRollupsTag), 0, 0, 0, 0, 0, 0, 0"
+        + " WHERE NOT EXISTS (SELECT 1 FROM report_zones WHERE zone = $1 AND backfilled_at IS NOT NULL)"
 
     /// The plan's parts that are the only block of their tag (their bucket, or the previous period).
     static func singleBlockParts(_ plan: BlockPlan) -> Set<Int> {
