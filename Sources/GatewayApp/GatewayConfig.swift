@@ -42,7 +42,7 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         // Only names with an underscore, and one letter off when short: HOME is not a misspelt HOST. Kubernetes'
         // service links (`DESK_PORT=tcp://…`, `DESK_SERVICE_HOST`) name Services, not settings.
         let candidates = env.filter { name, value in
-            !known.contains(name) && name.contains("_") && !name.contains("_SERVICE_")
+            !known.contains(name) && name.contains("_") && !name.hasSuffix("_SERVICE_HOST") && !name.contains("_SERVICE_PORT")
                 && !["tcp://", "udp://", "sctp://"].contains { value.hasPrefix($0) }
         }
         return candidates.keys.sorted().compactMap { given in

@@ -14,7 +14,7 @@ extension GatewaySettings {
             "and connects to nothing: exit 0 when every setting is valid, 2 when one is not, 1 when a variable is one or two",
             "letters or one word away from a setting (`CORS_ALLOWED_ORIGIN`, `CORS_ORIGINS`, `DATABASE_POOL_SIZE`,",
             "`REPORT_CACHE_SECONDS`), which would otherwise be ignored (the gateway logs a warning for such a variable at start;",
-            "Kubernetes' service links, `*_SERVICE_*` and values such as `tcp://10.0.0.7:80`, are left alone). It lists the",
+            "Kubernetes' service links, `*_SERVICE_HOST`, `*_SERVICE_PORT*` and values such as `tcp://10.0.0.7:80`, are left alone). It lists the",
             "settings that differ from their defaults as the gateway understood",
             "them, in each setting's own syntax (`REPORT_CSAT_TEAM_TARGETS=3=85.5,12=90`), as the start-up log does. `make test`",
             "runs it on the settings of `deploy/` (Kubernetes, Compose, systemd).",

@@ -381,13 +381,14 @@ import Telemetry
         env["DESK_PORT"] = "tcp://10.0.0.7:80"
         env["REPORT_CACHE_PORT"] = "tcp://10.0.0.8:6379"
         // A word off: left out, added, or spelt another way.
-        for name in ["CORS_ORIGINS", "DATABASE_POOL_SIZE", "REPORT_CACHE_SECONDS", "DESK_TOKEN", "REPORT_CACHE_MB", "DB_STATEMENT_TIMEOUT"] {
+        for name in ["CORS_ORIGINS", "DATABASE_POOL_SIZE", "REPORT_CACHE_SECONDS", "DESK_TOKEN", "REPORT_CACHE_MB", "DB_STATEMENT_TIMEOUT",
+                     "OTEL_SERVICE_NAMES"] {
             env[name] = "1"
         }
         let found = GatewayConfig.misspeltSettings(env).map { "\($0.given)→\($0.meant)" }
         #expect(found == ["CORS_ALLOWED_ORIGIN→CORS_ALLOWED_ORIGINS", "CORS_ORIGINS→CORS_ALLOWED_ORIGINS", "DATABASE_POOL_SIZE→DB_POOL_SIZE",
                           "DB_POOLSIZE→DB_POOL_SIZE", "DB_STATEMENT_TIMEOUT→DB_STATEMENT_TIMEOUT_MS", "DESK_TOKEN→DESK_API_TOKEN",
-                          "LOG_LEVL→LOG_LEVEL", "REPORT_CACHE_MB→REPORT_CACHE_MAX_MB", "REPORT_CACHE_SECONDS→REPORT_CACHE_S",
+                          "LOG_LEVL→LOG_LEVEL", "OTEL_SERVICE_NAMES→OTEL_SERVICE_NAME", "REPORT_CACHE_MB→REPORT_CACHE_MAX_MB", "REPORT_CACHE_SECONDS→REPORT_CACHE_S",
                           "REPORT_TIMEZONES→REPORT_TIME_ZONES"], "\(found)")
     }
 
