@@ -98,10 +98,12 @@ public final class CSATReports: Sendable {
         }
     }
 
-    /// Whether reports in this zone come from rollups (`report_zones`; a zone added or dropped elsewhere shows within a
-    /// second, and a report that finds its zone's rollups gone meanwhile is computed from the raw ratings).
+    /// Whether reports in this zone come from rollups (`report_zones`; a zone added elsewhere shows up within a second).
+    /// A zone known to have them is not asked again: the report's own query tells when they went away (`sums`).
     public func hasRollups(_ zone: String) async throws -> Bool {
-        if let known = rollupZones.lookup(), rollupZones.age() < rollupZones.ttl { return known.value.contains(zone) }
+        if let known = rollupZones.lookup(), known.value.contains(zone) || rollupZones.age() < rollupZones.ttl {
+            return known.value.contains(zone)
+        }
         let fresh = try await reader.rollupZones()
         rollupZones.put(fresh)
         return fresh.contains(zone)
