@@ -98,9 +98,7 @@ public struct CSATStore: FeedbackRatings {
         try await database.withConnection { connection in
             var added: [String] = []
             for zone in zones {
-                let backfilled = try connection.transaction { tx -> Bool in
-                    try tx.withoutStatementTimeout()
-                    try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
+                let backfilled = try Self.underZoneLock(connection) { tx -> Bool in
                     let state = try tx.query("SELECT backfilled_at IS NOT NULL FROM report_zones WHERE zone = $1", [zone])
                     if let done = state.first, try done.decode(0, as: Bool.self) { return false }
                     try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
@@ -125,6 +123,16 @@ public struct CSATStore: FeedbackRatings {
     }
 
     package static let zoneLock: Int64 = 0x4445_534B_5A4E // "DESKZN"
+
+    /// A transaction holding the zone lock exclusively, as long as it takes: what changes which zones have rollups
+    /// (a backfill, a drop) runs with no CSAT writer between reading the zones and writing their blocks.
+    static func underZoneLock<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
+        try connection.transaction { tx in
+            try tx.withoutStatementTimeout()
+            try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
+            return try body(tx)
+        }
+    }
 
     static let countColumns = "requests, responses, s1, s2, s3, s4, s5"
     /// The `DO UPDATE SET` of the rollup upserts: counts are added, never replaced.
@@ -245,11 +253,7 @@ public struct CSATStore: FeedbackRatings {
     /// zone had no rollups.
     public func dropZone(_ zone: String) async throws -> Bool {
         try await database.withConnection { connection in
-            try connection.transaction { tx in
-                try tx.withoutStatementTimeout()
-                try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
-                return !(try tx.query("DELETE FROM report_zones WHERE zone = $1 RETURNING 1", [zone]).isEmpty)
-            }
+            try Self.underZoneLock(connection) { tx in !(try tx.query("DELETE FROM report_zones WHERE zone = $1 RETURNING 1", [zone]).isEmpty) }
         }
     }
 
