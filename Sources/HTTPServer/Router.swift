@@ -24,11 +24,7 @@ public struct Router<Handler: Sendable>: Sendable {
     public var templates: [String] { tree.templates }
 
     /// Every method some route takes, HEAD with GET, sorted: what `OPTIONS *` names.
-    public var methods: [String] {
-        var methods = Set(tree.routes.map(\.method))
-        if methods.contains("GET") { methods.insert("HEAD") }
-        return methods.sorted()
-    }
+    public var methods: [String] { RouteTree.allowed(tree.routes.map(\.method)) }
 
     @inlinable
     public func match(method: String, path: String) -> Match {
@@ -160,10 +156,15 @@ final class RouteTree: @unchecked Sendable {
                 return .found(endpoint.index, template: endpoint.template, parameters: parameters)
             }
             guard let any = node.endpoints.first else { return .notFound }
-            var allowed = Set(node.endpoints.map(\.method))
-            if allowed.contains("GET") { allowed.insert("HEAD") }
-            return .methodNotAllowed(allowed: allowed.sorted(), template: any.template)
+            return .methodNotAllowed(allowed: Self.allowed(node.endpoints.map(\.method)), template: any.template)
         }
+    }
+
+    /// Methods as `Allow` names them: each once, HEAD wherever GET is (HEAD falls back to it), sorted.
+    static func allowed(_ methods: [String]) -> [String] {
+        var allowed = Set(methods)
+        if allowed.contains("GET") { allowed.insert("HEAD") }
+        return allowed.sorted()
     }
 
     /// The path's bytes walked in place (no substrings of it, no array of segments).
