@@ -144,8 +144,7 @@ import TestSupport
             var command = app.config
             command.deskBaseURL = try #require(app.emulator).baseURL
             command.deskAPIToken = try #require(app.emulator).configuration.apiToken
-            let format = Self.utcDays()
-            let (from, to) = (format.string(from: Date(timeIntervalSince1970: base - 86_400)), format.string(from: Date()))
+            let (from, to) = (Self.utcDay(base - 86_400), Self.utcDay(Date().timeIntervalSince1970))
             let found = try await runAudit(command, logger: Logger(label: "audit"), from: from, to: to, repair: false) { _ in }
             #expect(found.rollupDrift == drift && found.rollupDriftLeft == drift)
             let repaired = try await runAudit(command, logger: Logger(label: "audit"), from: from, to: to, repair: true) { _ in }
@@ -166,9 +165,7 @@ import TestSupport
             let base = Date().timeIntervalSince1970 - 86_400 * 2
             try await Self.sixRatings(store, from: base)
             let key = try await reporter(app)
-            let format = Self.utcDays()
-            let query = "?groupBy=agent&bucket=day&tz=Asia/Tokyo&from=\(format.string(from: Date(timeIntervalSince1970: base - 86_400 * 3)))"
-                + "&to=\(format.string(from: Date()))"
+            let query = "?groupBy=agent&bucket=day&tz=Asia/Tokyo&from=\(Self.utcDay(base - 86_400 * 3))&to=\(Self.utcDay(Date().timeIntervalSince1970))"
             func figures() async throws -> (source: String?, figures: String) {
                 let answer = try await key.get(query)
                 try #require(answer.status == 200, "\(answer.text)")
@@ -208,14 +205,8 @@ import TestSupport
         }
     }
 
-    /// Dates as YYYY-MM-DD in UTC.
-    static func utcDays() -> DateFormatter {
-        let format = DateFormatter()
-        format.dateFormat = "yyyy-MM-dd"
-        format.timeZone = TimeZone(identifier: "UTC")
-        format.locale = Locale(identifier: "en_US_POSIX")
-        return format
-    }
+    /// The UTC day of an instant, as YYYY-MM-DD.
+    static func utcDay(_ seconds: Double) -> String { String(ISOTimestamp.format(seconds).prefix(10)) }
 
     /// A Platform API reader that fails on its `failAt`-th ticket page (a backfill interrupted half-way), and runs
     /// `afterPage` once a page is read (the list changing under the reader).
