@@ -57,12 +57,26 @@ common=(--url "http://127.0.0.1:$port" --checks "$checks" --max-examples "${CONT
         --workers 2 --generation-deterministic --no-color)
 # On a failure, the gateway's own account of its 5xx answers and warnings (access lines carry the internal detail).
 explain() { echo "contract: the gateway's 5xx answers and warnings:"; grep -E '"status":5[0-9][0-9]|"level":"(warning|error)"' "$log" | tail -20; exit 1; }
-# Generated webhooks are signed (scripts/contract_hooks.py), so they reach the inbox and the processor.
-PYTHONPATH=scripts SCHEMATHESIS_HOOKS=contract_hooks CONTRACT_WEBHOOK_SECRET=$webhook_secret \
-python3 -m schemathesis.cli --config-file scripts/schemathesis.toml run openapi.yaml "${common[@]}" -H "Authorization: Bearer $token" \
+# Generated webhooks are signed (scripts/contract_hooks.py, which touches nothing else), so they reach the inbox and
+# the processor.
+export PYTHONPATH=scripts SCHEMATHESIS_HOOKS=contract_hooks CONTRACT_WEBHOOK_SECRET=$webhook_secret
+# CPython 3.11 before 3.11.8 (Debian's and this machine's 3.11.7) can raise "SystemError: AST constructor recursion depth
+# mismatch" inside hypothesis while it describes a strategy from a worker thread (python/cpython#106905): a fault of the
+# tool, reported as a runtime error and not as a finding. Such a run, and only such a run, is made once more.
+schemathesis() {
+  local out=.build/contract-schemathesis.log
+  for attempt in 1 2; do
+    if python3 -m schemathesis.cli --config-file scripts/schemathesis.toml run openapi.yaml "${common[@]}" "$@" 2>&1 | tee "$out"; then
+      return 0
+    fi
+    if [ "$attempt" = 2 ] || ! grep -q "AST constructor recursion depth mismatch" "$out"; then return 1; fi
+    echo "contract: schemathesis hit CPython's AST recursion fault (not a finding); running it once more"
+  done
+}
+schemathesis -H "Authorization: Bearer $token" \
   --exclude-path /v1/link-previews --exclude-path /v1/sessions/current --exclude-path-regex '^/v1/reports' || explain
 
-python3 -m schemathesis.cli --config-file scripts/schemathesis.toml run openapi.yaml "${common[@]}" -H "Authorization: Bearer $key" -H "X-API-Key: $key" --include-path-regex '^/v1/reports' || explain
+schemathesis -H "Authorization: Bearer $key" -H "X-API-Key: $key" --include-path-regex '^/v1/reports' || explain
 
 # Every event the run sent was stored, then applied or set aside as unrecognized or foreign: none is failing. An
 # event retried after a passing error (its error is cleared when it applies) gets ten seconds, and is named.
