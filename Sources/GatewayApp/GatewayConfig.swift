@@ -67,7 +67,9 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         if a == b { return true }
         let (short, long) = a.count < b.count ? (a, b) : (b, a)
         guard long.count == short.count + 1, short.count >= 2 else { return false }
-        return long.indices.contains { index in Array(long[..<index] + long[(index + 1)...]) == short }
+        // A word put in front of a setting's name names another variable (`TEST_DATABASE_URL`, `OLD_DESK_API_TOKEN`).
+        let first = a.count > b.count ? 1 : 0
+        return long.indices.dropFirst(first).contains { index in Array(long[..<index] + long[(index + 1)...]) == short }
     }
 
     /// Levenshtein distance, or `limit + 1` as soon as it is known to exceed `limit`.

@@ -374,7 +374,7 @@ import Telemetry
                      "DESK_GATEWAY_PORT", "DESK_GATEWAY_SERVICE_HOST", "DESK_GATEWAY_SERVICE_PORT", "DESK_GATEWAY_PORT_8080_TCP_PORT",
                      "POSTGRES_PASSWORD", "PGPASSWORD", "PGHOST", "XDG_RUNTIME_DIR", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
                      "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "DESK_SERVICE_HOST",
-                     "DESK_SERVICE_PORT", "REPORT_SERVICE_PORT_HTTP"] {
+                     "DESK_SERVICE_PORT", "REPORT_SERVICE_PORT_HTTP", "TEST_DATABASE_URL", "OLD_DESK_API_TOKEN"] {
             env[name] = "x"
         }
         // Kubernetes' links of a Service named `desk` and `report-cache`.
