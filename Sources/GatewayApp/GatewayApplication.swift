@@ -305,11 +305,15 @@ func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
             }
             let missing = Set(zones).subtracting(kept)
             if !missing.isEmpty {
-                // Said before it starts: while it runs, CSAT writes and Desk's webhook events wait for it.
-                logger.notice("building CSAT rollups for new reporting zones; CSAT writes and webhook events wait until it ends",
+                logger.notice("building CSAT rollups for new reporting zones, in steps; CSAT writes and webhook events wait for each step",
                               metadata: ["zones": "\(missing.sorted())"])
             }
-            let backfilled = try await store.ensureZones(zones)
+            var logged = ContinuousClock.now
+            let backfilled = try await store.ensureZones(zones, rowsPerStep: CSATStore.rowsPerStep) { progress in
+                guard let until = progress.countedUntil, ContinuousClock.now - logged >= .seconds(10) else { return }
+                logged = .now
+                logger.info("building CSAT rollups", metadata: ["zone": "\(progress.zone)", "countedUntil": "\(until)"])
+            }
             if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
         } catch {
             logger.error("CSAT rollup backfill failed; reports in the new zones stay exact but slower", metadata: ["error": "\(error)"])

@@ -123,8 +123,8 @@ public func dropReportZone(_ config: GatewayConfig, logger: Logger, zone: String
     return try await withMigratedDatabase(config, logger: logger) { try await CSATStore(database: $0).dropZone(zone) }
 }
 
-/// `desk-gateway csat zones`: every zone with rollups, complete or not, and its rows.
-public func reportZones(_ config: GatewayConfig, logger: Logger) async throws -> [(zone: String, complete: Bool, rows: Int)] {
+/// `desk-gateway csat zones`: every zone with rollups, complete or not (with the time its build has counted up to), and its rows.
+public func reportZones(_ config: GatewayConfig, logger: Logger) async throws -> [(zone: String, complete: Bool, countedUntil: String?, rows: Int)] {
     try await withMigratedDatabase(config, logger: logger) { try await CSATStore(database: $0).registeredZones() }
 }
 

@@ -80,45 +80,96 @@ public struct CSATStore: FeedbackRatings {
     static let levels = "generate_series(0, \(RollupBlocks.weekLevel))"
 
     /// Says that this transaction writes week blocks itself, so migration 0018's trigger (kept for a writer that does
-    /// not) leaves them alone.
-    static let writingWeekBlocks = "SELECT set_config('desk_gateway.week_blocks', 'on', true)"
+    /// not) leaves them alone, and that it leaves a zone's uncounted ratings to the zone's build, so migration 0019's
+    /// trigger lets it write while a zone is built in steps.
+    static let writingWeekBlocks = """
+        SELECT set_config('desk_gateway.week_blocks', 'on', true), set_config('desk_gateway.zone_steps', 'on', true)
+        """
 
 
-    /// Makes sure every configured zone has rollups. A new zone is registered and backfilled in one transaction under
-    /// the zone lock, held exclusively (every CSAT writer takes it shared), and a SHARE lock on the raw tables: no
-    /// rating changes until the zone's blocks hold every rating and request, and the writers after it update them
-    /// live. Registered in one transaction and backfilled in a second, a writer that ran between the two and changed
-    /// an older rating was counted twice, once live and once by the backfill. Writers wait while it runs (about 40 s
-    /// at 1,000,000 ratings); one that waits longer than the statement timeout fails and is retried by its path.
-    /// Reports use the zone's rollups only once the backfill is done; an interrupted one leaves nothing behind. The
-    /// lock is transaction-level (a session lock would not hold through a transaction pooler); an instance starting
-    /// meanwhile waits for it and finds the zone done. Returns the zones that were backfilled.
+    /// Makes sure every configured zone has rollups. A new zone is registered in one short transaction under the zone
+    /// lock, held exclusively (every CSAT writer takes it shared), its blocks empty and nothing counted. Its ratings and
+    /// requests are then counted in steps, from the oldest on, each step a stretch of time holding about
+    /// `rowsPerStep` of them and a transaction of its own under the zone lock, so writers wait a step's length (a
+    /// fraction of a second), not the whole build (41 s counted at once at 1,000,000 ratings). Between steps a writer updates
+    /// the zone for a change dated before the time the build has counted up to and leaves a later one to the build,
+    /// which counts the row as it is when it gets there (`CSATWriter.finish`): a rating changed, moved to another
+    /// day, or removed counts once. Registered in one transaction and counted in a second with no such rule, a writer
+    /// that changed an older rating in between was counted twice. The last step counts everything after its start and
+    /// completes the zone; reports use the zone's rollups only then. An interrupted build is continued where it stopped
+    /// by the next instance that starts with the zone, and instances starting meanwhile take steps of the same build.
+    /// Locks are transaction-level (a session lock would not hold through a transaction pooler). Returns the zones
+    /// whose builds this call finished.
     @discardableResult
     public func ensureZones(_ zones: [String]) async throws -> [String] {
-        try await database.withConnection { connection in
-            var added: [String] = []
-            for zone in zones {
-                let backfilled = try Self.underZoneLock(connection) { tx -> Bool in
-                    let state = try tx.query("SELECT backfilled_at IS NOT NULL FROM report_zones WHERE zone = $1", [zone])
-                    if let done = state.first, try done.decode(0, as: Bool.self) { return false }
-                    try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
-                    try tx.query("DELETE FROM csat_detail_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
-                    try tx.query("DELETE FROM csat_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
-                    let row = try tx.query("""
-                        INSERT INTO report_zones (zone, last_rating_id, last_request_id, added_at)
-                        SELECT $1, (SELECT coalesce(max(id), 0) FROM csat_ratings), (SELECT coalesce(max(id), 0) FROM csat_requests),
-                               clock_timestamp()
-                        ON CONFLICT (zone) DO UPDATE SET last_rating_id = EXCLUDED.last_rating_id,
-                            last_request_id = EXCLUDED.last_request_id, added_at = EXCLUDED.added_at, backfilled_at = NULL
-                        RETURNING last_rating_id, last_request_id
-                        """, [zone])
-                    try Self.backfill(zone: zone, lastRating: try row[0].decode(0), lastRequest: try row[0].decode(1), on: tx)
-                    try tx.query("UPDATE report_zones SET backfilled_at = now() WHERE zone = $1", [zone])
-                    return true
+        try await ensureZones(zones, rowsPerStep: Self.rowsPerStep) { _ in }
+    }
+
+    /// Ratings (and requests) a build step counts: 0.26–0.5 s of the zone lock at 1,000,000 ratings (docs/reports.md).
+    package static let rowsPerStep = 5_000
+
+    /// `ensureZones`, telling `afterStep` where each zone's build stands after each of its steps.
+    package func ensureZones(_ zones: [String], rowsPerStep: Int, afterStep: (ZoneBuildProgress) async throws -> Void) async throws -> [String] {
+        var built: [String] = []
+        zones: for zone in zones {
+            // Registered again when the build stops under way (an instance of the release before abandoned it).
+            while try await database.withConnection({ try Self.register(zone, on: $0) }) {
+                while let progress = try await database.withConnection({ try Self.buildStep(zone, rowsPerStep: rowsPerStep, on: $0) }) {
+                    try await afterStep(progress)
+                    if progress.done {
+                        built.append(zone)
+                        continue zones
+                    }
                 }
-                if backfilled { added.append(zone) }
             }
-            return added
+        }
+        return built
+    }
+
+    /// Registers a new zone (its blocks emptied, nothing counted yet); false when its rollups are complete. A build
+    /// under way, this instance's or another's, is left as it stands and continued.
+    private static func register(_ zone: String, on connection: PostgresConnection) throws -> Bool {
+        try underZoneLock(connection) { tx in
+            let state = try tx.query("SELECT backfilled_at IS NOT NULL, counted_until IS NOT NULL FROM report_zones WHERE zone = $1", [zone])
+            if let row = state.first {
+                if try row.decode(0, as: Bool.self) { return false }
+                if try row.decode(1, as: Bool.self) { return true }
+            }
+            try tx.query("DELETE FROM csat_detail_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
+            try tx.query("DELETE FROM csat_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
+            try tx.query("""
+                INSERT INTO report_zones (zone, added_at, counted_until, stepped_at) VALUES ($1, clock_timestamp(), '-infinity', now())
+                ON CONFLICT (zone) DO UPDATE SET added_at = EXCLUDED.added_at, backfilled_at = NULL, counted_until = '-infinity',
+                    stepped_at = now()
+                """, [zone])
+            return true
+        }
+    }
+
+    /// Counts the zone's next stretch of time into its blocks: from where the build stands to the whole second after
+    /// the next `rowsPerStep` ratings or requests, whichever comes first, or to the end when fewer are left. Nil when
+    /// the build is no longer under way (another instance finished it, the zone was dropped, or a writer of the
+    /// release before abandoned it: migration 0019).
+    private static func buildStep(_ zone: String, rowsPerStep: Int, on connection: PostgresConnection) throws -> ZoneBuildProgress? {
+        try underZoneLock(connection) { tx in
+            try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
+            guard let row = try tx.query("""
+                SELECT counted_until, (SELECT least(
+                           (SELECT date_trunc('second', rated_at) + interval '1 second' FROM csat_ratings
+                             WHERE rated_at >= z.counted_until ORDER BY rated_at OFFSET $2 LIMIT 1),
+                           (SELECT date_trunc('second', requested_at) + interval '1 second' FROM csat_requests
+                             WHERE requested_at >= z.counted_until ORDER BY requested_at OFFSET $2 LIMIT 1)))
+                  FROM report_zones z WHERE zone = $1 AND backfilled_at IS NULL AND counted_until IS NOT NULL FOR UPDATE
+                """, [zone, rowsPerStep]).first else { return nil }
+            let from: String = try row.decode(0)
+            let until: String = try row.decodeIfPresent(1) ?? "infinity"
+            try backfill(zone: zone, from: from, until: until, on: tx)
+            let done = until == "infinity"
+            try tx.query("""
+                UPDATE report_zones SET counted_until = $2::timestamptz, stepped_at = now(), backfilled_at = CASE WHEN $3 THEN now() END
+                 WHERE zone = $1
+                """, [zone, until, done])
+            return ZoneBuildProgress(zone: zone, countedUntil: done ? nil : until)
         }
     }
 
@@ -139,9 +190,9 @@ public struct CSATStore: FeedbackRatings {
     static let addCounts = ["requests", "responses", "s1", "s2", "s3", "s4", "s5"].map { "\($0) = d.\($0) + EXCLUDED.\($0)" }
         .joined(separator: ", ")
 
-    /// Adds the ratings and requests up to the given ids to the zone's rollups. Later ones are there already: they
-    /// were counted live from the moment the zone was registered.
-    static func backfill(zone: String, lastRating: Int, lastRequest: Int, on tx: PostgresConnection) throws {
+    /// Adds the ratings and requests dated from `from` to before `until` (timestamps, infinities allowed) to the zone's
+    /// rollups, as they are now.
+    static func backfill(zone: String, from: String, until: String, on tx: PostgresConnection) throws {
         // Per local day and every dimension first, then spread over the levels.
         try tx.query(writingWeekBlocks)
         try tx.execute(script: """
@@ -155,14 +206,14 @@ public struct CSATStore: FeedbackRatings {
                    coalesce(team_id, 0) AS team_id, 0 AS requests, count(*) AS responses, count(*) FILTER (WHERE score = 1) AS s1,
                    count(*) FILTER (WHERE score = 2) AS s2, count(*) FILTER (WHERE score = 3) AS s3,
                    count(*) FILTER (WHERE score = 4) AS s4, count(*) FILTER (WHERE score = 5) AS s5
-              FROM csat_ratings WHERE id <= $2
+              FROM csat_ratings WHERE rated_at >= $2::timestamptz AND rated_at < $3::timestamptz
              GROUP BY 1, 2, 3, 4, 5
             UNION ALL
             SELECT (requested_at AT TIME ZONE $1)::date, channel_type, priority, coalesce(agent_id, 0), coalesce(team_id, 0), count(*),
                    0, 0, 0, 0, 0, 0
-              FROM csat_requests WHERE id <= $3
+              FROM csat_requests WHERE requested_at >= $2::timestamptz AND requested_at < $3::timestamptz
              GROUP BY 1, 2, 3, 4, 5
-            """, [zone, lastRating, lastRequest])
+            """, [zone, from, until])
         let zoneId = "(SELECT id FROM report_zones WHERE zone = $1)"
         let sums = "sum(requests), sum(responses), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)"
         try tx.query("""
@@ -242,7 +293,9 @@ public struct CSATStore: FeedbackRatings {
     /// Counts the zones' rollups anew from the raw ratings and requests (registered again, then backfilled, as a new
     /// zone is); reports read the raw ratings until it is done.
     public func rebuildRollups(zones: [String]) async throws {
-        try await database.query("UPDATE report_zones SET backfilled_at = NULL WHERE zone = ANY($1::text[])", [zones])
+        try await database.query("""
+            UPDATE report_zones SET backfilled_at = NULL, counted_until = NULL WHERE zone = ANY($1::text[])
+            """, [zones])
         try await ensureZones(zones)
     }
 
@@ -257,16 +310,27 @@ public struct CSATStore: FeedbackRatings {
         }
     }
 
-    /// Every zone registered, its rollups complete or not, with its rows in the agent × team blocks.
-    public func registeredZones() async throws -> [(zone: String, complete: Bool, rows: Int)] {
+    /// Every zone registered, its rollups complete or not (with the time its build has counted up to), with its rows
+    /// in the agent × team blocks.
+    public func registeredZones() async throws -> [(zone: String, complete: Bool, countedUntil: String?, rows: Int)] {
         try await database.query("""
-            SELECT z.zone, z.backfilled_at IS NOT NULL, (SELECT count(*) FROM csat_blocks b WHERE b.zone_id = z.id)
+            SELECT z.zone, z.backfilled_at IS NOT NULL, to_char(z.counted_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+                   (SELECT count(*) FROM csat_blocks b WHERE b.zone_id = z.id)
               FROM report_zones z ORDER BY z.zone
-            """).map { (try $0.decode(0), try $0.decode(1), try $0.decode(2)) }
+            """).map { (try $0.decode(0), try $0.decode(1), try $0.decodeIfPresent(2), try $0.decode(3)) }
     }
 
     /// Zones whose rollups are complete (reports may read them).
     public func zones() async throws -> Set<String> {
         Set(try await database.query("SELECT zone FROM report_zones WHERE backfilled_at IS NOT NULL").map { try $0.decode(0, as: String.self) })
     }
+}
+
+/// Where a zone's build stands after one of its steps: counted up to a time, or done.
+public struct ZoneBuildProgress: Sendable, Equatable {
+    public let zone: String
+    /// PostgreSQL's text of the time counted up to (`-infinity` before the first step); nil once the zone is complete.
+    public let countedUntil: String?
+
+    public var done: Bool { countedUntil == nil }
 }

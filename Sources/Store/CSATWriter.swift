@@ -5,7 +5,7 @@ import Reports
 /// The CSAT writes of one transaction, by one rule for every path (feedback, webhook, sync, outbox delivery).
 ///
 /// Lock order, the same in every transaction that writes CSAT data, so no two of them can wait on each other in a
-/// circle: the ticket's advisory lock, then the zone lock (shared; a zone backfill holds it exclusively), then the
+/// circle: the ticket's advisory lock, then the zone lock (shared; a zone build's step holds it exclusively), then the
 /// ticket's own request and rating rows, and last the rollup rows, all of them in one statement per rollup table
 /// at the end of the transaction (`finish`), sorted by their key. Rollup rows are shared by every ticket of an agent
 /// and every day of a block; taken as each answer came, two transactions with two answers each could hold one row
@@ -177,7 +177,9 @@ final class CSATWriter {
     }
 
     /// Writes the transaction's rollup changes: every zone, every level, with and without channel type and priority,
-    /// summed per row and upserted in key order.
+    /// summed per row and upserted in key order. A zone being built gets the changes dated before the time its build
+    /// has counted up to; a later one is left to the build, which counts the row as it is when it gets there
+    /// (`CSATStore.ensureZones`).
     func finish() throws {
         guard !deltas.isEmpty else { return }
         defer { deltas = RollupDeltas() }
@@ -191,7 +193,8 @@ final class CSATWriter {
               FROM unnest($1::float8[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[],
                           $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[])
                    AS d(t, agent_id, team_id, channel_type, priority, requests, responses, s1, s2, s3, s4, s5)
-             CROSS JOIN report_zones z CROSS JOIN \(CSATStore.levels) AS level
+              JOIN report_zones z ON z.backfilled_at IS NOT NULL OR to_timestamp(d.t) < z.counted_until
+             CROSS JOIN \(CSATStore.levels) AS level
             """
         let sums = "sum(requests), sum(responses), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)"
         try tx.query("""

@@ -34,7 +34,7 @@ public struct WebhookInbox: WebhookEventInbox {
     public func process(limit: Int, lane: Int = 0, lanes: Int = 1,
                         apply: @escaping @Sendable (InboxEvent, any InboxTransaction) throws -> InboxOutcome) async throws -> InboxPass {
         try await database.transaction { tx in
-            // A zone backfill holds every CSAT writer (the zone lock, exclusively) for as long as it runs: the pass waits
+            // A zone build's step, or a zone's drop, holds every CSAT writer (the zone lock, exclusively): the pass waits
             // it out here, instead of each event's lock wait ending in a statement timeout that spends one of its ten tries.
             guard try tx.query("SELECT pg_try_advisory_xact_lock_shared($1)", [CSATStore.zoneLock])[0].decode(0, as: Bool.self) else {
                 return Pass()

@@ -104,6 +104,104 @@ import TestSupport
         }
     }
 
+    /// A zone is built in steps, and CSAT writes go on between them: new ratings and requests, scores changed on
+    /// ratings the build has counted and on ones it has not reached, ticket-level answers absorbed by their message,
+    /// ratings moved to Desk's agent. Each counts once, in the zone's rollups as in the others. A writer that does not
+    /// know the steps (the release before) is refused while the build is under way, except the old backfill, which
+    /// holds the zone lock exclusively and recounts the whole zone; a build left standing is abandoned by it.
+    @Test func aZoneBuiltInStepsCountsTheWritesBetweenItsStepsOnce() async throws {
+        try await withStore { db in
+            let store = CSATStore(database: db)
+            _ = try await store.ensureZones(["UTC"])
+            let hour = 3_600.0
+            for ticket in 1...40 {
+                let agent = 500 + ticket % 3
+                try await store.recordRequest(ticketId: ticket, messageId: 1, agentId: agent, teamId: 11, channelType: "SENDBIRD",
+                                              priority: .medium, requestedAt: Self.noon + Double(ticket) * hour - 600)
+                #expect(try await store.record(Self.rating(ticket, score: ticket % 5 + 1, agent: agent, at: Self.noon + Double(ticket) * hour)))
+            }
+            for ticket in 41...45 {
+                let level = RatingRecord(ticketId: ticket, messageId: 0, score: 2, comment: nil, agentId: 501, teamId: 11, channelType: "SENDBIRD",
+                                         priority: .medium, customerSendbirdId: "c", ratedAt: Self.noon + Double(ticket) * hour, source: .sync,
+                                         inferred: true)
+                #expect(try await store.recordTicketLevel(level, closedAt: Self.noon))
+            }
+            for ticket in 46...50 {
+                let cached = RatingRecord(ticketId: ticket, messageId: 1, score: 4, comment: nil, agentId: 999, teamId: 99, channelType: "SENDBIRD",
+                                          priority: .medium, customerSendbirdId: "c", ratedAt: Self.noon + Double(ticket) * hour, source: .gateway,
+                                          attributionInferred: true)
+                #expect(try await store.record(cached))
+            }
+            let zone = "Asia/Kathmandu"
+            let zoneId = "(SELECT id FROM report_zones WHERE zone = '\(zone)')"
+            @Sendable func oldWriter(_ zoneId: String) -> String {
+                """
+                INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, responses)
+                SELECT \(zoneId), 0, date '2026-11-20', 501, 11, 0
+                ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET responses = d.responses + 0
+                """
+            }
+            var steps = 0, changedAhead = 0, changedBehind = 0, abandoned = false
+            let built = try await store.ensureZones([zone], rowsPerStep: 3) { progress in
+                steps += 1
+                guard let until = progress.countedUntil else { return }
+                #expect(try await !store.zones().contains(zone))
+                let k = steps
+                // A score changed on a rating dated after the time the build has counted up to, and on one before it.
+                for (query, ahead) in [("rated_at >= $1::timestamptz ORDER BY rated_at", true), ("rated_at < $1::timestamptz ORDER BY rated_at DESC", false)] {
+                    let rows = try await db.query("SELECT ticket_id, agent_id FROM csat_ratings WHERE message_id = 1 AND \(query) LIMIT 1", [until])
+                    guard let row = rows.first else { continue }
+                    let ticket: Int = try row.decode(0)
+                    guard ticket <= 40 else { continue }
+                    let agent: Int = try row.decodeIfPresent(1) ?? 0
+                    if try await store.record(Self.rating(ticket, score: (ticket + k) % 5 + 1, agent: agent, at: Self.noon + 5 * 86_400 + Double(k) * 60)) {
+                        if ahead { changedAhead += 1 } else { changedBehind += 1 }
+                    }
+                }
+                // New ratings and requests; a ticket-level answer absorbed by its message; a rating moved to Desk's agent.
+                #expect(try await store.record(Self.rating(100 + k, score: k % 5 + 1, at: Self.noon + Double(k) * 7_000)))
+                #expect(try await store.recordRequest(ticketId: 200 + k, messageId: 1, agentId: 502, teamId: 12, channelType: "SENDBIRD",
+                                                      priority: .medium, requestedAt: Self.noon + Double(k) * 5_000))
+                if k <= 5 {
+                    #expect(try await store.record(Self.rating(40 + k, score: 5, agent: 500, at: Self.noon + Double(40 + k) * hour + 60)))
+                    #expect(try await store.recordRequest(ticketId: 45 + k, messageId: 1, agentId: 503, teamId: 13, channelType: "SENDBIRD",
+                                                          priority: .medium, requestedAt: Self.noon))
+                }
+                if k == 1 {
+                    await #expect(throws: DomainError.self) { _ = try await db.query(oldWriter(zoneId)) }
+                    _ = try await db.query(oldWriter("(SELECT id FROM report_zones WHERE zone = 'UTC')"))
+                    try await db.transaction { tx in
+                        try tx.query("SELECT pg_advisory_xact_lock($1)", [CSATStore.zoneLock])
+                        try tx.query(oldWriter(zoneId))
+                    }
+                }
+                if k == 3 {
+                    // A build no step was taken of for 30 s (its instance gone) is abandoned by such a write instead of
+                    // holding it off for good; the build notices and counts the zone again from the start.
+                    _ = try await db.query("UPDATE report_zones SET stepped_at = now() - interval '1 minute' WHERE zone = $1", [zone])
+                    _ = try await db.query(oldWriter(zoneId))
+                    abandoned = try await db.query("SELECT counted_until IS NULL FROM report_zones WHERE zone = $1", [zone])[0].decode(0)
+                }
+            }
+            #expect(built == [zone])
+            #expect(abandoned)
+            #expect(steps >= 10)
+            #expect(changedAhead >= 5 && changedBehind >= 5)
+            #expect(try await store.zones().contains(zone))
+            #expect(try await store.rollupDrift().isEmpty)
+            let moved: Int = try await db.query("SELECT count(*) FROM csat_ratings WHERE agent_id = 503")[0].decode(0)
+            let absorbed: Int = try await db.query("SELECT count(*) FROM csat_ratings WHERE message_id = 0")[0].decode(0)
+            #expect(moved == 5 && absorbed == 0)
+            // The zone's figures are the UTC rollups' ones, over the same ratings.
+            let totals = """
+                SELECT sum(requests)::bigint, sum(responses)::bigint, sum(s1)::bigint, sum(s5)::bigint FROM csat_blocks
+                 WHERE level = 0 AND zone_id = (SELECT id FROM report_zones WHERE zone = $1)
+                """
+            let utc = try await db.query(totals, ["UTC"])[0], kathmandu = try await db.query(totals, [zone])[0]
+            for column in 0..<4 { #expect(try utc.decode(column, as: Int.self) == kathmandu.decode(column, as: Int.self)) }
+        }
+    }
+
     @Test func weekBlocksFollowTheirDaysWhoeverWritesThem() async throws {
         try await withStore { db in
             let store = CSATStore(database: db)
