@@ -47,6 +47,11 @@ bench: build
 contention: deps
 	@bench/contention.sh
 
+# A reporting zone built on 1,000,000 ratings while a CSAT writer takes the zone lock every 20 ms: the build's length
+# and the writer's waits (bench/zone-build.sh; not in make test).
+bench-zones: build
+	@bench/zone-build.sh
+
 # SOAK_MINUTES of mixed traffic from many new customers against the release build (bench/soak.py; not in make test).
 SOAK_MINUTES ?= 10
 soak: build
