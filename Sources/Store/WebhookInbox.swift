@@ -34,11 +34,7 @@ public struct WebhookInbox: WebhookEventInbox {
     public func process(limit: Int, lane: Int = 0, lanes: Int = 1,
                         apply: @escaping @Sendable (InboxEvent, any InboxTransaction) throws -> InboxOutcome) async throws -> InboxPass {
         try await database.transaction { tx in
-            // A zone build's step, or a zone's drop, holds every CSAT writer (the zone lock, exclusively): the pass waits
-            // it out here, instead of each event's lock wait ending in a statement timeout that spends one of its ten tries.
-            guard try tx.query("SELECT pg_try_advisory_xact_lock_shared($1)", [CSATStore.zoneLock])[0].decode(0, as: Bool.self) else {
-                return Pass()
-            }
+            guard try Self.waitForZoneLock(tx) else { return Pass() }
             let ticketKey = "coalesce(body #>> '{data,id}', body #>> '{data,ticket,id}', body #>> '{ticket,id}', body ->> 'id', '')"
             let rows = try tx.query("""
                 SELECT id, event_type, body::text, \(ticketKey), set_config('synchronous_commit', 'off', true) FROM webhook_events
@@ -82,6 +78,26 @@ public struct WebhookInbox: WebhookEventInbox {
             }
             try batch.finish()
             return pass
+        }
+    }
+
+    /// A zone build's step or a zone's drop holds every CSAT writer (the zone lock, exclusively) for up to a second: the
+    /// pass waits its turn behind it, as every writer does, but not for more than 2 s. Past that (a zone counted in one
+    /// transaction by the release before holds the lock throughout) it handles nothing and comes back, rather than
+    /// each event's lock wait ending in a statement timeout that spends one of its ten tries. Only trying the lock
+    /// found it taken at almost every try during a build, whose steps follow one another at once.
+    private static func waitForZoneLock(_ tx: PostgresConnection) throws -> Bool {
+        if try tx.query("SELECT pg_try_advisory_xact_lock_shared($1)", [CSATStore.zoneLock])[0].decode(0, as: Bool.self) { return true }
+        try tx.query("SAVEPOINT zone_lock")
+        do {
+            try tx.query("SET LOCAL lock_timeout = '2s'")
+            try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [CSATStore.zoneLock])
+            try tx.query("RELEASE SAVEPOINT zone_lock")
+            try tx.query("SET LOCAL lock_timeout TO DEFAULT")
+            return true
+        } catch let error as PostgresError where error.sqlState == "55P03" || error.sqlState == "57014" {
+            try tx.query("ROLLBACK TO SAVEPOINT zone_lock")
+            return false
         }
     }
 

@@ -4,6 +4,7 @@ import GatewayApp
 import Postgres
 import Reports
 import Store
+import Synchronization
 import Testing
 import TestSupport
 
@@ -146,6 +147,34 @@ import TestSupport
             try await Self.waitForRequest(app, ticket: id, message: csat)
             let failed = try await app.database.query("SELECT count(*) FROM webhook_events WHERE status = 'failed'")[0].decode(0, as: Int.self)
             #expect(failed == 0)
+        }
+    }
+
+    /// The steps of a zone's build hold the zone lock for a fraction of a second each, one after another at once: the
+    /// inbox waits behind a step and applies Desk's events between two. Only trying the lock, a pass found it taken
+    /// at almost every try, and the events waited for the whole build.
+    @Test func webhookEventsAreAppliedBetweenTheStepsOfAZoneBuild() async throws {
+        try await withGateway { app in
+            let agent = DeskAgent(app)
+            let id = try await Self.closed(app, try await Customer.signIn(app), "Asked during a build")
+            let control = Database.forTests(app.config.databaseURL ?? "", poolSize: 1)
+            defer { control.shutdown() }
+            let building = Atomic<Bool>(true)
+            let steps = Task {
+                var taken = 0
+                while building.load(ordering: .relaxed) {
+                    try await control.transaction { tx in
+                        try tx.query("SELECT pg_advisory_xact_lock($1)", [CSATStore.zoneLock])
+                        try tx.query("SELECT pg_sleep(0.4)")
+                    }
+                    taken += 1
+                }
+                return taken
+            }
+            let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
+            try await Self.waitForRequest(app, ticket: id, message: csat)
+            building.store(false, ordering: .relaxed)
+            #expect(try await steps.value >= 2)
         }
     }
 
