@@ -146,6 +146,11 @@ public struct CSATStore: FeedbackRatings {
         }
     }
 
+    /// A timestamp column as text in UTC, to the second (`2026-11-29T04:50:01Z`); NULL for the infinities.
+    static func utcText(_ column: String) -> String {
+        "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+    }
+
     /// Counts the zone's next stretch of time into its blocks: from where the build stands to the whole second after
     /// the next `rowsPerStep` ratings or requests, whichever comes first, or to the end when fewer are left. Nil when
     /// the build is no longer under way (another instance finished it, the zone was dropped, or a writer of the
@@ -165,11 +170,11 @@ public struct CSATStore: FeedbackRatings {
             let until: String = try row.decodeIfPresent(1) ?? "infinity"
             try backfill(zone: zone, from: from, until: until, on: tx)
             let done = until == "infinity"
-            try tx.query("""
+            let counted = try tx.query("""
                 UPDATE report_zones SET counted_until = $2::timestamptz, stepped_at = now(), backfilled_at = CASE WHEN $3 THEN now() END
-                 WHERE zone = $1
+                 WHERE zone = $1 RETURNING \(Self.utcText("counted_until"))
                 """, [zone, until, done])
-            return ZoneBuildProgress(zone: zone, countedUntil: done ? nil : until)
+            return ZoneBuildProgress(zone: zone, countedUntil: done ? nil : try counted[0].decode(0))
         }
     }
 
@@ -314,7 +319,7 @@ public struct CSATStore: FeedbackRatings {
     /// in the agent × team blocks.
     public func registeredZones() async throws -> [(zone: String, complete: Bool, countedUntil: String?, rows: Int)] {
         try await database.query("""
-            SELECT z.zone, z.backfilled_at IS NOT NULL, to_char(z.counted_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+            SELECT z.zone, z.backfilled_at IS NOT NULL, \(Self.utcText("z.counted_until")),
                    (SELECT count(*) FROM csat_blocks b WHERE b.zone_id = z.id)
               FROM report_zones z ORDER BY z.zone
             """).map { (try $0.decode(0), try $0.decode(1), try $0.decodeIfPresent(2), try $0.decode(3)) }
@@ -329,7 +334,7 @@ public struct CSATStore: FeedbackRatings {
 /// Where a zone's build stands after one of its steps: counted up to a time, or done.
 public struct ZoneBuildProgress: Sendable, Equatable {
     public let zone: String
-    /// PostgreSQL's text of the time counted up to (`-infinity` before the first step); nil once the zone is complete.
+    /// The time counted up to, in UTC (`2026-11-29T04:50:01Z`); nil once the zone is complete.
     public let countedUntil: String?
 
     public var done: Bool { countedUntil == nil }
