@@ -180,8 +180,9 @@ public struct CSATStore: FeedbackRatings {
 
     package static let zoneLock: Int64 = 0x4445_534B_5A4E // "DESKZN"
 
-    /// A transaction holding the zone lock exclusively, as long as it takes: what changes which zones have rollups
-    /// (a backfill, a drop) runs with no CSAT writer between reading the zones and writing their blocks.
+    /// A transaction holding the zone lock exclusively, as long as it takes: what changes a zone's rollups other than
+    /// a writer's own changes (a registration, a build's step, a drop) runs with no CSAT writer between reading the
+    /// zone's state and writing its blocks.
     static func underZoneLock<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
         try connection.transaction { tx in
             try tx.withoutStatementTimeout()
