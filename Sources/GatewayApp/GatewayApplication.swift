@@ -4,6 +4,7 @@ public import Store
 public import DeskClient
 public import DeskEmulator
 import Foundation
+import JSON
 import Domain
 public import HTTPServer
 public import Logging
@@ -312,7 +313,7 @@ func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
             let backfilled = try await store.ensureZones(zones, rowsPerStep: CSATStore.rowsPerStep) { progress in
                 guard let until = progress.countedUntil, ContinuousClock.now - logged >= .seconds(10) else { return }
                 logged = .now
-                logger.info("building CSAT rollups", metadata: ["zone": "\(progress.zone)", "countedUntil": "\(until)"])
+                logger.info("building CSAT rollups", metadata: ["zone": "\(progress.zone)", "countedUntil": "\(ISOTimestamp.format(until))"])
             }
             if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
         } catch {

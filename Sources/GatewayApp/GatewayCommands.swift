@@ -124,7 +124,7 @@ public func dropReportZone(_ config: GatewayConfig, logger: Logger, zone: String
 }
 
 /// `desk-gateway csat zones`: every zone with rollups, complete or not (with the time its build has counted up to), and its rows.
-public func reportZones(_ config: GatewayConfig, logger: Logger) async throws -> [(zone: String, complete: Bool, countedUntil: String?, rows: Int)] {
+public func reportZones(_ config: GatewayConfig, logger: Logger) async throws -> [(zone: String, complete: Bool, countedUntil: Double?, rows: Int)] {
     try await withMigratedDatabase(config, logger: logger) { try await CSATStore(database: $0).registeredZones() }
 }
 

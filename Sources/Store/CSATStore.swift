@@ -146,11 +146,6 @@ public struct CSATStore: FeedbackRatings {
         }
     }
 
-    /// A timestamp column as text in UTC, to the second (`2026-11-29T04:50:01Z`); NULL for the infinities.
-    static func utcText(_ column: String) -> String {
-        "to_char(\(column) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
-    }
-
     /// Counts the zone's next stretch of time into its blocks: from where the build stands to the whole second after
     /// the next `rowsPerStep` ratings or requests, whichever comes first, or to the end when fewer are left. Nil when
     /// the build is no longer under way (another instance finished it, the zone was dropped, or a writer of the
@@ -172,7 +167,7 @@ public struct CSATStore: FeedbackRatings {
             let done = until == "infinity"
             let counted = try tx.query("""
                 UPDATE report_zones SET counted_until = $2::timestamptz, stepped_at = now(), backfilled_at = CASE WHEN $3 THEN now() END
-                 WHERE zone = $1 RETURNING \(Self.utcText("counted_until"))
+                 WHERE zone = $1 RETURNING extract(epoch FROM counted_until)::float8
                 """, [zone, until, done])
             return ZoneBuildProgress(zone: zone, countedUntil: done ? nil : try counted[0].decode(0))
         }
@@ -316,11 +311,12 @@ public struct CSATStore: FeedbackRatings {
         }
     }
 
-    /// Every zone registered, its rollups complete or not (with the time its build has counted up to), with its rows
-    /// in the agent × team blocks.
-    public func registeredZones() async throws -> [(zone: String, complete: Bool, countedUntil: String?, rows: Int)] {
+    /// Every zone registered, its rollups complete or not (with the time its build has counted up to, seconds since
+    /// 1970, nil before its first step), with its rows in the agent × team blocks.
+    public func registeredZones() async throws -> [(zone: String, complete: Bool, countedUntil: Double?, rows: Int)] {
         try await database.query("""
-            SELECT z.zone, z.backfilled_at IS NOT NULL, \(Self.utcText("z.counted_until")),
+            SELECT z.zone, z.backfilled_at IS NOT NULL,
+                   CASE WHEN isfinite(z.counted_until) THEN extract(epoch FROM z.counted_until)::float8 END,
                    (SELECT count(*) FROM csat_blocks b WHERE b.zone_id = z.id)
               FROM report_zones z ORDER BY z.zone
             """).map { (try $0.decode(0), try $0.decode(1), try $0.decodeIfPresent(2), try $0.decode(3)) }
@@ -335,8 +331,8 @@ public struct CSATStore: FeedbackRatings {
 /// Where a zone's build stands after one of its steps: counted up to a time, or done.
 public struct ZoneBuildProgress: Sendable, Equatable {
     public let zone: String
-    /// The time counted up to, in UTC (`2026-11-29T04:50:01Z`); nil once the zone is complete.
-    public let countedUntil: String?
+    /// The time counted up to, seconds since 1970; nil once the zone is complete.
+    public let countedUntil: Double?
 
     public var done: Bool { countedUntil == nil }
 }

@@ -7,6 +7,7 @@ import Services
 import Logging
 import Telemetry
 import Domain
+import JSON
 import System
 
 @main
@@ -232,7 +233,7 @@ struct Csat: AsyncParsableCommand {
             try await oneShot { config, logger in
                 for zone in try await reportZones(config, logger: logger) {
                     let listed = config.reportTimeZones.contains(zone.zone) ? "listed" : "not listed (desk-gateway csat drop-zone \(zone.zone))"
-                    print("\(zone.zone)  \(zone.complete ? "complete" : "being built (\(zone.countedUntil.map { "counted up to \($0)" } ?? "nothing counted yet"))")  \(zone.rows) rows  \(listed)")
+                    print("\(zone.zone)  \(zone.complete ? "complete" : "being built (\(zone.countedUntil.map { "counted up to \(ISOTimestamp.format($0))" } ?? "nothing counted yet"))")  \(zone.rows) rows  \(listed)")
                 }
             }
         }

@@ -148,7 +148,7 @@ import TestSupport
                 #expect(try await !store.zones().contains(zone))
                 let k = steps
                 // A score changed on a rating dated after the time the build has counted up to, and on one before it.
-                for (query, ahead) in [("rated_at >= $1::timestamptz ORDER BY rated_at", true), ("rated_at < $1::timestamptz ORDER BY rated_at DESC", false)] {
+                for (query, ahead) in [("rated_at >= to_timestamp($1) ORDER BY rated_at", true), ("rated_at < to_timestamp($1) ORDER BY rated_at DESC", false)] {
                     let rows = try await db.query("SELECT ticket_id, agent_id FROM csat_ratings WHERE message_id = 1 AND \(query) LIMIT 1", [until])
                     guard let row = rows.first else { continue }
                     let ticket: Int = try row.decode(0)
