@@ -270,15 +270,66 @@ import TestSupport
         }
     }
 
+    /// The same in zones whose days are not 24 hours (summer time, a half-hour shift, a 45-minute offset), with ratings at
+    /// any second of the day, requests, priorities, and later answers moving ratings to other days.
+    @Test func rollupBlocksEqualTheRawRatingsInZonesWithSummerTime() async throws {
+        try await withStore { db in
+            let store = CSATStore(database: db)
+            let zones = ["America/Denver", "Australia/Lord_Howe", "Asia/Kathmandu"]
+            _ = try await store.ensureZones(zones)
+            var generator = SystemRandomNumberGenerator()
+            let priorities = TicketPriority.allCases
+            for ticket in 1...400 {
+                let at = Self.noon - Double(Int.random(in: 0..<(150 * 86_400), using: &generator))
+                let agent = 500 + ticket % 4, team = 10 + ticket % 3, channel = ticket % 2 == 0 ? "SENDBIRD_IOS" : "SENDBIRD"
+                let priority = priorities[ticket % priorities.count]
+                if ticket % 3 != 0 {
+                    #expect(try await store.recordRequest(ticketId: ticket, messageId: 1, agentId: agent, teamId: team, channelType: channel,
+                                                          priority: priority, requestedAt: at - Double(Int.random(in: 0..<90_000, using: &generator))))
+                }
+                guard ticket % 5 != 0 else { continue }
+                _ = try await store.record(RatingRecord(ticketId: ticket, messageId: 1, score: Int.random(in: 0...5, using: &generator).nonZero,
+                                                        comment: nil, agentId: agent, teamId: team, channelType: channel, priority: priority,
+                                                        customerSendbirdId: "c", ratedAt: at, source: .webhook))
+                if ticket % 7 == 0 {
+                    let later = RatingRecord(ticketId: ticket, messageId: 1, score: Int.random(in: 1...5, using: &generator), comment: nil,
+                                             agentId: agent, teamId: team, channelType: channel, priority: priority, customerSendbirdId: "c",
+                                             ratedAt: at + Double(Int.random(in: 1..<200_000, using: &generator)), source: .webhook)
+                    _ = try await store.record(later)
+                }
+            }
+            #expect(try await store.rollupDrift().isEmpty)
+            let reports = ReportStore(database: db)
+            for zone in zones {
+                // Denver's summer time ended on 2026-11-01, Lord Howe's began on 2026-10-04 (half an hour).
+                for query in [[("from", "2026-08-01"), ("to", "2026-11-20")], [("from", "2026-10-01"), ("to", "2026-11-04"), ("bucket", "day")],
+                              [("from", "2026-09-03"), ("to", "2026-11-17"), ("bucket", "week")],
+                              [("from", "2026-07-01"), ("to", "2026-11-20"), ("groupBy", "team"), ("bucket", "month")],
+                              [("from", "2026-10-03"), ("to", "2026-11-02"), ("groupBy", "priority"), ("bucket", "day")],
+                              [("from", "2026-09-28"), ("to", "2026-11-08"), ("groupBy", "channelType"), ("bucket", "week"), ("priority", "HIGH")],
+                              [("from", "2026-10-04"), ("to", "2026-11-01"), ("channelType", "SENDBIRD_IOS"), ("teamId", "11")]] {
+                    let p = try reportParameters(query + [("tz", zone)])
+                    let blocks = try #require(try await reports.fromBlocks(p, plan: BlockPlan(p)), "\(zone) \(query)")
+                    let raw = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: .max)
+                    let rawBefore = try await reports.fromRaw(p, from: p.previous.from, to: p.previous.to, bucket: .none, limit: .max)
+                    #expect(Self.sums(blocks.current.map { ($0.group, $0.bucketStart, $0.figures) }, bucket: p, requests: true)
+                            == Self.sums(raw.map { ($0.group, $0.bucketStart, $0.figures) }, bucket: p, requests: true), "\(zone) \(query)")
+                    #expect(Self.sums(blocks.previous.map { ($0.group, nil, $0.figures) }, bucket: p, requests: true)
+                            == Self.sums(rawBefore.map { ($0.group, nil, $0.figures) }, bucket: p, requests: true), "\(zone) \(query)")
+                }
+            }
+        }
+    }
+
     /// Responses and score counts per group and (clipped) bucket (requests aside: these ratings have none), empty ones dropped.
-    static func sums(_ entries: [(ReportKey, LocalDate?, CSATFigures)], bucket p: ReportParameters) -> [String: [Int]] {
+    static func sums(_ entries: [(ReportKey, LocalDate?, CSATFigures)], bucket p: ReportParameters, requests: Bool = false) -> [String: [Int]] {
         var result: [String: [Int]] = [:]
         for (group, start, figures) in entries {
             // Raw sums name the calendar bucket (a week from its Monday); the report clips it to the range, as here.
             let clipped = start.flatMap { CSATReportShaper.bucket(of: $0, p.bucket, from: p.from, to: p.to)?.0 }
             let key = "\(group)|\(clipped?.description ?? "-")"
-            let counts = [figures.responses] + figures.distribution
-            result[key] = zip(result[key] ?? [0, 0, 0, 0, 0, 0], counts).map { $0 + $1 }
+            let counts = [figures.responses] + figures.distribution + (requests ? [figures.requests] : [])
+            result[key] = zip(result[key] ?? Array(repeating: 0, count: counts.count), counts).map { $0 + $1 }
         }
         return result.filter { $0.value.contains { $0 != 0 } }
     }
