@@ -2,13 +2,15 @@ import Domain
 import Foundation
 import GatewayApp
 import Postgres
+import Store
 import Synchronization
 import Testing
 import TestSupport
 
 /// Many customers and agents on a few shared tickets at once: closes, reopens, CSAT requests, ratings, declines and
-/// listings at random, through the gateway and the Desk emulator over HTTP. PostgreSQL must see no deadlock, no
-/// answer may be a 5xx, and every answer Desk accepted must be counted once, on the ticket's agent.
+/// listings at random, through the gateway and the Desk emulator over HTTP, while reporting zones are built in steps.
+/// PostgreSQL must see no deadlock, no answer may be a 5xx, and every answer Desk accepted must be counted once, on
+/// the ticket's agent, in every zone.
 /// `CONTENTION_SECONDS` sets the length (10 s in `make test`; `bench/contention.sh` runs 3 minutes).
 @Suite struct ContentionTests {
     /// What the workers know of one ticket.
@@ -19,11 +21,12 @@ import TestSupport
         var lastRequest: Int?
     }
 
-    /// What the workers saw: the tickets, the declines the gateway accepted, every status.
+    /// What the workers saw: the tickets, the declines the gateway accepted, every status, the zones built meanwhile.
     struct Seen: Sendable {
         var tickets: [TicketState] = []
         var declines: Set<String> = []   // "ticket:message"
         var statuses: [Int: Int] = [:]
+        var zoneBuilds = 0
     }
 
     /// Thread safety: one lock around what the workers saw.
@@ -55,6 +58,19 @@ import TestSupport
             let deadline = ContinuousClock.now + .seconds(seconds)
             let allCustomers = customers
             try await withThrowingTaskGroup(of: Void.self) { group in
+                // Zones built in small steps, dropped and built again, while the writers go on: each change is
+                // counted once, by the writer or by the build, whichever comes after the other (CSATStore.ensureZones).
+                group.addTask {
+                    let store = CSATStore(database: app.database)
+                    try await Task.sleep(for: .milliseconds(500))
+                    while ContinuousClock.now < deadline {
+                        for zone in ["Asia/Kathmandu", "America/Denver"] {
+                            _ = try await store.dropZone(zone)
+                            let built = try await store.ensureZones([zone], rowsPerStep: 3) { _ in try await Task.sleep(for: .milliseconds(20)) }
+                            if built == [zone] { state.with { $0.zoneBuilds += 1 } }
+                        }
+                    }
+                }
                 for worker in 0..<24 {
                     group.addTask {
                         var random = SystemRandomNumberGenerator()
@@ -133,10 +149,13 @@ import TestSupport
             #expect(expected.values.contains { $0 != nil } && expected.values.contains { $0 == nil }, "the run rated and declined")
             try await CSATIntegrityTests.rollupsMatchRawRatings(app)
             try await CSATIntegrityTests.rollupsMatchRawRatingsByAgent(app)
+            #expect(seen.zoneBuilds >= 2)
+            #expect(try await CSATStore(database: app.database).zones().isSuperset(of: ["Asia/Kathmandu", "America/Denver"]))
+            #expect(try await CSATStore(database: app.database).rollupDrift().isEmpty)
             let requests = seen.statuses.values.reduce(0, +)
             print("contention: \(Int(seconds)) s, \(requests) requests \(seen.statuses.sorted { $0.key < $1.key }), "
                   + "\(expected.count) answers (\(expected.values.filter { $0 == nil }.count) declines), "
-                  + "\(deadlocks) deadlocks, \(wrong.count) wrong, \(misattributed) misattributed")
+                  + "\(deadlocks) deadlocks, \(wrong.count) wrong, \(misattributed) misattributed, \(seen.zoneBuilds) zone builds")
         }
     }
 
