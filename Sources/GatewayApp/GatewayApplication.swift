@@ -293,33 +293,58 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
     return (reads, reports)
 }
 
-/// New reporting zones are backfilled in the background; until then their reports are computed from raw ratings.
+/// New reporting zones are built in the background; until then their reports are computed from raw ratings. A build
+/// that fails (the database restarted, a connection cut) is taken up again where it stopped, after 1 s, then twice as
+/// long each time up to a minute, until it completes or the instance stops: a blip must not leave a zone on the slow
+/// path until the next restart.
 func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
     let (zones, database, logger) = (wiring.config.reportTimeZones, wiring.database, wiring.logger)
     return BackgroundLoop("zone backfill") {
-        do {
-            let store = CSATStore(database: database)
-            let kept = try await store.zones()
-            for zone in kept.subtracting(zones).sorted() {
-                logger.notice("a zone not in REPORT_TIME_ZONES still has rollups, which every CSAT write keeps up; `desk-gateway csat drop-zone` deletes them",
-                              metadata: ["zone": "\(zone)"])
+        let store = CSATStore(database: database)
+        var announced = false
+        var wait = Duration.seconds(1)
+        while !Task.isCancelled {
+            do {
+                if !announced {
+                    try await announceZoneChanges(zones, store: store, logger: logger)
+                    announced = true
+                }
+                try await buildZones(zones, store: store, logger: logger)
+                return
+            } catch {
+                guard !Task.isCancelled else { return }
+                logger.error("CSAT rollup build failed; it goes on where it stopped after the wait, and reports in the new zones stay exact but slower until then",
+                             metadata: ["error": "\(error)", "retry_s": "\(wait.components.seconds)"])
+                try? await Task.sleep(for: wait)
+                wait = min(wait * 2, .seconds(60))
             }
-            let missing = Set(zones).subtracting(kept)
-            if !missing.isEmpty {
-                logger.notice("building CSAT rollups for new reporting zones, in steps; CSAT writes and webhook events wait for each step",
-                              metadata: ["zones": "\(missing.sorted())"])
-            }
-            var logged = ContinuousClock.now
-            let backfilled = try await store.ensureZones(zones, rowsPerStep: CSATStore.rowsPerStep) { progress in
-                guard let until = progress.countedUntil, ContinuousClock.now - logged >= .seconds(10) else { return }
-                logged = .now
-                logger.info("building CSAT rollups", metadata: ["zone": "\(progress.zone)", "countedUntil": "\(ISOTimestamp.format(until))"])
-            }
-            if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
-        } catch {
-            logger.error("CSAT rollup backfill failed; reports in the new zones stay exact but slower", metadata: ["error": "\(error)"])
         }
     }
+}
+
+private func announceZoneChanges(_ zones: [String], store: CSATStore, logger: Logger) async throws {
+    let kept = try await store.zones()
+    for zone in kept.subtracting(zones).sorted() {
+        logger.notice("a zone not in REPORT_TIME_ZONES still has rollups, which every CSAT write keeps up; `desk-gateway csat drop-zone` deletes them",
+                      metadata: ["zone": "\(zone)"])
+    }
+    let missing = Set(zones).subtracting(kept)
+    if !missing.isEmpty {
+        logger.notice("building CSAT rollups for new reporting zones, in steps; CSAT writes and webhook events wait for each step",
+                      metadata: ["zones": "\(missing.sorted())"])
+    }
+}
+
+private func buildZones(_ zones: [String], store: CSATStore, logger: Logger) async throws {
+    var logged = ContinuousClock.now
+    let backfilled = try await store.ensureZones(zones, rowsPerStep: CSATStore.rowsPerStep) { progress in
+        // A stopping instance leaves the build between steps; the next start goes on from there.
+        try Task.checkCancellation()
+        guard let until = progress.countedUntil, ContinuousClock.now - logged >= .seconds(10) else { return }
+        logged = .now
+        logger.info("building CSAT rollups", metadata: ["zone": "\(progress.zone)", "countedUntil": "\(ISOTimestamp.format(until))"])
+    }
+    if !backfilled.isEmpty { logger.notice("built CSAT rollups for new reporting zones", metadata: ["zones": "\(backfilled)"]) }
 }
 
 func syncLoop(_ sync: DeskSync, _ wiring: Wiring) -> BackgroundLoop {

@@ -261,6 +261,34 @@ import TestSupport
         }
     }
 
+    /// A zone build cut off by the database (here its connection terminated while it waits for the zone lock) is
+    /// taken up again by the running instance; it had waited for the next restart, its zone's reports on raw ratings.
+    @Test func aZoneBuildTheDatabaseCutOffIsTakenUpAgain() async throws {
+        try await TestPostgres.withDatabase { url in
+            var config = TestGateway.configuration(databaseURL: url)
+            config.reportTimeZones = ["UTC", "Asia/Kolkata"]
+            let control = Database.forTests(url, poolSize: 1)
+            defer { control.shutdown() }
+            try await control.query("SELECT pg_advisory_lock($1)", [CSATStore.zoneLock])
+            let app = try await TestGateway.start(config, waitForZones: false)
+            do {
+                // The build's registration, waiting for the zone lock exclusively (the inbox would wait shared).
+                let waiting = "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND NOT granted AND \(lockInThisDatabase)"
+                try #require(try await eventually(within: 30, every: .milliseconds(20)) { try await !control.query(waiting).isEmpty })
+                let terminated = try await control.query("SELECT pg_terminate_backend(pid) FROM (\(waiting)) w")
+                #expect(terminated.count == 1)
+                try await control.query("SELECT pg_advisory_unlock($1)", [CSATStore.zoneLock])
+                let built = await withDeadline(.seconds(60)) { await app.waitForReportZones() } != nil
+                #expect(built)
+                #expect(try await CSATStore(database: app.database).zones() == ["UTC", "Asia/Kolkata"])
+            } catch {
+                await app.stop()
+                throw error
+            }
+            await app.stop()
+        }
+    }
+
     @Test func laterAnswersReplaceEarlierOnesInEveryRollup() async throws {
         try await withGateway(configure: { $0.reportTimeZones = ["UTC", "Asia/Kolkata"] }) { app in
             let store = CSATStore(database: app.database)

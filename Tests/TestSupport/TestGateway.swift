@@ -30,8 +30,9 @@ public enum TestGateway {
     }
 
     /// Started again on other free ports when the gateway's, the admin or the emulator's port was taken between
-    /// `TestPorts.free()` and the bind (`TestPorts.retryingBind`); `app.config` tells the ports it got.
-    public static func start(_ config: GatewayConfig, logger given: Logger? = nil) async throws -> GatewayApplication {
+    /// `TestPorts.free()` and the bind (`TestPorts.retryingBind`); `app.config` tells the ports it got. Returns once
+    /// the reporting zones are built unless `waitForZones` is false.
+    public static func start(_ config: GatewayConfig, logger given: Logger? = nil, waitForZones: Bool = true) async throws -> GatewayApplication {
         var logger = given ?? Logger(label: "gateway-test")
         if given == nil { logger.logLevel = config.logLevel }
         var config = config
@@ -42,7 +43,7 @@ public enum TestGateway {
                 if config.deskEmulatorPort != 0 { config.deskEmulatorPort = TestPorts.free() }
             }
             let app = try await buildApplication(config, logger: logger)
-            await app.waitForReportZones()
+            if waitForZones { await app.waitForReportZones() }
             return app
         }
     }
