@@ -5,6 +5,7 @@ public import DeskClient
 public import DeskEmulator
 import Foundation
 import JSON
+import Synchronization
 import Domain
 public import HTTPServer
 public import Logging
@@ -299,6 +300,10 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
 /// path until the next restart.
 func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
     let (zones, database, logger) = (wiring.config.reportTimeZones, wiring.database, wiring.logger)
+    let building = Mutex<Int?>(nil)
+    wiring.metrics.gauge("report_zones_building", help: "Zones of REPORT_TIME_ZONES whose rollups this instance is building or will take up again after a failed step (their reports are computed from raw ratings meanwhile); absent until the database was first asked.") {
+        building.withLock { $0 }.map { [([], Double($0))] } ?? []
+    }
     return BackgroundLoop("zone backfill") {
         let store = CSATStore(database: database)
         var announced = false
@@ -306,10 +311,12 @@ func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
         while !Task.isCancelled {
             do {
                 if !announced {
-                    try await announceZoneChanges(zones, store: store, logger: logger)
+                    let missing = try await announceZoneChanges(zones, store: store, logger: logger)
+                    building.withLock { $0 = missing }
                     announced = true
                 }
-                try await buildZones(zones, store: store, logger: logger)
+                try await buildZones(zones, store: store, logger: logger) { building.withLock { $0 = max(0, ($0 ?? 1) - 1) } }
+                building.withLock { $0 = 0 }
                 return
             } catch {
                 guard !Task.isCancelled else { return }
@@ -322,7 +329,8 @@ func backfillZones(_ wiring: Wiring) -> BackgroundLoop {
     }
 }
 
-private func announceZoneChanges(_ zones: [String], store: CSATStore, logger: Logger) async throws {
+/// Logs the zones kept but no longer configured and the ones about to be built; returns how many are to be built.
+private func announceZoneChanges(_ zones: [String], store: CSATStore, logger: Logger) async throws -> Int {
     let kept = try await store.zones()
     for zone in kept.subtracting(zones).sorted() {
         logger.notice("a zone not in REPORT_TIME_ZONES still has rollups, which every CSAT write keeps up; `desk-gateway csat drop-zone` deletes them",
@@ -333,13 +341,15 @@ private func announceZoneChanges(_ zones: [String], store: CSATStore, logger: Lo
         logger.notice("building CSAT rollups for new reporting zones, in steps; CSAT writes and webhook events wait for each step",
                       metadata: ["zones": "\(missing.sorted())"])
     }
+    return missing.count
 }
 
-private func buildZones(_ zones: [String], store: CSATStore, logger: Logger) async throws {
+private func buildZones(_ zones: [String], store: CSATStore, logger: Logger, zoneBuilt: @Sendable () -> Void) async throws {
     var logged = ContinuousClock.now
     let backfilled = try await store.ensureZones(zones, rowsPerStep: CSATStore.rowsPerStep) { progress in
         // A stopping instance leaves the build between steps; the next start goes on from there.
         try Task.checkCancellation()
+        if progress.done { zoneBuilt() }
         guard let until = progress.countedUntil, ContinuousClock.now - logged >= .seconds(10) else { return }
         logged = .now
         logger.info("building CSAT rollups", metadata: ["zone": "\(progress.zone)", "countedUntil": "\(ISOTimestamp.format(until))"])

@@ -275,18 +275,26 @@ import TestSupport
                 // The build's registration, waiting for the zone lock exclusively (the inbox would wait shared).
                 let waiting = "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND NOT granted AND \(lockInThisDatabase)"
                 try #require(try await eventually(within: 30, every: .milliseconds(20)) { try await !control.query(waiting).isEmpty })
+                #expect(try await Self.zonesBuilding(app) == "2")
                 let terminated = try await control.query("SELECT pg_terminate_backend(pid) FROM (\(waiting)) w")
                 #expect(terminated.count == 1)
                 try await control.query("SELECT pg_advisory_unlock($1)", [CSATStore.zoneLock])
                 let built = await withDeadline(.seconds(60)) { await app.waitForReportZones() } != nil
                 #expect(built)
                 #expect(try await CSATStore(database: app.database).zones() == ["UTC", "Asia/Kolkata"])
+                #expect(try await Self.zonesBuilding(app) == "0")
             } catch {
                 await app.stop()
                 throw error
             }
             await app.stop()
         }
+    }
+
+    /// `report_zones_building` as `/metrics` shows it.
+    static func zonesBuilding(_ app: GatewayApplication) async throws -> String? {
+        let metrics = try await httpRequest(port: app.port, "GET", "/metrics").text
+        return metrics.split(separator: "\n").first { $0.hasPrefix("report_zones_building ") }.map { String($0.split(separator: " ")[1]) }
     }
 
     @Test func laterAnswersReplaceEarlierOnesInEveryRollup() async throws {
