@@ -231,9 +231,15 @@ struct Csat: AsyncParsableCommand {
 
         func run() async throws {
             try await oneShot { config, logger in
-                for zone in try await reportZones(config, logger: logger) {
+                let zones = try await reportZones(config, logger: logger)
+                for zone in zones {
                     let listed = config.reportTimeZones.contains(zone.zone) ? "listed" : "not listed (desk-gateway csat drop-zone \(zone.zone))"
                     print("\(zone.zone)  \(zone.complete ? "complete" : "being built (\(zone.countedUntil.map { "counted up to \(ISOTimestamp.format($0))" } ?? "nothing counted yet"))")  \(zone.rows) rows  \(listed)")
+                }
+                // Listed here but never registered: no instance with this list has started since it was added.
+                var seen = Set(zones.map(\.zone))
+                for zone in config.reportTimeZones where seen.insert(zone).inserted {
+                    print("\(zone)  not built (an instance starting with this REPORT_TIME_ZONES builds it)  0 rows  listed")
                 }
             }
         }
