@@ -150,9 +150,12 @@ public struct CSATStore: FeedbackRatings {
     /// the next `rowsPerStep` ratings or requests, whichever comes first, or to the end when fewer are left. Nil when
     /// the build is no longer under way (another instance finished it, the zone was dropped, or a writer of the
     /// release before abandoned it: migration 0019).
+    /// The zone lock alone keeps the rows still while they are counted: every CSAT writer holds it shared from before
+    /// its first row change to its commit, and one that does not follow the steps is refused by migration 0019's
+    /// trigger. A table lock as well (SHARE) made a step wait out any VACUUM or ANALYZE of the raw tables, with the
+    /// zone lock held, and every CSAT writer behind it.
     private static func buildStep(_ zone: String, rowsPerStep: Int, on connection: PostgresConnection) throws -> ZoneBuildProgress? {
         try underZoneLock(connection) { tx in
-            try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE MODE")
             guard let row = try tx.query("""
                 SELECT counted_until, (SELECT least(
                            (SELECT date_trunc('second', rated_at) + interval '1 second' FROM csat_ratings

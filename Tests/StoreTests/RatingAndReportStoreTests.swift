@@ -202,6 +202,37 @@ import TestSupport
         }
     }
 
+    /// A VACUUM of the raw tables (SHARE UPDATE EXCLUSIVE, held here by a transaction as a long VACUUM holds it) holds
+    /// neither a zone's build nor, through the zone lock a waiting step would hold, every CSAT writer behind it.
+    @Test func aZoneIsBuiltWhileTheRatingsAreVacuumed() async throws {
+        try await TestPostgres.withDatabase { url in
+            let db = Database.forTests(url, poolSize: 4)
+            let control = Database.forTests(url, poolSize: 1)
+            defer { db.shutdown(); control.shutdown() }
+            _ = try await db.migrate(directory: TestPostgres.repositoryRoot + "/sql")
+            let store = CSATStore(database: db)
+            _ = try await store.ensureZones(["UTC"])
+            for ticket in 1...20 { #expect(try await store.record(Self.rating(ticket, score: ticket % 5 + 1, at: Self.noon - Double(ticket) * 3_600))) }
+            try await control.query("SELECT pg_advisory_lock(7)")
+            let vacuum = Task {
+                try await db.transaction { tx in
+                    try tx.withoutStatementTimeout()
+                    try tx.query("LOCK TABLE csat_ratings, csat_requests IN SHARE UPDATE EXCLUSIVE MODE")
+                    try tx.query("SELECT pg_advisory_xact_lock_shared(7)")
+                }
+            }
+            let held = "SELECT 1 FROM pg_locks WHERE locktype = 'relation' AND mode = 'ShareUpdateExclusiveLock' AND granted AND \(lockInThisDatabase)"
+            try #require(try await eventually(within: 20) { try await !control.query(held).isEmpty })
+            let built = try await withDeadline(.seconds(20)) { try await store.ensureZones(["Asia/Kolkata"], rowsPerStep: 5) { _ in } }
+            let written = try await withDeadline(.seconds(20)) { try await store.record(Self.rating(21, score: 5)) }
+            try await control.query("SELECT pg_advisory_unlock(7)")
+            try await vacuum.value
+            #expect(built == ["Asia/Kolkata"])
+            #expect(written == true)
+            #expect(try await store.rollupDrift().isEmpty)
+        }
+    }
+
     @Test func weekBlocksFollowTheirDaysWhoeverWritesThem() async throws {
         try await withStore { db in
             let store = CSATStore(database: db)
