@@ -67,11 +67,7 @@ import TestSupport
     /// changes an older rating before the backfill starts. Counted live and again by the backfill, it came out twice
     /// (a replaced score left at -1 in the new zone's rollups).
     @Test func aRatingChangedWhileAZoneIsAddedCountsOnce() async throws {
-        try await TestPostgres.withDatabase { url in
-            let db = Database.forTests(url, poolSize: 4)
-            let control = Database.forTests(url, poolSize: 1)
-            defer { db.shutdown(); control.shutdown() }
-            _ = try await db.migrate(directory: TestPostgres.repositoryRoot + "/sql")
+        try await withStoreAndControl { db, control in
             let store = CSATStore(database: db)
             _ = try await store.ensureZones(["UTC"])
             #expect(try await store.record(Self.rating(1, score: 3, at: Self.noon)))
@@ -205,11 +201,7 @@ import TestSupport
     /// A VACUUM of the raw tables (SHARE UPDATE EXCLUSIVE, held here by a transaction as a long VACUUM holds it) holds
     /// neither a zone's build nor, through the zone lock a waiting step would hold, every CSAT writer behind it.
     @Test func aZoneIsBuiltWhileTheRatingsAreVacuumed() async throws {
-        try await TestPostgres.withDatabase { url in
-            let db = Database.forTests(url, poolSize: 4)
-            let control = Database.forTests(url, poolSize: 1)
-            defer { db.shutdown(); control.shutdown() }
-            _ = try await db.migrate(directory: TestPostgres.repositoryRoot + "/sql")
+        try await withStoreAndControl { db, control in
             let store = CSATStore(database: db)
             _ = try await store.ensureZones(["UTC"])
             for ticket in 1...20 { #expect(try await store.record(Self.rating(ticket, score: ticket % 5 + 1, at: Self.noon - Double(ticket) * 3_600))) }

@@ -6,11 +6,18 @@ import TestSupport
 
 /// A fresh, migrated database for one test, dropped afterwards: each SQL rule is tested where it runs.
 func withStore<T: Sendable>(_ body: (Database) async throws -> T) async throws -> T {
+    try await withStoreAndControl { database, _ in try await body(database) }
+}
+
+/// `withStore` with a second pool of one connection on the same database, which holds the locks a test makes the
+/// store wait for.
+func withStoreAndControl<T: Sendable>(_ body: (_ database: Database, _ control: Database) async throws -> T) async throws -> T {
     try await TestPostgres.withDatabase { url in
         let database = Database.forTests(url, poolSize: 4)
-        defer { database.shutdown() }
+        let control = Database.forTests(url, poolSize: 1)
+        defer { database.shutdown(); control.shutdown() }
         _ = try await database.migrate(directory: TestPostgres.repositoryRoot + "/sql")
-        return try await body(database)
+        return try await body(database, control)
     }
 }
 
