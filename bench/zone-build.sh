@@ -2,7 +2,8 @@
 # A reporting zone built on 1,000,000 ratings and 1,250,000 requests (bench/seed_ratings.sql) while a CSAT writer's
 # stand-in takes the zone lock shared every 20 ms, as each CSAT write does: prints the build's length and how long
 # the writer waited (pgbench's per-transaction latencies, the 20 ms pause taken out). Release build, a private
-# cluster of its own (fsync off, as the test cluster). Not part of make test.
+# cluster of its own (fsync off, as the test cluster). Not part of make test. ZONE_BUILD_VACUUM=1 also vacuums the
+# raw tables over and over during the build, every page each time (an operator's VACUUM, an anti-wraparound one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=.build/release/desk-gateway
@@ -11,8 +12,10 @@ command -v pgbench >/dev/null || { echo "pgbench is missing (PostgreSQL's client
 pg_dir=.build/zone-build-pg
 work=$(mktemp -d)
 gateway=""
+vacuum=""
 cleanup() {
   [ -z "$gateway" ] || kill "$gateway" 2>/dev/null || true
+  [ -z "$vacuum" ] || kill "$vacuum" 2>/dev/null || true
   scripts/test-postgres.sh stop "$pg_dir"
   rm -rf "$work"
 }
@@ -34,7 +37,12 @@ SQL
 (cd "$work" && exec pgbench "$url" -n -c1 -T600 -f writer.sql -l >/dev/null 2>&1) &
 writer=$!
 
-echo "== building the UTC zone"
+if [ "${ZONE_BUILD_VACUUM:-0}" = 1 ]; then
+  (while true; do psql "$url" -qc "VACUUM (FREEZE, DISABLE_PAGE_SKIPPING) csat_ratings, csat_requests" >/dev/null 2>&1; done) &
+  vacuum=$!
+fi
+
+echo "== building the UTC zone${vacuum:+ while the raw tables are vacuumed}"
 started=$(date +%s.%N)
 DATABASE_URL="$url" REPORT_TIME_ZONES=UTC HOST=127.0.0.1 PORT="${ZONE_BUILD_PORT:-18390}" \
   DESK_EMULATOR_PORT="${ZONE_BUILD_EMULATOR_PORT:-19390}" DESK_EMULATOR_STATE=memory CACHE_RESET_ON_DESK_CHANGE=true \
@@ -45,7 +53,7 @@ until grep -q "built CSAT rollups" "$work/gateway.log"; do
   sleep 0.2
 done
 ended=$(date +%s.%N)
-kill "$writer" 2>/dev/null || true
+kill "$writer" $vacuum 2>/dev/null || true
 wait "$writer" 2>/dev/null || true
 
 # Only the writer's transactions that overlapped the build.
