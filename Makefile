@@ -48,7 +48,7 @@ contention: deps
 	@bench/contention.sh
 
 # A reporting zone built on 1,000,000 ratings while a CSAT writer takes the zone lock every 20 ms: the build's length
-# and the writer's waits (bench/zone-build.sh; not in make test).
+# and the writer's waits (bench/zone-build.sh; not in make test). ZONE_BUILD_VACUUM=1 vacuums the raw tables meanwhile.
 bench-zones: build
 	@bench/zone-build.sh
 
