@@ -113,8 +113,10 @@ public struct CSATStore: FeedbackRatings {
         var built: [String] = []
         zones: for zone in zones {
             // Registered again when the build stops under way (an instance of the release before abandoned it).
-            while try await database.withConnection({ try Self.register(zone, on: $0) }) {
-                while let progress = try await database.withConnection({ try Self.buildStep(zone, rowsPerStep: rowsPerStep, on: $0) }) {
+            while try await givingWay({ try await database.withConnection({ try Self.register(zone, on: $0) }) }) {
+                while let progress = try await givingWay({
+                    try await database.withConnection({ try Self.buildStep(zone, rowsPerStep: rowsPerStep, on: $0) })
+                }) {
                     try await afterStep(progress)
                     if progress.done {
                         built.append(zone)
@@ -126,10 +128,21 @@ public struct CSATStore: FeedbackRatings {
         return built
     }
 
+    /// Runs `attempt` until it gets the zone lock, pausing `buildGiveWay` after each wait that ran out.
+    private func givingWay<T>(_ attempt: () async throws -> T) async throws -> T {
+        while true {
+            do {
+                return try await attempt()
+            } catch is ZoneLockBusy {
+                try await Task.sleep(for: Self.buildGiveWay)
+            }
+        }
+    }
+
     /// Registers a new zone (its blocks emptied, nothing counted yet); false when its rollups are complete. A build
     /// under way, this instance's or another's, is left as it stands and continued.
     private static func register(_ zone: String, on connection: PostgresConnection) throws -> Bool {
-        try underZoneLock(connection) { tx in
+        try underZoneLock(connection, waitingAtMost: buildLockWait) { tx in
             let state = try tx.query("SELECT backfilled_at IS NOT NULL, counted_until IS NOT NULL FROM report_zones WHERE zone = $1", [zone])
             if let row = state.first {
                 if try row.decode(0, as: Bool.self) { return false }
@@ -155,7 +168,7 @@ public struct CSATStore: FeedbackRatings {
     /// trigger. A table lock as well (SHARE) made a step wait out any VACUUM or ANALYZE of the raw tables, with the
     /// zone lock held, and every CSAT writer behind it.
     private static func buildStep(_ zone: String, rowsPerStep: Int, on connection: PostgresConnection) throws -> ZoneBuildProgress? {
-        try underZoneLock(connection) { tx in
+        try underZoneLock(connection, waitingAtMost: buildLockWait) { tx in
             guard let row = try tx.query("""
                 SELECT counted_until, (SELECT least(
                            (SELECT date_trunc('second', rated_at) + interval '1 second' FROM csat_ratings
@@ -181,13 +194,37 @@ public struct CSATStore: FeedbackRatings {
     /// A transaction holding the zone lock exclusively, as long as it takes: what changes a zone's rollups other than
     /// a writer's own changes (a registration, a build's step, a drop) runs with no CSAT writer between reading the
     /// zone's state and writing its blocks.
-    static func underZoneLock<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
+    ///
+    /// With `waitingAtMost` the lock is waited for that long, then `ZoneLockBusy` is thrown. A request for the lock
+    /// held exclusively queues every later shared request behind it, so a build step waiting behind one writer that
+    /// does not end (stuck on a row a session left locked) would hold every other CSAT writer with it; a build gives
+    /// way and tries again instead.
+    static func underZoneLock<T>(_ connection: PostgresConnection, waitingAtMost: Duration? = nil,
+                                 _ body: (PostgresConnection) throws -> T) throws -> T {
         try connection.transaction { tx in
             try tx.withoutStatementTimeout()
-            try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
+            guard let waitingAtMost else {
+                try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
+                return try body(tx)
+            }
+            let milliseconds = waitingAtMost.components.seconds * 1000 + waitingAtMost.components.attoseconds / 1_000_000_000_000_000
+            try tx.query("SELECT set_config('lock_timeout', $1, true)", ["\(milliseconds)ms"])
+            do {
+                try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
+            } catch let error as PostgresError where error.sqlState == "55P03" {
+                throw ZoneLockBusy()
+            }
+            try tx.query("SELECT set_config('lock_timeout', '0', true)")
             return try body(tx)
         }
     }
+
+    /// A build's wait for the zone lock ran out (`underZoneLock(waitingAtMost:)`).
+    struct ZoneLockBusy: Error {}
+
+    /// How long a build waits for the zone lock before it gives way, and how long it then lets writers be.
+    static let buildLockWait = Duration.seconds(1)
+    static let buildGiveWay = Duration.milliseconds(200)
 
     static let countColumns = "requests, responses, s1, s2, s3, s4, s5"
     /// The `DO UPDATE SET` of the rollup upserts: counts are added, never replaced.
