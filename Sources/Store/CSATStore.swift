@@ -342,12 +342,16 @@ public struct CSATStore: FeedbackRatings {
 
     /// Stops keeping a zone's rollups and deletes them (`desk-gateway csat drop-zone`): every CSAT write updates every
     /// zone registered, listed in `REPORT_TIME_ZONES` or not. Taken under the zone lock, held exclusively as a
-    /// backfill holds it, so no writer is between reading the zones and writing their blocks. Reports in the zone are
-    /// computed from the raw ratings from then on (one in flight notices in its own query). Returns false when the
-    /// zone had no rollups.
+    /// build step holds it (and given way as a step gives way), so no writer is between reading the zones and writing
+    /// their blocks. Reports in the zone are computed from the raw ratings from then on (one in flight notices in its
+    /// own query). Returns false when the zone had no rollups.
     public func dropZone(_ zone: String) async throws -> Bool {
-        try await database.withConnection { connection in
-            try Self.underZoneLock(connection) { tx in !(try tx.query("DELETE FROM report_zones WHERE zone = $1 RETURNING 1", [zone]).isEmpty) }
+        try await givingWay {
+            try await database.withConnection { connection in
+                try Self.underZoneLock(connection, waitingAtMost: Self.buildLockWait) { tx in
+                    !(try tx.query("DELETE FROM report_zones WHERE zone = $1 RETURNING 1", [zone]).isEmpty)
+                }
+            }
         }
     }
 

@@ -65,8 +65,8 @@ import TestSupport
 
     /// A zone added while ratings change: a writer that queued for the zone lock while the zone was being registered
     /// changes an older rating before the backfill starts. Counted live and again by the backfill, it came out twice
-    /// (a replaced score left at -1 in the new zone's rollups). The build, waiting behind a writer that does not end,
-    /// gives way to the writers queued behind it instead of holding them as long.
+    /// (a replaced score left at -1 in the new zone's rollups). The build, and a zone's drop, waiting behind a writer
+    /// that does not end, give way to the writers queued behind them instead of holding them as long.
     @Test func aRatingChangedWhileAZoneIsAddedCountsOnce() async throws {
         try await withStoreAndControl { db, control in
             let store = CSATStore(database: db)
@@ -80,24 +80,31 @@ import TestSupport
             func untilWaiting(_ count: Int) async throws {
                 try #require(try await eventually(within: 20, every: .milliseconds(5)) { try await waiting() == count })
             }
-            // A writer in flight (the zone lock held shared) that waits for the test's go.
-            try await control.query("SELECT pg_advisory_lock(7)")
-            let inFlight = Task {
-                try await db.transaction { tx in
-                    try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [CSATStore.zoneLock])
-                    try tx.query("SELECT pg_advisory_xact_lock_shared(7)")
+            // A writer in flight (the zone lock held shared) that waits for the test's go, `operation` asking for the
+            // lock exclusively, and a writer arriving meanwhile: it queues behind the operation's request, which gives
+            // way within a second, so it is not held as long as the one in flight (here past the statement timeout).
+            func withAWriterInFlight<T: Sendable>(score: Int, after seconds: Double, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+                try await control.query("SELECT pg_advisory_lock(7)")
+                let inFlight = Task {
+                    try await db.transaction { tx in
+                        try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [CSATStore.zoneLock])
+                        try tx.query("SELECT pg_advisory_xact_lock_shared(7)")
+                    }
                 }
+                try await untilWaiting(1)
+                let running = Task { try await operation() }
+                try await untilWaiting(2)
+                let replaced = try await withDeadline(.seconds(8)) {
+                    try await store.record(Self.rating(1, score: score, at: Self.noon + seconds))
+                }
+                #expect(replaced == true)
+                try await control.query("SELECT pg_advisory_unlock(7)")
+                try await inFlight.value
+                return try await running.value
             }
-            try await untilWaiting(1)
-            let added = Task { try await store.ensureZones(["Asia/Kathmandu"]) }
-            try await untilWaiting(2)
-            // A writer arriving now queues behind the build's request for the lock; the build gives way within a
-            // second, so the writer is not held as long as the one in flight (here past the statement timeout).
-            let replaced = try await withDeadline(.seconds(8)) { try await store.record(Self.rating(1, score: 5, at: Self.noon + 600)) }
-            #expect(replaced == true)
-            try await control.query("SELECT pg_advisory_unlock(7)")
-            try await inFlight.value
-            #expect(try await added.value == ["Asia/Kathmandu"])
+            #expect(try await withAWriterInFlight(score: 5, after: 600) { try await store.ensureZones(["Asia/Kathmandu"]) } == ["Asia/Kathmandu"])
+            #expect(try await store.rollupDrift().isEmpty)
+            #expect(try await withAWriterInFlight(score: 2, after: 1_200) { try await store.dropZone("Asia/Kathmandu") })
             #expect(try await store.rollupDrift().isEmpty)
         }
     }
