@@ -113,10 +113,8 @@ public struct CSATStore: FeedbackRatings {
         var built: [String] = []
         zones: for zone in zones {
             // Registered again when the build stops under way (an instance of the release before abandoned it).
-            while try await givingWay({ try await database.withConnection({ try Self.register(zone, on: $0) }) }) {
-                while let progress = try await givingWay({
-                    try await database.withConnection({ try Self.buildStep(zone, rowsPerStep: rowsPerStep, on: $0) })
-                }) {
+            while try await underZoneLock({ try Self.register(zone, on: $0) }) {
+                while let progress = try await underZoneLock({ try Self.buildStep(zone, rowsPerStep: rowsPerStep, on: $0) }) {
                     try await afterStep(progress)
                     if progress.done {
                         built.append(zone)
@@ -128,35 +126,34 @@ public struct CSATStore: FeedbackRatings {
         return built
     }
 
-    /// Runs `attempt` until it gets the zone lock, pausing `buildGiveWay` after each wait that ran out.
-    private func givingWay<T>(_ attempt: () async throws -> T) async throws -> T {
+    /// Runs `body` in a transaction holding the zone lock exclusively, asking again after `zoneLockGiveWay` each time
+    /// the wait for it ran out.
+    private func underZoneLock<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         while true {
             do {
-                return try await attempt()
+                return try await database.withConnection { try Self.underZoneLock($0, body) }
             } catch is ZoneLockBusy {
-                try await Task.sleep(for: Self.buildGiveWay)
+                try await Task.sleep(for: Self.zoneLockGiveWay)
             }
         }
     }
 
     /// Registers a new zone (its blocks emptied, nothing counted yet); false when its rollups are complete. A build
     /// under way, this instance's or another's, is left as it stands and continued.
-    private static func register(_ zone: String, on connection: PostgresConnection) throws -> Bool {
-        try underZoneLock(connection, waitingAtMost: buildLockWait) { tx in
-            let state = try tx.query("SELECT backfilled_at IS NOT NULL, counted_until IS NOT NULL FROM report_zones WHERE zone = $1", [zone])
-            if let row = state.first {
-                if try row.decode(0, as: Bool.self) { return false }
-                if try row.decode(1, as: Bool.self) { return true }
-            }
-            try tx.query("DELETE FROM csat_detail_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
-            try tx.query("DELETE FROM csat_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
-            try tx.query("""
-                INSERT INTO report_zones (zone, added_at, counted_until, stepped_at) VALUES ($1, clock_timestamp(), '-infinity', now())
-                ON CONFLICT (zone) DO UPDATE SET added_at = EXCLUDED.added_at, backfilled_at = NULL, counted_until = '-infinity',
-                    stepped_at = now()
-                """, [zone])
-            return true
+    private static func register(_ zone: String, on tx: PostgresConnection) throws -> Bool {
+        let state = try tx.query("SELECT backfilled_at IS NOT NULL, counted_until IS NOT NULL FROM report_zones WHERE zone = $1", [zone])
+        if let row = state.first {
+            if try row.decode(0, as: Bool.self) { return false }
+            if try row.decode(1, as: Bool.self) { return true }
         }
+        try tx.query("DELETE FROM csat_detail_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
+        try tx.query("DELETE FROM csat_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
+        try tx.query("""
+            INSERT INTO report_zones (zone, added_at, counted_until, stepped_at) VALUES ($1, clock_timestamp(), '-infinity', now())
+            ON CONFLICT (zone) DO UPDATE SET added_at = EXCLUDED.added_at, backfilled_at = NULL, counted_until = '-infinity',
+                stepped_at = now()
+            """, [zone])
+        return true
     }
 
     /// Counts the zone's next stretch of time into its blocks: from where the build stands to the whole second after
@@ -167,64 +164,66 @@ public struct CSATStore: FeedbackRatings {
     /// its first row change to its commit, and one that does not follow the steps is refused by migration 0019's
     /// trigger. A table lock as well (SHARE) made a step wait out any VACUUM or ANALYZE of the raw tables, with the
     /// zone lock held, and every CSAT writer behind it.
-    private static func buildStep(_ zone: String, rowsPerStep: Int, on connection: PostgresConnection) throws -> ZoneBuildProgress? {
-        try underZoneLock(connection, waitingAtMost: buildLockWait) { tx in
-            guard let row = try tx.query("""
-                SELECT counted_until, (SELECT least(
-                           (SELECT date_trunc('second', rated_at) + interval '1 second' FROM csat_ratings
-                             WHERE rated_at >= z.counted_until ORDER BY rated_at OFFSET $2 LIMIT 1),
-                           (SELECT date_trunc('second', requested_at) + interval '1 second' FROM csat_requests
-                             WHERE requested_at >= z.counted_until ORDER BY requested_at OFFSET $2 LIMIT 1)))
-                  FROM report_zones z WHERE zone = $1 AND backfilled_at IS NULL AND counted_until IS NOT NULL FOR UPDATE
-                """, [zone, rowsPerStep]).first else { return nil }
-            let from: String = try row.decode(0)
-            let until: String = try row.decodeIfPresent(1) ?? "infinity"
-            try backfill(zone: zone, from: from, until: until, on: tx)
-            let done = until == "infinity"
-            let counted = try tx.query("""
-                UPDATE report_zones SET counted_until = $2::timestamptz, stepped_at = now(), backfilled_at = CASE WHEN $3 THEN now() END
-                 WHERE zone = $1 RETURNING extract(epoch FROM counted_until)::float8
-                """, [zone, until, done])
-            return ZoneBuildProgress(zone: zone, countedUntil: done ? nil : try counted[0].decode(0))
-        }
+    private static func buildStep(_ zone: String, rowsPerStep: Int, on tx: PostgresConnection) throws -> ZoneBuildProgress? {
+        guard let row = try tx.query("""
+            SELECT counted_until, (SELECT least(
+                       (SELECT date_trunc('second', rated_at) + interval '1 second' FROM csat_ratings
+                         WHERE rated_at >= z.counted_until ORDER BY rated_at OFFSET $2 LIMIT 1),
+                       (SELECT date_trunc('second', requested_at) + interval '1 second' FROM csat_requests
+                         WHERE requested_at >= z.counted_until ORDER BY requested_at OFFSET $2 LIMIT 1)))
+              FROM report_zones z WHERE zone = $1 AND backfilled_at IS NULL AND counted_until IS NOT NULL FOR UPDATE
+            """, [zone, rowsPerStep]).first else { return nil }
+        let from: String = try row.decode(0)
+        let until: String = try row.decodeIfPresent(1) ?? "infinity"
+        try backfill(zone: zone, from: from, until: until, on: tx)
+        let done = until == "infinity"
+        let counted = try tx.query("""
+            UPDATE report_zones SET counted_until = $2::timestamptz, stepped_at = now(), backfilled_at = CASE WHEN $3 THEN now() END
+             WHERE zone = $1 RETURNING extract(epoch FROM counted_until)::float8
+            """, [zone, until, done])
+        return ZoneBuildProgress(zone: zone, countedUntil: done ? nil : try counted[0].decode(0))
     }
 
     package static let zoneLock: Int64 = 0x4445_534B_5A4E // "DESKZN"
 
-    /// A transaction holding the zone lock exclusively, as long as it takes: what changes a zone's rollups other than
-    /// a writer's own changes (a registration, a build's step, a drop) runs with no CSAT writer between reading the
-    /// zone's state and writing its blocks.
-    ///
-    /// With `waitingAtMost` the lock is waited for that long, then `ZoneLockBusy` is thrown. A request for the lock
-    /// held exclusively queues every later shared request behind it, so a build step waiting behind one writer that
-    /// does not end (stuck on a row a session left locked) would hold every other CSAT writer with it; a build gives
-    /// way and tries again instead.
-    static func underZoneLock<T>(_ connection: PostgresConnection, waitingAtMost: Duration? = nil,
-                                 _ body: (PostgresConnection) throws -> T) throws -> T {
+    /// A transaction holding the zone lock exclusively: what changes a zone's rollups other than a writer's own
+    /// changes (a registration, a build's step, a drop) runs with no CSAT writer between reading the zone's state and
+    /// writing its blocks. The lock is waited for `zoneLockWaitMilliseconds` at most, then `ZoneLockBusy` is thrown
+    /// (see `takeZoneLock`); callers try again after `zoneLockGiveWay`.
+    static func underZoneLock<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
         try connection.transaction { tx in
             try tx.withoutStatementTimeout()
-            guard let waitingAtMost else {
-                try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
-                return try body(tx)
-            }
-            let milliseconds = waitingAtMost.components.seconds * 1000 + waitingAtMost.components.attoseconds / 1_000_000_000_000_000
-            try tx.query("SELECT set_config('lock_timeout', $1, true)", ["\(milliseconds)ms"])
-            do {
-                try tx.query("SELECT pg_advisory_xact_lock($1)", [Self.zoneLock])
-            } catch let error as PostgresError where error.sqlState == "55P03" {
-                throw ZoneLockBusy()
-            }
-            try tx.query("SELECT set_config('lock_timeout', '0', true)")
+            guard try takeZoneLock(tx, exclusive: true, waitingAtMost: zoneLockWaitMilliseconds) else { throw ZoneLockBusy() }
             return try body(tx)
         }
     }
 
-    /// A build's wait for the zone lock ran out (`underZoneLock(waitingAtMost:)`).
+    /// Takes the zone lock for the rest of `tx`, waiting `milliseconds` at most; false when the wait ran out (the
+    /// transaction goes on without it). Nothing waits for the lock unbounded: a waiting request for it held
+    /// exclusively queues every later shared one behind it, so a build step waiting behind one writer that does not
+    /// end (stuck on a row a session left locked) would hold every other CSAT writer with it, and a shared wait behind
+    /// a long exclusive holder would spend the waiter's statement timeout.
+    static func takeZoneLock(_ tx: PostgresConnection, exclusive: Bool, waitingAtMost milliseconds: Int) throws -> Bool {
+        try tx.query("SAVEPOINT zone_lock")
+        do {
+            try tx.query("SELECT set_config('lock_timeout', $1, true)", ["\(milliseconds)ms"])
+            try tx.query("SELECT \(exclusive ? "pg_advisory_xact_lock" : "pg_advisory_xact_lock_shared")($1)", [zoneLock])
+            try tx.query("RELEASE SAVEPOINT zone_lock")
+            try tx.query("SET LOCAL lock_timeout TO DEFAULT")
+            return true
+        } catch let error as PostgresError where error.sqlState == "55P03" || error.sqlState == "57014" {
+            try tx.query("ROLLBACK TO SAVEPOINT zone_lock")
+            return false
+        }
+    }
+
+    /// A wait for the zone lock ran out (`underZoneLock`).
     struct ZoneLockBusy: Error {}
 
-    /// How long a build waits for the zone lock before it gives way, and how long it then lets writers be.
-    static let buildLockWait = Duration.seconds(1)
-    static let buildGiveWay = Duration.milliseconds(200)
+    /// How long a registration, a build step or a drop waits for the zone lock before it gives way, and how long it
+    /// then lets writers be.
+    static let zoneLockWaitMilliseconds = 1_000
+    static let zoneLockGiveWay = Duration.milliseconds(200)
 
     static let countColumns = "requests, responses, s1, s2, s3, s4, s5"
     /// The `DO UPDATE SET` of the rollup upserts: counts are added, never replaced.
@@ -346,13 +345,7 @@ public struct CSATStore: FeedbackRatings {
     /// their blocks. Reports in the zone are computed from the raw ratings from then on (one in flight notices in its
     /// own query). Returns false when the zone had no rollups.
     public func dropZone(_ zone: String) async throws -> Bool {
-        try await givingWay {
-            try await database.withConnection { connection in
-                try Self.underZoneLock(connection, waitingAtMost: Self.buildLockWait) { tx in
-                    !(try tx.query("DELETE FROM report_zones WHERE zone = $1 RETURNING 1", [zone]).isEmpty)
-                }
-            }
-        }
+        try await underZoneLock { tx in !(try tx.query("DELETE FROM report_zones WHERE zone = $1 RETURNING 1", [zone]).isEmpty) }
     }
 
     /// Every zone registered, its rollups complete or not (with the time its build has counted up to, seconds since

@@ -88,17 +88,7 @@ public struct WebhookInbox: WebhookEventInbox {
     /// found it taken at almost every try during a build, whose steps follow one another at once.
     private static func waitForZoneLock(_ tx: PostgresConnection) throws -> Bool {
         if try tx.query("SELECT pg_try_advisory_xact_lock_shared($1)", [CSATStore.zoneLock])[0].decode(0, as: Bool.self) { return true }
-        try tx.query("SAVEPOINT zone_lock")
-        do {
-            try tx.query("SET LOCAL lock_timeout = '2s'")
-            try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [CSATStore.zoneLock])
-            try tx.query("RELEASE SAVEPOINT zone_lock")
-            try tx.query("SET LOCAL lock_timeout TO DEFAULT")
-            return true
-        } catch let error as PostgresError where error.sqlState == "55P03" || error.sqlState == "57014" {
-            try tx.query("ROLLBACK TO SAVEPOINT zone_lock")
-            return false
-        }
+        return try CSATStore.takeZoneLock(tx, exclusive: false, waitingAtMost: 2_000)
     }
 
     /// Events waiting to be applied, and the age in seconds of the oldest.
