@@ -149,7 +149,7 @@ import TestSupport
             #expect(expected.values.contains { $0 != nil } && expected.values.contains { $0 == nil }, "the run rated and declined")
             try await CSATIntegrityTests.rollupsMatchRawRatings(app)
             try await CSATIntegrityTests.rollupsMatchRawRatingsByAgent(app)
-            #expect(seen.zoneBuilds >= 2)
+            #expect(seen.zoneBuilds >= 1)   // 4–12 in 10 s on this machine; the bound only asks that builds ran
             #expect(try await CSATStore(database: app.database).zones().isSuperset(of: ["Asia/Kathmandu", "America/Denver"]))
             #expect(try await CSATStore(database: app.database).rollupDrift().isEmpty)
             let requests = seen.statuses.values.reduce(0, +)
