@@ -11,8 +11,11 @@ public final class PostgresConnection {
     private let keywords: [String]
     private let values: [String]
     private var prepared: [String: String] = [:]
-    /// Statements sent during the current job; a dead connection is retried only before the first one.
+    /// Statements sent during the current job; a dead connection is retried only for the first one.
     var statementsInJob = 0
+    /// Whether the current statement's execution was handed to the server: a connection lost after that, with no
+    /// answer, may have run it (and committed it), so it is not sent again.
+    private var executionSent = false
     var inTransaction = false
     /// How long a statement may go without its answer before the connection is given up: the server's
     /// `statement_timeout` and a margin. The server ends the statements it runs; this ends the wait for one it can no
@@ -113,7 +116,19 @@ public final class PostgresConnection {
         if inTransaction && !isConnected {
             throw PostgresError(code: .connectionFailed, detail: "the connection closed inside a transaction")
         }
+        if statementsInJob == 0 && !inTransaction { closeIfServerHungUp() }
+        executionSent = false
         try ensureConnected()
+    }
+
+    /// A connection the server closed while it sat idle (a restart, a failover, a terminated backend) has the
+    /// server's goodbye waiting on its socket: seen before anything is sent, it is opened again, so nothing is sent
+    /// twice. Notifications read on the way stay queued for `notifications`.
+    private func closeIfServerHungUp() {
+        guard let raw else { return }
+        var descriptor = pollfd(fd: PQsocket(raw), events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 0) > 0 else { return }
+        if PQconsumeInput(raw) == 0 || PQstatus(raw) != CONNECTION_OK { close() }
     }
 
     /// Waits up to `timeoutMilliseconds` for notifications on the channels this connection LISTENs to and returns
@@ -156,8 +171,12 @@ public final class PostgresConnection {
         }
         do {
             return try run(sql, texts)
-        } catch let error as PostgresError where error.code == .connectionFailed && statementsInJob <= 1 && !inTransaction {
-            // The server dropped an idle connection (restart, failover): nothing of this job reached it; try once more.
+        } catch let error as PostgresError where error.code == .connectionFailed && statementsInJob <= 1 && !inTransaction
+                    && (!executionSent || error.sqlState != nil || sql == "BEGIN") {
+            // The job's first statement met a dead connection before it was sent, or the server refused it with an
+            // error (a standby's read-only refusal, a shutdown's): it did not run, so it is tried once more on a new
+            // connection. One sent whose answer never came (the connection reset, or closed with no word) may have
+            // committed: sent again, a counter would count twice; it fails instead (503). BEGIN alone changes nothing.
             statementsInJob = 0
             try connect()
             return try run(sql, texts)
@@ -205,7 +224,7 @@ public final class PostgresConnection {
             name = existing
         } else {
             name = "s\(prepared.count)"
-            let result = try exchange { PQsendPrepare($0, name, sql, 0, nil) }
+            let result = try exchange(executes: false) { PQsendPrepare($0, name, sql, 0, nil) }
             defer { PQclear(result) }
             _ = try check(result)
             prepared[sql] = name
@@ -222,10 +241,11 @@ public final class PostgresConnection {
     /// Sends a command with `send` and collects its results as `PQexec` would (the first error, else the last
     /// result; nil when the connection failed), each wait bounded by the answer's deadline. Past it the connection is
     /// closed, since it can no longer be told where it stands, and `noAnswer` thrown: the statement is never sent again.
-    private func exchange(_ send: (OpaquePointer) -> Int32) throws -> OpaquePointer? {
+    private func exchange(executes: Bool = true, _ send: (OpaquePointer) -> Int32) throws -> OpaquePointer? {
         guard let raw else { return nil }
         let deadline = unbounded ? nil : ContinuousClock.now + answerWithin
         guard send(raw) == 1 else { return nil }
+        if executes { executionSent = true }
         while true {
             let unsent = PQflush(raw)
             if unsent == 0 { break }

@@ -19,17 +19,8 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
     /// down under one still connecting, a crash the Compose test met). A server that takes connections and never
     /// answers keeps both threads connecting; `shutdown` waits for them.
     @Test func shutdownWaitsForThreadsStillConnecting() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, port) = try #require(loopbackListener())
         defer { close(listener) }
-        let port = TestPorts.free()
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        try #require(bound == 0 && listen(listener, 16) == 0)
         let pool = PostgresPool(configuration: PostgresConfiguration.forTests(
             "host=127.0.0.1 port=\(port) user=nobody dbname=nothing sslmode=disable", poolSize: 2,
             connectTimeoutSeconds: 2))
@@ -361,6 +352,38 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
                 }
             }
             await #expect(throws: PostgresError.self) { try await pool.query("SELECT pg_sleep(2)") }
+        }
+    }
+
+    /// A statement the server ran whose answer was lost (the connection closed with no word) is not sent again on a
+    /// new connection: an autocommit write would be made twice (it was, when the job's first statement was always
+    /// tried once more). One that meets a connection the server ended while it sat idle is made, once, on a new one.
+    @Test func aStatementWhoseAnswerWasLostIsNotSentAgain() async throws {
+        try await TestPostgres.withDatabase { url in
+            let relay = try LostAnswerRelay(to: url, marker: "answer lost")
+            defer { relay.stop() }
+            let pool = PostgresPool(configuration: PostgresConfiguration.forTests(relay.connectionString(url), poolSize: 1))
+            defer { pool.shutdown() }
+            let notes = { try await pool.query("SELECT count(*) FROM notes")[0].decode(0, as: Int.self) }
+            try await pool.query("CREATE TABLE notes (body text NOT NULL)")
+            do {
+                try await pool.query("INSERT INTO notes (body) VALUES ($1)", ["answer lost"])
+                Issue.record("the answer came through")
+            } catch let error as PostgresError {
+                #expect(error.code == .connectionFailed && error.sqlState == nil, "\(error)")
+            }
+            #expect(try await notes() == 1)
+
+            let pid = try await pool.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
+            let admin = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1))
+            defer { admin.shutdown() }
+            try await admin.query("SELECT pg_terminate_backend($1)", [pid])
+            try #require(try await eventually {
+                try await admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", [pid])[0].decode(0, as: Int.self) == 0
+            })
+            try await pool.query("INSERT INTO notes (body) VALUES ($1)", ["after the server hung up"])
+            #expect(try await notes() == 2)
+            #expect(try await pool.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self) != pid)
         }
     }
 

@@ -18,27 +18,11 @@ public final class HostilePageServer: @unchecked Sendable {
     private let lock = NSLock()
 
     public init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard let (listener, port) = loopbackListener(backlog: 128) else {
+            throw TestHTTPError(description: "hostile server: bind/listen failed")
+        }
         self.listener = listener
-        var yes: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        // A port free when it was handed out may be taken by another process before this bind: try a few.
-        var bound: Int32 = -1
-        for _ in 0..<5 where bound != 0 {
-            address.sin_port = in_port_t(UInt16(TestPorts.free()).bigEndian)
-            bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-        }
-        guard bound == 0, listen(listener, 128) == 0 else { port = 0; throw TestHTTPError(description: "hostile server: bind/listen failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(listener, $0, &length) }
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
     }
@@ -127,4 +111,25 @@ public func residentBytes() -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
     return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+}
+
+/// A TCP socket listening on a free loopback port below the ephemeral range; nil when none could be bound.
+public func loopbackListener(backlog: Int32 = 16) -> (fd: Int32, port: Int)? {
+    let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var yes: Int32 = 1
+    setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    // A port free when it was handed out may be taken by another process before this bind: try a few.
+    for _ in 0..<5 {
+        let port = TestPorts.free()
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if bound == 0, listen(listener, backlog) == 0 { return (listener, port) }
+    }
+    close(listener)
+    return nil
 }
