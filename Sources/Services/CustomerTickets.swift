@@ -147,6 +147,24 @@ public final class CustomerTickets: TicketCache {
                             fetchedAt: now, createdAt: row.createdAt, pendingOperations: pending)
     }
 
+    /// Keeps a ticket Desk has just created. Desk holds it whatever happens here, so a database that cannot take
+    /// the copy now does not fail the creation: a 503 let the client's retry (same Idempotency-Key, the key let go)
+    /// create a second ticket in Desk. The answer is then Desk's own copy, and the cache reads the ticket from Desk
+    /// on its next read or list (this instance's list mark is dropped; another instance's may hold for
+    /// `cacheTTLSeconds`).
+    public func keepCreated(_ ticket: DeskTicket, customerId: Int) async -> CachedTicket {
+        do {
+            return try await save(ticket, customerId: customerId)
+        } catch {
+            logger.warning("Desk created a ticket whose copy the database could not store; it is answered from Desk's copy",
+                           metadata: ["ticket": "\(ticket.id)", "error": "\(error)"])
+            listSynced.remove(customerId)
+            let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current(needing: ticket.groupId))
+            return CachedTicket(id: ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
+                                fetchedAt: WallClock.seconds(), createdAt: row.createdAt, pendingOperations: "[]")
+        }
+    }
+
     public func forget(_ key: TicketKey) {
         if case .id(let id) = key { memory.remove(id) }
     }

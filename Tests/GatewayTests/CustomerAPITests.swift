@@ -405,6 +405,39 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         }
     }
 
+    /// A ticket Desk created is the client's even when the database cannot keep its copy just then (here a trigger
+    /// answers as a statement timeout would): the answer was a 503, the key was let go, and the client's retry with
+    /// the same key made a second ticket in Desk. Now the answer is Desk's ticket, kept for the key; the cache reads
+    /// it from Desk when it is next asked for.
+    @Test func aTicketDeskCreatedIsNotCreatedAgainWhenItsCopyCannotBeStored() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            _ = try await customer.send("GET", "/v1/tickets?status=all")
+            try await app.database.query("""
+                CREATE FUNCTION refuse_tickets() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN RAISE EXCEPTION 'canceling statement due to statement timeout' USING ERRCODE = 'query_canceled'; END $$
+                """)
+            try await app.database.query("""
+                CREATE TRIGGER refuse_tickets BEFORE INSERT OR UPDATE ON tickets FOR EACH ROW EXECUTE FUNCTION refuse_tickets()
+                """)
+            let body = #"{"title":"Kept by Desk","userName":"Demo"}"#
+            let first = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "created-once")])
+            #expect(first.status == 201, "\(first.text)")
+            let id = try #require(first.json?["id"] as? Int)
+            #expect(first.json?["title"] as? String == "Kept by Desk")
+            #expect(first.header("Location") == "/v1/tickets/\(id)")
+            try await app.database.query("DROP TRIGGER refuse_tickets ON tickets")
+            let retried = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "created-once")])
+            #expect(retried.status == 201 && retried.header("Idempotent-Replayed") == "true", "\(retried.text)")
+            #expect(retried.json?["id"] as? Int == id)
+            let read = try await customer.send("GET", "/v1/tickets/\(id)")
+            #expect(read.status == 200 && read.json?["title"] as? String == "Kept by Desk", "\(read.text)")
+            let list = try await customer.send("GET", "/v1/tickets?status=all")
+            let ids = (list.json?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int }
+            #expect(ids == [id], "\(list.text)")
+        }
+    }
+
     @Test func conditionalGetsAnswer304() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)

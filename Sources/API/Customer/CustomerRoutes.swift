@@ -271,7 +271,7 @@ public struct CustomerRoutes: Sendable {
         let ticket = try await desk.createTicket(NewDeskTicket(
             title: new.title, userName: new.userName, userId: session.sendbirdId, groupKey: new.groupKey, customFields: new.customFields,
             priority: new.priority, relatedChannelUrls: new.related), deskToken: session.deskToken)
-        let served = CustomerTickets.served(try await tickets.save(ticket, customerId: session.customerId))
+        let served = CustomerTickets.served(await tickets.keepCreated(ticket, customerId: session.customerId))
         return Self.respond(served, status: 201, extraHeaders: [("Location", "/v1/tickets/\(ticket.id)")])
     }
 
