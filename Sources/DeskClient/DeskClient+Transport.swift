@@ -36,9 +36,15 @@ extension DeskClient {
             let started = ContinuousClock.now
             let outcome = await perform(request)
             let seconds = (ContinuousClock.now - started).inSeconds
-            switch try judge(outcome, operation: operation, seconds: seconds, observe: observe) {
+            let judged: Result<JSONValue, DomainError>
+            do throws(DomainError) {
+                judged = try judge(outcome, operation: operation, seconds: seconds, observe: observe)
+            } catch {
+                throw idempotent ? error : Self.marked(error, after: outcome)
+            }
+            switch judged {
             case .success(let answer): return answer
-            case .failure(let error): lastError = error
+            case .failure(let error): lastError = idempotent ? error : Self.marked(error, after: outcome)
             }
             guard attempt + 1 < attempts else { break }
             try? await Task.sleep(for: backoff(attempt: attempt, retryAfter: lastError.retryAfterSeconds))
@@ -103,6 +109,15 @@ extension DeskClient {
         case abandoned
         /// The answer passed `maxAnswerBytes` and was cut off.
         case tooLarge
+    }
+
+    /// A failed write that reached Desk, or may have (no answer in time, a 5xx, a transfer cut or abandoned, an
+    /// answer too large to read), may have been carried out: the caller must not take it for "nothing happened".
+    static func marked(_ error: DomainError, after outcome: Outcome) -> DomainError {
+        switch outcome {
+        case .answer(let status, _, _): return status >= 500 ? error.effectUnknown() : error
+        case .timedOut, .unreachable, .abandoned, .tooLarge: return error.effectUnknown()
+        }
     }
 
     /// One attempt. The deadline covers the wait for a free connection too (curl's own timeout starts with the

@@ -31,12 +31,22 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
     public let retryAfterSeconds: Int?
     /// What the upstream said (its `detail`/`code`), for logs only; never sent to clients.
     public let internalDetail: String?
+    /// A write Desk may have carried out although the call failed (its answer never came, or was an error of Desk's
+    /// own): a retry may repeat it.
+    public private(set) var mayHaveTakenEffect = false
 
     public init(_ code: Code, _ message: String, retryAfterSeconds: Int? = nil, internalDetail: String? = nil) {
         self.code = code
         self.message = message
         self.retryAfterSeconds = retryAfterSeconds
         self.internalDetail = internalDetail
+    }
+
+    /// The same failure, of a write that may have taken effect.
+    public func effectUnknown() -> DomainError {
+        var error = self
+        error.mayHaveTakenEffect = true
+        return error
     }
 
     public var description: String { "\(code): \(message)" }

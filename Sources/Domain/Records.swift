@@ -81,11 +81,16 @@ public protocol IdempotencyKeys: Sendable {
     func complete(principal: String, key: String, status: Int, headers: [(String, String)], body: [UInt8]) async throws
     /// Lets the key go (the answer is one the client may retry).
     func release(principal: String, key: String) async throws
+    /// Lets the key go after an attempt that may have taken effect: the next claim of the same request is told
+    /// since when attempts went unanswered (`unansweredSince`, else this attempt's start).
+    func releaseUnanswered(principal: String, key: String, unansweredSince: Double?) async throws
 }
 
 public enum IdempotencyClaim: Sendable {
-    /// This request owns the key and must complete or release it.
-    case claimed
+    /// This request owns the key and must complete or release it. `unansweredSince` (seconds since 1970): earlier
+    /// attempts of the same request, from then on, ended without an answer and may have taken effect (one failed so,
+    /// or its instance died mid-request); nil for a first attempt.
+    case claimed(unansweredSince: Double?)
     /// The same key and body were answered before.
     case replay(status: Int, headers: [(String, String)], body: [UInt8])
     /// The same key is being processed by another request right now.

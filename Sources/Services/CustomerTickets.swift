@@ -165,6 +165,24 @@ public final class CustomerTickets: TicketCache {
         }
     }
 
+    /// A ticket an earlier attempt of this creation may have made (Desk took it but its answer never came, or its
+    /// instance died): the oldest of the customer's newest tickets with the same title created since that attempt
+    /// began, allowing `creationClockMargin` between the two clocks. A failed look is thrown as a write that may have
+    /// taken effect, so the next retry looks again.
+    public func earlierCreation(title: String, since: Double, session: SessionRecord) async throws(DomainError) -> DeskTicket? {
+        let page: DeskPage<DeskTicket>
+        do {
+            page = try await desk.ticketPage(deskToken: session.deskToken, limit: 50, offset: 0)
+        } catch {
+            throw error.effectUnknown()
+        }
+        return page.results.filter { $0.title == title && ($0.createdAt ?? 0) >= since - Self.creationClockMargin }
+            .min { ($0.createdAt ?? 0, $0.id) < ($1.createdAt ?? 0, $1.id) }
+    }
+
+    /// How far Desk's clock (a ticket's `createdAt`) may be behind the database's (an attempt's start).
+    static let creationClockMargin = 30.0
+
     public func forget(_ key: TicketKey) {
         if case .id(let id) = key { memory.remove(id) }
     }

@@ -29,17 +29,23 @@ public struct IdempotencyStore: IdempotencyKeys {
                     INSERT INTO idempotency_keys (principal, key, request_hash) VALUES ($1, $2, $3)
                     ON CONFLICT (principal, key) DO NOTHING RETURNING 1
                     """, [principal, key, hash])
-                if !inserted.isEmpty { return .claimed }
-                // Past the window, or an abandoned claim of this very request: taken over. The condition is checked
-                // again under the row's lock, so of two retries at once only one takes it.
+                if !inserted.isEmpty { return .claimed(unansweredSince: nil) }
+                // Past the window, or an attempt of this very request that ended unanswered (released so, or its
+                // instance died: the lease ran out): taken over, and told since when attempts went unanswered. The
+                // condition is checked again under the row's lock, so of two retries at once only one takes it.
                 let taken = try connection.query("""
-                    UPDATE idempotency_keys SET request_hash = $3, status = NULL, headers = NULL, body = NULL, created_at = now()
-                     WHERE principal = $1 AND key = $2
-                       AND (created_at <= now() - $4::float8 * interval '1 second'
-                            OR (status IS NULL AND request_hash = $3 AND created_at <= now() - $5::float8 * interval '1 second'))
-                    RETURNING 1
+                    WITH old AS (SELECT created_at, unanswered_since FROM idempotency_keys WHERE principal = $1 AND key = $2 FOR UPDATE)
+                    UPDATE idempotency_keys k SET request_hash = $3, status = NULL, headers = NULL, body = NULL, created_at = now(),
+                                                  unanswered_since = NULL
+                      FROM old
+                     WHERE k.principal = $1 AND k.key = $2
+                       AND (old.created_at <= now() - $4::float8 * interval '1 second'
+                            OR (k.status IS NULL AND k.request_hash = $3
+                                AND (old.unanswered_since IS NOT NULL OR old.created_at <= now() - $5::float8 * interval '1 second')))
+                    RETURNING CASE WHEN old.created_at > now() - $4::float8 * interval '1 second'
+                                   THEN extract(epoch FROM coalesce(old.unanswered_since, old.created_at))::float8 END
                     """, [principal, key, hash, windowSeconds, leaseSeconds])
-                if !taken.isEmpty { return .claimed }
+                if let row = taken.first { return .claimed(unansweredSince: try row.decodeIfPresent(0)) }
                 let rows = try connection.query("SELECT request_hash, status, headers::text, body FROM idempotency_keys WHERE principal = $1 AND key = $2",
                                                 [principal, key])
                 if let row = rows.first { return try Self.claim(of: row, requestHash: requestHash) }
@@ -67,6 +73,13 @@ public struct IdempotencyStore: IdempotencyKeys {
     /// Lets a failed attempt be retried with the same key.
     public func release(principal: String, key: String) async throws {
         try await database.query("DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2 AND status IS NULL", [principal, key])
+    }
+
+    public func releaseUnanswered(principal: String, key: String, unansweredSince: Double?) async throws {
+        try await database.query("""
+            UPDATE idempotency_keys SET unanswered_since = coalesce(to_timestamp($3::float8), created_at)
+             WHERE principal = $1 AND key = $2 AND status IS NULL
+            """, [principal, key, unansweredSince])
     }
 
     /// `[[name, value], …]` as written by `complete`.

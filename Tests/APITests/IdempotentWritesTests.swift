@@ -15,7 +15,7 @@ import Testing
 
         func claim(principal: String, key: String, requestHash: [UInt8]) async throws -> IdempotencyClaim {
             state.withLock { $0.claims += 1 }
-            return .claimed
+            return .claimed(unansweredSince: nil)
         }
 
         func complete(principal: String, key: String, status: Int, headers: [(String, String)], body: [UInt8]) async throws {
@@ -30,6 +30,10 @@ import Testing
                 if state.failuresLeft > 0 { state.failuresLeft -= 1; throw DomainError(.storeUnavailable, "down") }
                 state.released = true
             }
+        }
+
+        func releaseUnanswered(principal: String, key: String, unansweredSince: Double?) async throws {
+            try await release(principal: principal, key: key)
         }
     }
 

@@ -438,6 +438,39 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         }
     }
 
+    /// A creation Desk carried out but did not answer in time (503): the retry with the same key finds the ticket it
+    /// made instead of making a second; a creation Desk refused with its own error before doing anything (its 500) is
+    /// made by the retry, once.
+    @Test func aRetryAfterAnUnansweredCreationFindsTheTicketDeskMade() async throws {
+        try await withGateway(configure: { $0.deskTimeoutMilliseconds = 1_500 }) { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let titles = {
+                let list = try await customer.send("GET", "/v1/tickets?status=all&limit=100")
+                return ((list.json?["items"] as? [[String: Any]]) ?? []).map { ($0["title"] as? String ?? "", $0["id"] as? Int ?? 0) }
+            }
+            try await agent.post("/faults", #"{"answerDelayMs":5000}"#)
+            let body = #"{"title":"Answer lost","userName":"Demo"}"#
+            let lost = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "lost-1")])
+            try await agent.post("/faults", "{}")
+            #expect(lost.status == 503, "\(lost.text)")
+            let retried = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "lost-1")])
+            #expect(retried.status == 201 && retried.header("Idempotent-Replayed") == nil, "\(retried.text)")
+            let id = try #require(retried.json?["id"] as? Int)
+            let replayed = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "lost-1")])
+            #expect(replayed.status == 201 && replayed.header("Idempotent-Replayed") == "true" && replayed.json?["id"] as? Int == id)
+            #expect(try await titles().filter { $0.0 == "Answer lost" }.map(\.1) == [id])
+
+            try await agent.post("/faults", #"{"failNext":1}"#)
+            let other = #"{"title":"Refused by Desk","userName":"Demo"}"#
+            let refused = try await customer.send("POST", "/v1/tickets", other, headers: [("Idempotency-Key", "refused-1")])
+            #expect(refused.status == 503, "\(refused.text)")
+            let made = try await customer.send("POST", "/v1/tickets", other, headers: [("Idempotency-Key", "refused-1")])
+            #expect(made.status == 201, "\(made.text)")
+            #expect(try await titles().filter { $0.0 == "Refused by Desk" }.count == 1)
+        }
+    }
+
     @Test func conditionalGetsAnswer304() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)

@@ -93,6 +93,43 @@ import TestSupport
         }
     }
 
+    /// An attempt that ended unanswered and may have taken effect lets its key go with a note: the next claim of the
+    /// same request is told since when attempts went unanswered (the first such attempt's start, kept over several),
+    /// as is the one that takes over a claim whose instance died; two retries at once take it once; a first claim,
+    /// another body, and a key past its window are told nothing.
+    @Test func aClaimAfterUnansweredAttemptsIsToldSinceWhen() async throws {
+        try await withStore { db in
+            let keys = IdempotencyStore(database: db, windowHours: 24, leaseSeconds: 300)
+            let hash: [UInt8] = [1, 2, 3], other: [UInt8] = [9]
+            guard case .claimed(nil) = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not claimed"); return }
+            let first: Double = try await db.query("SELECT extract(epoch FROM created_at)::float8 FROM idempotency_keys")[0].decode(0)
+            try await keys.releaseUnanswered(principal: "p", key: "k", unansweredSince: nil)
+            guard case .mismatch = try await keys.claim(principal: "p", key: "k", requestHash: other) else { Issue.record("another body took it"); return }
+            let claims = try await withThrowingTaskGroup(of: Double?.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        if case .claimed(let since) = try await keys.claim(principal: "p", key: "k", requestHash: hash) { return since }
+                        return nil
+                    }
+                }
+                return try await group.reduce(into: [Double]()) { if let since = $1 { $0.append(since) } }
+            }
+            #expect(claims.count == 1 && abs((claims.first ?? 0) - first) < 0.001, "\(claims) against \(first)")
+            // Unanswered again: the earliest start is kept.
+            try await db.query("UPDATE idempotency_keys SET created_at = created_at + interval '10 seconds'")
+            try await keys.releaseUnanswered(principal: "p", key: "k", unansweredSince: first)
+            guard case .claimed(let again) = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not retried"); return }
+            #expect(again.map { abs($0 - first) < 0.001 } == true, "\(String(describing: again))")
+            // An instance that died mid-request: past the lease, the retry is told when that attempt began.
+            try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '400 seconds'")
+            guard case .claimed(let died) = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not taken over"); return }
+            #expect(died != nil)
+            // Past the window, the key is a new request's.
+            try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours'")
+            guard case .claimed(nil) = try await keys.claim(principal: "p", key: "k", requestHash: other) else { Issue.record("window kept a note"); return }
+        }
+    }
+
     /// A claim never answered (its instance was killed mid-request) holds its key for the lease, not for the window:
     /// then a retry of the same request takes it over, once however many retries arrive together; another body is
     /// still refused.

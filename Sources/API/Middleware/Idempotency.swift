@@ -37,15 +37,18 @@ public struct IdempotentWrites: Sendable {
                            headers: [("Retry-After", "1")])
         case .replay(let status, let headers, let stored):
             return HTTPResponse(status: status, headers: headers.map { ($0.0, $0.1) } + [("Idempotent-Replayed", "true")], body: stored)
-        case .claimed:
+        case .claimed(let unansweredSince):
             let response: HTTPResponse
             do {
-                response = try await body(request, info)
+                response = try await Self.$unansweredSince.withValue(unansweredSince) { try await body(request, info) }
             } catch {
                 let answer = failure(error)
                 // Not kept: answers the client may retry, refused credentials among them (Desk ended the customer's
-                // session: they sign in again and send the same key).
-                if answer.status >= 500 || [401, 403, 409, 429].contains(answer.status) {
+                // session: they sign in again and send the same key). A write that may have taken effect leaves the
+                // retry a note to look for it first.
+                if answer.status >= 500, (error as? DomainError)?.mayHaveTakenEffect == true {
+                    await persistently { try await keys.releaseUnanswered(principal: principal, key: key, unansweredSince: unansweredSince) }
+                } else if answer.status >= 500 || [401, 403, 409, 429].contains(answer.status) {
                     await persistently { try await keys.release(principal: principal, key: key) }
                 } else {
                     await store(answer, principal: principal, key: key)
@@ -56,6 +59,10 @@ public struct IdempotentWrites: Sendable {
             return response
         }
     }
+
+    /// While a claimed request runs: since when earlier attempts with its key went unanswered (and may have made
+    /// what this one is about to make), nil for a first attempt.
+    @TaskLocal public static var unansweredSince: Double?
 
     private func store(_ answer: HTTPResponse, principal: String, key: String) async {
         await persistently {
