@@ -166,9 +166,9 @@ public final class CustomerTickets: TicketCache {
     }
 
     /// A ticket an earlier attempt of this creation may have made (Desk took it but its answer never came, or its
-    /// instance died): the oldest of the customer's newest tickets with the same title created since that attempt
-    /// began, allowing `creationClockMargin` between the two clocks. A failed look is thrown as a write that may have
-    /// taken effect, so the next retry looks again.
+    /// instance died): of the customer's 50 most recently updated tickets, the oldest with the same title created
+    /// since that attempt began, allowing `creationClockMargin` between the two clocks. A failed look is thrown as a
+    /// write that may have taken effect, so the next retry looks again.
     public func earlierCreation(title: String, since: Double, session: SessionRecord) async throws(DomainError) -> DeskTicket? {
         let page: DeskPage<DeskTicket>
         do {
