@@ -176,8 +176,13 @@ public final class CustomerTickets: TicketCache {
         } catch {
             throw error.effectUnknown()
         }
-        return page.results.filter { $0.title == title && ($0.createdAt ?? 0) >= since - Self.creationClockMargin }
+        let found = page.results.filter { $0.title == title && ($0.createdAt ?? 0) >= since - Self.creationClockMargin }
             .min { ($0.createdAt ?? 0, $0.id) < ($1.createdAt ?? 0, $1.id) }
+        if let found {
+            logger.notice("a retried creation found the ticket an unanswered attempt made in Desk; it is answered instead of a new one",
+                          metadata: ["ticket": "\(found.id)", "customer": "\(session.customerId)"])
+        }
+        return found
     }
 
     /// How far Desk's clock (a ticket's `createdAt`) may be behind the database's (an attempt's start).
