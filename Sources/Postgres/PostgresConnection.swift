@@ -172,11 +172,12 @@ public final class PostgresConnection {
         do {
             return try run(sql, texts)
         } catch let error as PostgresError where error.code == .connectionFailed && statementsInJob <= 1 && !inTransaction
-                    && (!executionSent || error.sqlState != nil || sql == "BEGIN") {
-            // The job's first statement met a dead connection before it was sent, or the server refused it with an
-            // error (a standby's read-only refusal, a shutdown's): it did not run, so it is tried once more on a new
-            // connection. One sent whose answer never came (the connection reset, or closed with no word) may have
-            // committed: sent again, a counter would count twice; it fails instead (503). BEGIN alone changes nothing.
+                    && (!executionSent || error.sqlState == PostgresError.readOnlyTransaction || sql == "BEGIN") {
+            // The job's first statement met a dead connection before it was sent, or a standby refused it as a write:
+            // it did not run, so it is tried once more on a new connection (which follows a failover). One sent whose
+            // answer never came (the connection reset or closed, a shutdown's or a pooler's error instead of the
+            // answer) may have committed: sent again, a counter would count twice; it fails instead (503). BEGIN
+            // alone changes nothing.
             statementsInJob = 0
             try connect()
             return try run(sql, texts)
