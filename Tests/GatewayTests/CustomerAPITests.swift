@@ -455,6 +455,7 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             let lost = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "lost-1")])
             try await agent.post("/faults", "{}")
             #expect(lost.status == 503, "\(lost.text)")
+            #expect((lost.json?["detail"] as? String)?.contains("may have made; retry later with the same Idempotency-Key") == true, "\(lost.text)")
             let retried = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "lost-1")])
             #expect(retried.status == 201 && retried.header("Idempotent-Replayed") == nil, "\(retried.text)")
             let id = try #require(retried.json?["id"] as? Int)

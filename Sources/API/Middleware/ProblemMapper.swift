@@ -52,8 +52,11 @@ public struct ProblemMapper: Sendable {
         case .forbidden:
             return APIError(.forbidden, detail: error.message)
         case .rateLimited, .upstreamUnavailable:
-            return APIError(.deskUnavailable, detail: "Sendbird Desk is not answering right now; retry later.",
-                            headers: [("Retry-After", String(error.retryAfterSeconds ?? 5))])
+            // The client decides whether to retry: it is told when Desk may have made the change all the same.
+            let detail = error.mayHaveTakenEffect
+                ? "Sendbird Desk did not confirm the change, which it may have made; retry later with the same Idempotency-Key."
+                : "Sendbird Desk is not answering right now; retry later."
+            return APIError(.deskUnavailable, detail: detail, headers: [("Retry-After", String(error.retryAfterSeconds ?? 5))])
         case .storeUnavailable:
             return .serviceUnavailable("The database is unavailable; retry shortly.")
         case .storeTimeout:
