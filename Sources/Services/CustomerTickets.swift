@@ -137,14 +137,36 @@ public final class CustomerTickets: TicketCache {
 
     @discardableResult
     public func save(_ ticket: DeskTicket, customerId: Int) async throws -> CachedTicket {
-        let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current(needing: ticket.groupId))
+        try await save(ticket, customerId: customerId, row: await row(ticket, customerId: customerId))
+    }
+
+    private func row(_ ticket: DeskTicket, customerId: Int) async -> TicketRow {
+        TicketDocument.row(ticket, customerId: customerId, teams: await teams.current(needing: ticket.groupId))
+    }
+
+    private func save(_ ticket: DeskTicket, customerId: Int, row: TicketRow) async throws -> CachedTicket {
         report(try await store.upsert([row]))
         let pending = try await store.pendingOperations(ticketId: ticket.id)
         let now = WallClock.seconds()
         memory.put(ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
                    fetchedAt: now, pending: pending)
-        return CachedTicket(id: ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
-                            fetchedAt: now, createdAt: row.createdAt, pendingOperations: pending)
+        return Self.cached(ticket, customerId: customerId, row: row, fetchedAt: now, pending: pending)
+    }
+
+    private static func cached(_ ticket: DeskTicket, customerId: Int, row: TicketRow, fetchedAt: Double, pending: String) -> CachedTicket {
+        CachedTicket(id: ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
+                     fetchedAt: fetchedAt, createdAt: row.createdAt, pendingOperations: pending)
+    }
+
+    /// Creates a customer's ticket in Desk and keeps its copy. `unansweredSince`: earlier attempts of the same
+    /// request (its Idempotency-Key) went unanswered from then on, so Desk is first asked for the ticket one of them
+    /// may have made (`earlierCreation`), which is answered instead of a second.
+    public func create(_ new: NewDeskTicket, session: SessionRecord, unansweredSince: Double?,
+                       in desk: any DeskTicketCreator) async throws(DomainError) -> CachedTicket {
+        if let unansweredSince, let earlier = try await earlierCreation(title: new.title, since: unansweredSince, session: session) {
+            return await keepCreated(earlier, customerId: session.customerId)
+        }
+        return await keepCreated(try await desk.createTicket(new, deskToken: session.deskToken), customerId: session.customerId)
     }
 
     /// Keeps a ticket Desk has just created. Desk holds it whatever happens here, so a database that cannot take
@@ -152,16 +174,15 @@ public final class CustomerTickets: TicketCache {
     /// create a second ticket in Desk. The answer is then Desk's own copy, and the cache reads the ticket from Desk
     /// on its next read or list (this instance's list mark is dropped; another instance's may hold for
     /// `cacheTTLSeconds`).
-    public func keepCreated(_ ticket: DeskTicket, customerId: Int) async -> CachedTicket {
+    private func keepCreated(_ ticket: DeskTicket, customerId: Int) async -> CachedTicket {
+        let row = await row(ticket, customerId: customerId)
         do {
-            return try await save(ticket, customerId: customerId)
+            return try await save(ticket, customerId: customerId, row: row)
         } catch {
             logger.warning("Desk created a ticket whose copy the database could not store; it is answered from Desk's copy",
                            metadata: ["ticket": "\(ticket.id)", "error": "\(error)"])
             listSynced.remove(customerId)
-            let row = TicketDocument.row(ticket, customerId: customerId, teams: await teams.current(needing: ticket.groupId))
-            return CachedTicket(id: ticket.id, customerId: customerId, channelUrl: ticket.channelUrl, status: row.status, document: row.document,
-                                fetchedAt: WallClock.seconds(), createdAt: row.createdAt, pendingOperations: "[]")
+            return Self.cached(ticket, customerId: customerId, row: row, fetchedAt: WallClock.seconds(), pending: "[]")
         }
     }
 
@@ -169,7 +190,7 @@ public final class CustomerTickets: TicketCache {
     /// instance died): of the customer's 50 most recently updated tickets, the oldest with the same title created
     /// since that attempt began, allowing `creationClockMargin` between the two clocks. A failed look is thrown as a
     /// write that may have taken effect, so the next retry looks again.
-    public func earlierCreation(title: String, since: Double, session: SessionRecord) async throws(DomainError) -> DeskTicket? {
+    private func earlierCreation(title: String, since: Double, session: SessionRecord) async throws(DomainError) -> DeskTicket? {
         let page: DeskPage<DeskTicket>
         do {
             page = try await desk.ticketPage(deskToken: session.deskToken, limit: 50, offset: 0)

@@ -265,21 +265,13 @@ public struct CustomerRoutes: Sendable {
         return (title!, userName!, groupKey, fields, priority, related)
     }
 
-    /// A retry after attempts that went unanswered first looks for the ticket one of them may have made in Desk.
     func createTicket(_ request: HTTPRequest) async throws -> HTTPResponse {
         let session = try await authenticator.authenticate(request)
         let new = try Self.newTicket(request)
-        let ticket: DeskTicket
-        if let since = IdempotentWrites.unansweredSince,
-           let earlier = try await tickets.earlierCreation(title: new.title, since: since, session: session) {
-            ticket = earlier
-        } else {
-            ticket = try await desk.createTicket(NewDeskTicket(
-                title: new.title, userName: new.userName, userId: session.sendbirdId, groupKey: new.groupKey, customFields: new.customFields,
-                priority: new.priority, relatedChannelUrls: new.related), deskToken: session.deskToken)
-        }
-        let served = CustomerTickets.served(await tickets.keepCreated(ticket, customerId: session.customerId))
-        return Self.respond(served, status: 201, extraHeaders: [("Location", "/v1/tickets/\(ticket.id)")])
+        let ticket = try await tickets.create(NewDeskTicket(
+            title: new.title, userName: new.userName, userId: session.sendbirdId, groupKey: new.groupKey, customFields: new.customFields,
+            priority: new.priority, relatedChannelUrls: new.related), session: session, unansweredSince: IdempotentWrites.unansweredSince, in: desk)
+        return Self.respond(CustomerTickets.served(ticket), status: 201, extraHeaders: [("Location", "/v1/tickets/\(ticket.id)")])
     }
 
     /// The list's query: status, page size, cursor and custom field filters, each refused with its reason.
