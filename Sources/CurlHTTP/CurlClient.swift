@@ -29,8 +29,10 @@ public enum CurlOutcome: Sendable {
     /// Header names as sent (the caller compares them case-insensitively).
     case answer(status: Int, headers: [(name: String, value: String)], body: [UInt8])
     case timedOut
-    /// No answer: refused, unresolvable, reset, a broken reply (a short fixed wording).
+    /// No answer: reset, a broken reply (a short fixed wording). The request may have reached the server.
     case failed(String)
+    /// No answer, and the request never left: refused, unresolvable, the TLS handshake failed.
+    case notSent(String)
     /// The caller stopped waiting (task cancelled).
     case abandoned
     /// The answer's body passed `maxResponseBytes`; the transfer was stopped there.
@@ -151,7 +153,7 @@ public final class CurlClient: Sendable {
         while true {
             let job = next()
             if job.cancelled.load(ordering: .acquiring) { continue }
-            guard let handle else { job.finish(.failed("the HTTP client could not start")); continue }
+            guard let handle else { job.finish(.notSent("the HTTP client could not start")); continue }
             job.finish(Self.transfer(job, on: handle))
         }
     }
@@ -212,6 +214,9 @@ public final class CurlClient: Sendable {
         case CURLE_WRITE_ERROR where sink.tooLarge: return .tooLarge
         case CURLE_OPERATION_TIMEDOUT: return .timedOut
         case CURLE_ABORTED_BY_CALLBACK: return .abandoned
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION,
+             CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT:
+            return .notSent(describe(code))
         default: return .failed(describe(code))
         }
     }

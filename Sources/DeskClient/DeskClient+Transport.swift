@@ -79,7 +79,7 @@ extension DeskClient {
             breaker.recordFailure()
             observe(DeskCallRecord(operation: operation, outcome: "timeout", seconds: seconds))
             return .failure(DomainError(.upstreamUnavailable, "Desk did not answer in time.", internalDetail: "timeout after \(configuration.requestTimeout)"))
-        case .unreachable(let reason):
+        case .unreachable(let reason, _):
             breaker.recordFailure()
             observe(DeskCallRecord(operation: operation, outcome: "unreachable", seconds: seconds))
             return .failure(DomainError(.upstreamUnavailable, "Desk is unreachable.", internalDetail: reason))
@@ -104,7 +104,8 @@ extension DeskClient {
     enum Outcome {
         case answer(status: Int, headers: [AnyHashable: Any], data: Data)
         case timedOut
-        case unreachable(String)
+        /// No answer; `sent`: the request may have reached Desk (false: refused, unresolvable, no TLS handshake).
+        case unreachable(String, sent: Bool)
         /// The caller stopped waiting (its own deadline, a shutdown): says nothing about Desk's health.
         case abandoned
         /// The answer passed `maxAnswerBytes` and was cut off.
@@ -113,10 +114,13 @@ extension DeskClient {
 
     /// A failed write that reached Desk, or may have (no answer in time, a 5xx, a transfer cut or abandoned, an
     /// answer too large to read), may have been carried out: the caller must not take it for "nothing happened".
+    /// Without an answer, Desk may also still be carrying it out.
     static func marked(_ error: DomainError, after outcome: Outcome) -> DomainError {
         switch outcome {
         case .answer(let status, _, _): return status >= 500 ? error.effectUnknown() : error
-        case .timedOut, .unreachable, .abandoned, .tooLarge: return error.effectUnknown()
+        case .tooLarge: return error.effectUnknown()
+        case .unreachable(_, sent: false): return error
+        case .timedOut, .unreachable, .abandoned: return error.effectUnknown(stillUnderWay: true)
         }
     }
 
@@ -137,7 +141,8 @@ extension DeskClient {
             for (name, value) in headers { fields[name] = value }
             return .answer(status: status, headers: fields, data: Data(body))
         case .timedOut: return .timedOut
-        case .failed(let reason): return .unreachable(reason)
+        case .failed(let reason): return .unreachable(reason, sent: true)
+        case .notSent(let reason): return .unreachable(reason, sent: false)
         case .abandoned: return .abandoned
         case .tooLarge: return .tooLarge
         }

@@ -14,6 +14,8 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
         public static let forbidden = Code("forbidden")
         /// Desk did not answer in time, answered 5xx, or the breaker is open.
         public static let upstreamUnavailable = Code("upstream_unavailable")
+        /// Desk may still be carrying out an earlier attempt of this write: repeating it now could make it twice.
+        public static let upstreamPending = Code("upstream_pending")
         public static let rateLimited = Code("rate_limited")
         /// Desk answered something the client could not understand.
         public static let upstreamProtocol = Code("upstream_protocol")
@@ -34,6 +36,9 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
     /// A write Desk may have carried out although the call failed (its answer never came, or was an error of Desk's
     /// own): a retry may repeat it.
     public private(set) var mayHaveTakenEffect = false
+    /// Of those, a write Desk had not finished with when the gateway stopped waiting (no answer in time, a transfer cut
+    /// or abandoned): Desk may carry it out later still.
+    public private(set) var mayStillTakeEffect = false
 
     public init(_ code: Code, _ message: String, retryAfterSeconds: Int? = nil, internalDetail: String? = nil) {
         self.code = code
@@ -42,10 +47,11 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
         self.internalDetail = internalDetail
     }
 
-    /// The same failure, of a write that may have taken effect.
-    public func effectUnknown() -> DomainError {
+    /// The same failure, of a write that may have taken effect (`stillUnderWay`: or may take effect later).
+    public func effectUnknown(stillUnderWay: Bool = false) -> DomainError {
         var error = self
         error.mayHaveTakenEffect = true
+        error.mayStillTakeEffect = mayStillTakeEffect || stillUnderWay
         return error
     }
 

@@ -81,16 +81,35 @@ public protocol IdempotencyKeys: Sendable {
     func complete(principal: String, key: String, status: Int, headers: [(String, String)], body: [UInt8]) async throws
     /// Lets the key go (the answer is one the client may retry).
     func release(principal: String, key: String) async throws
-    /// Lets the key go after an attempt that may have taken effect: the next claim of the same request is told
-    /// since when attempts went unanswered (`unansweredSince`, else this attempt's start).
-    func releaseUnanswered(principal: String, key: String, unansweredSince: Double?) async throws
+    /// Lets the key go after an attempt that may have taken effect, or after any attempt that followed one: the next
+    /// claim of the same request is told of them (`earlier`, with this attempt's start added when it is the first).
+    /// `settleSeconds`: this attempt may still take effect, until that long from now.
+    func releaseUnanswered(principal: String, key: String, earlier: UnansweredAttempts?, settleSeconds: Double?) async throws
+}
+
+/// Earlier attempts of a request (one Idempotency-Key) that ended without an answer and may have taken effect: one
+/// failed so, or its instance died mid-request.
+public struct UnansweredAttempts: Sendable, Equatable {
+    /// When the first of them began (seconds since 1970).
+    public var since: Double
+    /// For how many more seconds (from the claim) Desk may still carry one of them out: it had not answered when
+    /// the gateway stopped waiting. Nil when each was answered, or that time is over.
+    public var settlingSeconds: Double?
+
+    public init(since: Double, settlingSeconds: Double? = nil) {
+        self.since = since
+        self.settlingSeconds = settlingSeconds
+    }
+
+    /// How long after the gateway stopped waiting Desk is taken to finish or drop a write (a load balancer's usual
+    /// idle timeout: a request kept longer is cut off before it reaches Desk's code, or after it ran).
+    public static let settleSeconds = 60.0
 }
 
 public enum IdempotencyClaim: Sendable {
-    /// This request owns the key and must complete or release it. `unansweredSince` (seconds since 1970): earlier
-    /// attempts of the same request, from then on, ended without an answer and may have taken effect (one failed so,
-    /// or its instance died mid-request); nil for a first attempt.
-    case claimed(unansweredSince: Double?)
+    /// This request owns the key and must complete or release it. `unanswered`: earlier attempts of the same request
+    /// that may have taken effect; nil for a first attempt.
+    case claimed(unanswered: UnansweredAttempts?)
     /// The same key and body were answered before.
     case replay(status: Int, headers: [(String, String)], body: [UInt8])
     /// The same key is being processed by another request right now.

@@ -158,13 +158,22 @@ public final class CustomerTickets: TicketCache {
                      fetchedAt: fetchedAt, createdAt: row.createdAt, pendingOperations: pending)
     }
 
-    /// Creates a customer's ticket in Desk and keeps its copy. `unansweredSince`: earlier attempts of the same
-    /// request (its Idempotency-Key) went unanswered from then on, so Desk is first asked for the ticket one of them
-    /// may have made (`earlierCreation`), which is answered instead of a second.
-    public func create(_ new: NewDeskTicket, session: SessionRecord, unansweredSince: Double?,
+    /// Creates a customer's ticket in Desk and keeps its copy. `unanswered`: earlier attempts of the same request (its
+    /// Idempotency-Key) that may have made it, so Desk is first asked for the ticket one of them made
+    /// (`earlierCreation`), which is answered instead of a second. While Desk may still be carrying one of them out,
+    /// a ticket not found yet is not made again: the client is asked to retry once that time is over.
+    public func create(_ new: NewDeskTicket, session: SessionRecord, unanswered: UnansweredAttempts?,
                        in desk: any DeskTicketCreator) async throws(DomainError) -> CachedTicket {
-        if let unansweredSince, let earlier = try await earlierCreation(title: new.title, since: unansweredSince, session: session) {
-            return await keepCreated(earlier, customerId: session.customerId)
+        if let unanswered {
+            if let earlier = try await earlierCreation(title: new.title, since: unanswered.since, session: session) {
+                return await keepCreated(earlier, customerId: session.customerId)
+            }
+            if let settling = unanswered.settlingSeconds, settling > 0 {
+                let wait = Int(settling.rounded(.up))
+                throw DomainError(.upstreamPending, "Desk may still be creating the ticket an earlier attempt asked for.",
+                                  retryAfterSeconds: wait, internalDetail: "an unanswered creation may still be carried out for \(wait) s")
+                    .effectUnknown()
+            }
         }
         return await keepCreated(try await desk.createTicket(new, deskToken: session.deskToken), customerId: session.customerId)
     }

@@ -29,23 +29,29 @@ public struct IdempotencyStore: IdempotencyKeys {
                     INSERT INTO idempotency_keys (principal, key, request_hash) VALUES ($1, $2, $3)
                     ON CONFLICT (principal, key) DO NOTHING RETURNING 1
                     """, [principal, key, hash])
-                if !inserted.isEmpty { return .claimed(unansweredSince: nil) }
+                if !inserted.isEmpty { return .claimed(unanswered: nil) }
                 // Past the window, or an attempt of this very request that ended unanswered (released so, or its
-                // instance died: the lease ran out): taken over, and told since when attempts went unanswered. The
-                // condition is checked again under the row's lock, so of two retries at once only one takes it.
+                // instance died: the lease ran out): taken over, and told of the attempts before. The condition is
+                // checked again under the row's lock, so of two retries at once only one takes it.
                 let taken = try connection.query("""
-                    WITH old AS (SELECT created_at, unanswered_since FROM idempotency_keys WHERE principal = $1 AND key = $2 FOR UPDATE)
+                    WITH old AS (SELECT created_at, unanswered_since, settles_at FROM idempotency_keys
+                                  WHERE principal = $1 AND key = $2 FOR UPDATE)
                     UPDATE idempotency_keys k SET request_hash = $3, status = NULL, headers = NULL, body = NULL, created_at = now(),
-                                                  unanswered_since = NULL
+                                                  unanswered_since = NULL, settles_at = NULL
                       FROM old
                      WHERE k.principal = $1 AND k.key = $2
                        AND (old.created_at <= now() - $4::float8 * interval '1 second'
                             OR (k.status IS NULL AND k.request_hash = $3
                                 AND (old.unanswered_since IS NOT NULL OR old.created_at <= now() - $5::float8 * interval '1 second')))
                     RETURNING CASE WHEN old.created_at > now() - $4::float8 * interval '1 second'
-                                   THEN extract(epoch FROM coalesce(old.unanswered_since, old.created_at))::float8 END
+                                   THEN extract(epoch FROM coalesce(old.unanswered_since, old.created_at))::float8 END,
+                              CASE WHEN old.created_at > now() - $4::float8 * interval '1 second' AND old.settles_at > now()
+                                   THEN extract(epoch FROM old.settles_at - now())::float8 END
                     """, [principal, key, hash, windowSeconds, leaseSeconds])
-                if let row = taken.first { return .claimed(unansweredSince: try row.decodeIfPresent(0)) }
+                if let row = taken.first {
+                    let since: Double? = try row.decodeIfPresent(0)
+                    return .claimed(unanswered: try since.map { UnansweredAttempts(since: $0, settlingSeconds: try row.decodeIfPresent(1)) })
+                }
                 let rows = try connection.query("SELECT request_hash, status, headers::text, body FROM idempotency_keys WHERE principal = $1 AND key = $2",
                                                 [principal, key])
                 if let row = rows.first { return try Self.claim(of: row, requestHash: requestHash) }
@@ -75,11 +81,12 @@ public struct IdempotencyStore: IdempotencyKeys {
         try await database.query("DELETE FROM idempotency_keys WHERE principal = $1 AND key = $2 AND status IS NULL", [principal, key])
     }
 
-    public func releaseUnanswered(principal: String, key: String, unansweredSince: Double?) async throws {
+    public func releaseUnanswered(principal: String, key: String, earlier: UnansweredAttempts?, settleSeconds: Double?) async throws {
         try await database.query("""
-            UPDATE idempotency_keys SET unanswered_since = coalesce(to_timestamp($3::float8), created_at)
+            UPDATE idempotency_keys SET unanswered_since = coalesce(to_timestamp($3::float8), created_at),
+                                        settles_at = now() + greatest($4::float8, $5::float8) * interval '1 second'
              WHERE principal = $1 AND key = $2 AND status IS NULL
-            """, [principal, key, unansweredSince])
+            """, [principal, key, earlier?.since, earlier?.settlingSeconds, settleSeconds])
     }
 
     /// `[[name, value], …]` as written by `complete`.

@@ -95,10 +95,11 @@ import TestSupport
         }
     }
 
-    /// Nothing listening: a short fixed reason, never curl's own text.
+    /// Nothing listening: the request never left (a write cannot have been made), with a short fixed reason, never
+    /// curl's own text.
     @Test func aRefusedConnectionIsAFailure() async {
         let outcome = await CurlClient(maxConnections: 1).perform(CurlRequest(method: "GET", url: "http://127.0.0.1:1/", timeout: .seconds(5)))
-        guard case .failed(let reason) = outcome else { Issue.record("expected a failure, got \(outcome)"); return }
+        guard case .notSent(let reason) = outcome else { Issue.record("expected a failure, got \(outcome)"); return }
         #expect(reason == "the connection was refused")
     }
 }

@@ -344,6 +344,38 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
             #expect(try await client.ticketCount(session).open == before)
         }
     }
+
+    /// A failed creation says whether Desk may have made the ticket, and whether it may make it later still: a 5xx
+    /// came after Desk ran it (or not); with no answer in time Desk may still be running it; a refused connection
+    /// sent nothing. The retry of the gateway's client decides from this whether to look first, or wait.
+    @Test func aFailedCreationSaysWhetherDeskMayStillMakeIt() async throws {
+        let configuration = DeskEmulatorConfiguration()
+        let emulator = try startedEmulator(configuration)
+        var clientConfiguration = deskClientConfiguration(baseURL: emulator.baseURL, appId: configuration.appId, apiToken: configuration.apiToken)
+        clientConfiguration.requestTimeout = .milliseconds(300)
+        let client = DeskClient(configuration: clientConfiguration)
+        let refusing = DeskClient(configuration: deskClientConfiguration(baseURL: "http://127.0.0.1:1", appId: configuration.appId))
+        let session = try await client.authenticate(userId: "demo-customer", accessToken: "demo-token")
+        let create = { (client: DeskClient, faults: EmulatorFaults) async -> DomainError? in
+            emulator.setFaults(faults)
+            defer { emulator.setFaults(EmulatorFaults()) }
+            do {
+                _ = try await client.createTicket(session, .init(title: "Maybe", userName: "D", userId: "demo-customer"))
+                return nil
+            } catch let error as DomainError {
+                return error
+            } catch {
+                return nil
+            }
+        }
+        let answered = await create(client, EmulatorFaults(failNext: 1))
+        #expect(answered?.mayHaveTakenEffect == true && answered?.mayStillTakeEffect == false, "\(String(describing: answered))")
+        let unanswered = await create(client, EmulatorFaults(latencyMs: 2_000))
+        #expect(unanswered?.mayHaveTakenEffect == true && unanswered?.mayStillTakeEffect == true, "\(String(describing: unanswered))")
+        let refused = await create(refusing, EmulatorFaults())
+        #expect(refused?.code == .upstreamUnavailable && refused?.mayHaveTakenEffect == false, "\(String(describing: refused))")
+        await emulator.stop()
+    }
 }
 
 /// Every form of Desk's rate-limit hint is honoured, capped.

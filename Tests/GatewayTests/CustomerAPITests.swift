@@ -473,6 +473,51 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         }
     }
 
+    /// Desk slow, not lost: the ticket appears only after the gateway stopped waiting. A retry before then finds
+    /// nothing and waits (503 with the time left in `Retry-After`) instead of creating a second ticket; once Desk has
+    /// made it, the retry answers with it. When Desk never made it, the retry after that time creates it, once.
+    @Test func aRetryWhileDeskMayStillCreateTheTicketWaitsForIt() async throws {
+        try await withGateway(configure: { $0.deskTimeoutMilliseconds = 1_500; $0.cacheTTLSeconds = 0 }) { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let ids = { (title: String) async throws -> [Int] in
+                let list = try await customer.send("GET", "/v1/tickets?status=all&limit=100")
+                return ((list.json?["items"] as? [[String: Any]]) ?? []).filter { $0["title"] as? String == title }.compactMap { $0["id"] as? Int }
+            }
+            let send = { (body: String, key: String) in
+                try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", key)])
+            }
+            let slow = #"{"title":"Slow Desk","userName":"Demo"}"#
+            try await agent.post("/faults", #"{"latencyMs":4000}"#)
+            let first = try await send(slow, "slow-1")
+            try await agent.post("/faults", "{}")
+            #expect(first.status == 503, "\(first.text)")
+            let early = try await send(slow, "slow-1")
+            #expect(early.status == 503 && (50...60).contains(Int(early.header("Retry-After") ?? "") ?? 0), "\(early.text)")
+            #expect((early.json?["detail"] as? String)?.contains("may still be making the change") == true, "\(early.text)")
+            var made: [Int] = []
+            for _ in 0..<40 where made.isEmpty {
+                try await Task.sleep(for: .milliseconds(250))
+                made = try await ids("Slow Desk")
+            }
+            #expect(made.count == 1, "\(made)")
+            let found = try await send(slow, "slow-1")
+            #expect(found.status == 201 && found.json?["id"] as? Int == made.first, "\(found.text)")
+            #expect(try await ids("Slow Desk") == made)
+
+            let never = #"{"title":"Never made","userName":"Demo"}"#
+            try await agent.post("/faults", #"{"latencyMs":3000,"failNext":1}"#)
+            let lost = try await send(never, "never-1")
+            try await agent.post("/faults", "{}")
+            #expect(lost.status == 503, "\(lost.text)")
+            #expect(try await send(never, "never-1").status == 503)
+            try await app.database.query("UPDATE idempotency_keys SET settles_at = now() WHERE key = 'never-1'")
+            let created = try await send(never, "never-1")
+            #expect(created.status == 201, "\(created.text)")
+            #expect(try await ids("Never made") == [created.json?["id"] as? Int ?? -1])
+        }
+    }
+
     @Test func conditionalGetsAnswer304() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)

@@ -103,12 +103,12 @@ import TestSupport
             let hash: [UInt8] = [1, 2, 3], other: [UInt8] = [9]
             guard case .claimed(nil) = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not claimed"); return }
             let first: Double = try await db.query("SELECT extract(epoch FROM created_at)::float8 FROM idempotency_keys")[0].decode(0)
-            try await keys.releaseUnanswered(principal: "p", key: "k", unansweredSince: nil)
+            try await keys.releaseUnanswered(principal: "p", key: "k", earlier: nil, settleSeconds: nil)
             guard case .mismatch = try await keys.claim(principal: "p", key: "k", requestHash: other) else { Issue.record("another body took it"); return }
             let claims = try await withThrowingTaskGroup(of: Double?.self) { group in
                 for _ in 0..<8 {
                     group.addTask {
-                        if case .claimed(let since) = try await keys.claim(principal: "p", key: "k", requestHash: hash) { return since }
+                        if case .claimed(let earlier) = try await keys.claim(principal: "p", key: "k", requestHash: hash) { return earlier?.since }
                         return nil
                     }
                 }
@@ -117,9 +117,9 @@ import TestSupport
             #expect(claims.count == 1 && abs((claims.first ?? 0) - first) < 0.001, "\(claims) against \(first)")
             // Unanswered again: the earliest start is kept.
             try await db.query("UPDATE idempotency_keys SET created_at = created_at + interval '10 seconds'")
-            try await keys.releaseUnanswered(principal: "p", key: "k", unansweredSince: first)
+            try await keys.releaseUnanswered(principal: "p", key: "k", earlier: UnansweredAttempts(since: first), settleSeconds: nil)
             guard case .claimed(let again) = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not retried"); return }
-            #expect(again.map { abs($0 - first) < 0.001 } == true, "\(String(describing: again))")
+            #expect(again.map { abs($0.since - first) < 0.001 && $0.settlingSeconds == nil } == true, "\(String(describing: again))")
             // An instance that died mid-request: past the lease, the retry is told when that attempt began.
             try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '400 seconds'")
             guard case .claimed(let died) = try await keys.claim(principal: "p", key: "k", requestHash: hash) else { Issue.record("not taken over"); return }
@@ -127,6 +127,38 @@ import TestSupport
             // Past the window, the key is a new request's.
             try await db.query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours'")
             guard case .claimed(nil) = try await keys.claim(principal: "p", key: "k", requestHash: other) else { Issue.record("window kept a note"); return }
+        }
+    }
+
+    /// An attempt Desk may still carry out (no answer came) leaves its key with how long that may last: the next
+    /// claim is told what is left of it, a retry that fails without calling Desk keeps it, a later unanswered attempt
+    /// extends it, and once it is over only the start is told.
+    @Test func aClaimIsToldHowLongAnUnansweredAttemptMayStillTakeEffect() async throws {
+        try await withStore { db in
+            let keys = IdempotencyStore(database: db, windowHours: 24, leaseSeconds: 300)
+            let hash: [UInt8] = [4, 5, 6]
+            let claim = { () async throws -> UnansweredAttempts? in
+                guard case .claimed(let earlier) = try await keys.claim(principal: "p", key: "s", requestHash: hash) else {
+                    Issue.record("not claimed"); return nil
+                }
+                return earlier
+            }
+            #expect(try await claim() == nil)
+            try await keys.releaseUnanswered(principal: "p", key: "s", earlier: nil, settleSeconds: 60)
+            let first = try #require(try await claim())
+            #expect((50...60).contains(first.settlingSeconds ?? 0), "\(first)")
+            // A retry that waited (Desk not called) hands the same time on.
+            try await keys.releaseUnanswered(principal: "p", key: "s", earlier: first, settleSeconds: nil)
+            let kept = try #require(try await claim())
+            #expect(abs(kept.since - first.since) < 0.001 && (45...60).contains(kept.settlingSeconds ?? 0), "\(kept)")
+            // Unanswered again, for longer: the later end wins.
+            try await keys.releaseUnanswered(principal: "p", key: "s", earlier: kept, settleSeconds: 90)
+            let extended = try #require(try await claim())
+            #expect(abs(extended.since - first.since) < 0.001 && (80...90).contains(extended.settlingSeconds ?? 0), "\(extended)")
+            try await keys.releaseUnanswered(principal: "p", key: "s", earlier: extended, settleSeconds: nil)
+            try await db.query("UPDATE idempotency_keys SET settles_at = now() - interval '1 second'")
+            let over = try #require(try await claim())
+            #expect(abs(over.since - first.since) < 0.001 && over.settlingSeconds == nil, "\(over)")
         }
     }
 

@@ -270,7 +270,7 @@ public struct CustomerRoutes: Sendable {
         let new = try Self.newTicket(request)
         let ticket = try await tickets.create(NewDeskTicket(
             title: new.title, userName: new.userName, userId: session.sendbirdId, groupKey: new.groupKey, customFields: new.customFields,
-            priority: new.priority, relatedChannelUrls: new.related), session: session, unansweredSince: IdempotentWrites.unansweredSince, in: desk)
+            priority: new.priority, relatedChannelUrls: new.related), session: session, unanswered: IdempotentWrites.unanswered, in: desk)
         return Self.respond(CustomerTickets.served(ticket), status: 201, extraHeaders: [("Location", "/v1/tickets/\(ticket.id)")])
     }
 

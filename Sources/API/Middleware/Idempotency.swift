@@ -37,18 +37,21 @@ public struct IdempotentWrites: Sendable {
                            headers: [("Retry-After", "1")])
         case .replay(let status, let headers, let stored):
             return HTTPResponse(status: status, headers: headers.map { ($0.0, $0.1) } + [("Idempotent-Replayed", "true")], body: stored)
-        case .claimed(let unansweredSince):
+        case .claimed(let unanswered):
             let response: HTTPResponse
             do {
-                response = try await Self.$unansweredSince.withValue(unansweredSince) { try await body(request, info) }
+                response = try await Self.$unanswered.withValue(unanswered) { try await body(request, info) }
             } catch {
                 let answer = failure(error)
                 // Not kept: answers the client may retry, refused credentials among them (Desk ended the customer's
-                // session: they sign in again and send the same key). A write that may have taken effect leaves the
-                // retry a note to look for it first.
-                if answer.status >= 500, (error as? DomainError)?.mayHaveTakenEffect == true {
-                    await persistently { try await keys.releaseUnanswered(principal: principal, key: key, unansweredSince: unansweredSince) }
-                } else if answer.status >= 500 || [401, 403, 409, 429].contains(answer.status) {
+                // session: they sign in again and send the same key). A write that may have taken effect, or any
+                // retry after one, leaves the next retry a note to look for what it made first.
+                let domain = error as? DomainError
+                let retryable = answer.status >= 500 || [401, 403, 409, 429].contains(answer.status)
+                if retryable, unanswered != nil || (answer.status >= 500 && domain?.mayHaveTakenEffect == true) {
+                    let settle = domain?.mayStillTakeEffect == true ? UnansweredAttempts.settleSeconds : nil
+                    await persistently { try await keys.releaseUnanswered(principal: principal, key: key, earlier: unanswered, settleSeconds: settle) }
+                } else if retryable {
                     await persistently { try await keys.release(principal: principal, key: key) }
                 } else {
                     await store(answer, principal: principal, key: key)
@@ -60,9 +63,9 @@ public struct IdempotentWrites: Sendable {
         }
     }
 
-    /// While a claimed request runs: since when earlier attempts with its key went unanswered (and may have made
-    /// what this one is about to make), nil for a first attempt.
-    @TaskLocal public static var unansweredSince: Double?
+    /// While a claimed request runs: the earlier attempts with its key that went unanswered (and may have made what
+    /// this one is about to make), nil for a first attempt.
+    @TaskLocal public static var unanswered: UnansweredAttempts?
 
     private func store(_ answer: HTTPResponse, principal: String, key: String) async {
         await persistently {

@@ -57,6 +57,10 @@ public struct ProblemMapper: Sendable {
                 ? "Sendbird Desk did not confirm the change, which it may have made; retry later with the same Idempotency-Key."
                 : "Sendbird Desk is not answering right now; retry later."
             return APIError(.deskUnavailable, detail: detail, headers: [("Retry-After", String(error.retryAfterSeconds ?? 5))])
+        case .upstreamPending:
+            return APIError(.deskUnavailable,
+                            detail: "Sendbird Desk may still be making the change an earlier attempt asked for; retry after Retry-After with the same Idempotency-Key.",
+                            headers: [("Retry-After", String(error.retryAfterSeconds ?? 5))])
         case .storeUnavailable:
             return .serviceUnavailable("The database is unavailable; retry shortly.")
         case .storeTimeout:
