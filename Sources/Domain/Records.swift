@@ -101,8 +101,8 @@ public struct UnansweredAttempts: Sendable, Equatable {
         self.settlingSeconds = settlingSeconds
     }
 
-    /// How long after the gateway stopped waiting Desk is taken to finish or drop a write (a load balancer's usual
-    /// idle timeout: a request kept longer is cut off before it reaches Desk's code, or after it ran).
+    /// How long after the gateway stopped waiting Desk is taken to have finished or dropped a write: a minute, the
+    /// usual limit a load balancer sets on one request. A write Desk carries out later still can be made twice.
     public static let settleSeconds = 60.0
 }
 
