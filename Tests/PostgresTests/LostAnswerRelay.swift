@@ -112,14 +112,7 @@ final class LostAnswerRelay: Sendable {
         }
         let parts = server.split(separator: ":")
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(parts[1])!.bigEndian)
-        address.sin_addr.s_addr = inet_addr(String(parts[0]))
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        if connected == 0 { return fd }
+        if withIPv4Address(String(parts[0]), port: Int(parts[1]) ?? 0, { connect(fd, $0, $1) }) == 0 { return fd }
         close(fd)
         return nil
     }

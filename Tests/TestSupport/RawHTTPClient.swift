@@ -52,7 +52,7 @@ public final class RawHTTPConnection: @unchecked Sendable {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestHTTPError(description: "socket() failed") }
         if let source {
-            guard withAddress(source, port: 0, { bind(fd, $0, $1) }) == 0 else {
+            guard withIPv4Address(source, port: 0, { bind(fd, $0, $1) }) == 0 else {
                 let error = errno
                 close(fd)
                 throw TestHTTPError(description: "bind to \(source) failed (errno \(error))")
@@ -60,23 +60,12 @@ public final class RawHTTPConnection: @unchecked Sendable {
         }
         var timeout = timeval(tv_sec: 30, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard withAddress(host, port: port, { connect(fd, $0, $1) }) == 0 else {
+        guard withIPv4Address(host, port: port, { connect(fd, $0, $1) }) == 0 else {
             let error = errno
             close(fd)
             throw TestHTTPError(description: "connect to port \(port) failed (errno \(error))")
         }
         return fd
-    }
-
-    /// Runs `body` (bind or connect) with an IPv4 socket address.
-    private static func withAddress(_ host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &address.sin_addr)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
     }
 
     deinit { close(fd) }
@@ -208,5 +197,16 @@ extension Array where Element == UInt8 {
             return start..<start + pattern.count
         }
         return nil
+    }
+}
+
+/// Runs `body` (bind or connect) with an IPv4 socket address.
+public func withIPv4Address(_ host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    inet_pton(AF_INET, host, &address.sin_addr)
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
 }
