@@ -112,16 +112,22 @@ extension DeskClient {
         case tooLarge
     }
 
-    /// A failed write that reached Desk, or may have (no answer in time, a 5xx, a transfer cut or abandoned, an
-    /// answer too large to read), may have been carried out: the caller must not take it for "nothing happened".
-    /// Without an answer, Desk may also still be carrying it out.
+    /// A failed write that reached Desk, or may have (no answer in time, a 5xx, a 2xx that could not be read, a
+    /// transfer cut or abandoned, an answer too large to read), may have been carried out: the caller must not take
+    /// it for "nothing happened". Without an answer, Desk may also still be carrying it out.
     static func marked(_ error: DomainError, after outcome: Outcome) -> DomainError {
         switch outcome {
-        case .answer(let status, _, _): return status >= 500 ? error.effectUnknown() : error
+        case .answer(let status, _, _): return status >= 500 || (200..<300).contains(status) ? error.effectUnknown() : error
         case .tooLarge: return error.effectUnknown()
         case .unreachable(_, sent: false): return error
         case .timedOut, .unreachable, .abandoned: return error.effectUnknown(stillUnderWay: true)
         }
+    }
+
+    /// A written ticket read from Desk's answer: an answer that is not a ticket still came after Desk carried the
+    /// write out, so the failure says it may have taken effect.
+    static func writtenTicket(_ answer: JSONValue) throws(DomainError) -> DeskTicket {
+        do { return try DeskTicket(json: answer) } catch { throw error.effectUnknown() }
     }
 
     /// One attempt. The deadline covers the wait for a free connection too (curl's own timeout starts with the

@@ -84,8 +84,8 @@ public final class DeskClient: Sendable {
         fields.append(("info", .string(info.serialized())))
         if let groupKey = ticket.groupKey, !groupKey.isEmpty { fields.append(("groupKey", .string(groupKey))) }
         if let priority = ticket.priority { fields.append(("priority", .string(priority.rawValue))) }
-        return try DeskTicket(json: try await call("createTicket", "POST", "/sapi/tickets/", .customer(session),
-                                                   body: .object(fields), idempotent: false))
+        return try Self.writtenTicket(try await call("createTicket", "POST", "/sapi/tickets/", .customer(session),
+                                                     body: .object(fields), idempotent: false))
     }
 
     public enum ListStatus: Sendable { case open, closed, all }
@@ -164,14 +164,14 @@ public final class DeskClient: Sendable {
 
     public func close(_ session: DeskSession, ticketId: Int, comment: String) async throws(DomainError) -> DeskTicket {
         let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId)), ("closeComment", .string(comment))])
-        return try DeskTicket(json: try await call("closeTicket", "PATCH", "/sapi/tickets/\(ticketId)/close", .customer(session),
-                                                   body: body, idempotent: false))
+        return try Self.writtenTicket(try await call("closeTicket", "PATCH", "/sapi/tickets/\(ticketId)/close", .customer(session),
+                                                     body: body, idempotent: false))
     }
 
     public func reopen(_ session: DeskSession, ticketId: Int) async throws(DomainError) -> DeskTicket {
         let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId))])
-        return try DeskTicket(json: try await call("reopenTicket", "PATCH", "/sapi/tickets/\(ticketId)/reopen/", .customer(session),
-                                                   body: body, idempotent: false))
+        return try Self.writtenTicket(try await call("reopenTicket", "PATCH", "/sapi/tickets/\(ticketId)/reopen/", .customer(session),
+                                                     body: body, idempotent: false))
     }
 
     /// Answers a closure inquiry (`confirmEndOfChat`): the message's state becomes CONFIRMED or DECLINED.

@@ -158,6 +158,7 @@ extension DeskEmulator {
             faults.retryAfter = value
         }
         if let value = try Self.boundedInteger(body, "failNext", 0...10_000) { faults.failNext = value }
+        if let value = try Self.boundedInteger(body, "garbleNext", 0...10_000) { faults.garbleNext = value }
         return faults
     }
 

@@ -20,6 +20,9 @@ public struct EmulatorFaults: Sendable {
     public var retryAfter = "1"
     /// The next this many customer or Platform API requests are answered 500: a failure a test can count on.
     public var failNext = 0
+    /// The next this many customer or Platform API requests are carried out as usual and answered 200 with a page
+    /// that is not Desk's JSON (a proxy's or a maintenance page's): the caller cannot tell what Desk did.
+    public var garbleNext = 0
     /// Each request is carried out (and its webhooks sent) at once, and its answer held this long: what the caller
     /// learns arrives after the webhooks that tell the same, as when a webhook overtakes a slow answer.
     public var answerDelayMs = 0
@@ -239,7 +242,7 @@ extension DeskEmulator {
             if handler.surface != .control { noteTrace(request) }
             let currentFaults = handler.surface == .control ? EmulatorFaults() : faults.withLock { faults in
                 let current = faults
-                if faults.failNext > 0 { faults.failNext -= 1 }
+                if faults.failNext > 0 { faults.failNext -= 1 } else if faults.garbleNext > 0 { faults.garbleNext -= 1 }
                 return current
             }
             if handler.surface != .control, let hint = faults.withLock({ faults -> String? in
@@ -258,7 +261,9 @@ extension DeskEmulator {
                     return EmulatorResponse.error(500, "Internal server error.", code: "desk500000")
                 }
                 do throws(EmulatorFailure) {
-                    return try handler.run(self, routed)
+                    let answer = try handler.run(self, routed)
+                    guard currentFaults.garbleNext > 0, (200..<300).contains(answer.status) else { return answer }
+                    return HTTPResponse(status: 200, headers: [("Content-Type", "text/html")], body: Array("<html><body>OK</body></html>".utf8))
                 } catch {
                     return EmulatorResponse.error(error.status, error.detail, code: error.code)
                 }

@@ -102,6 +102,9 @@ public final class OperationDelivery: Sendable {
             }
             return .delivered(ticket)
         } catch {
+            // A write Desk may have carried out (its answer unreadable, say) is tried again rather than reported
+            // refused: the repeat's refusal then shows whether it took effect.
+            if error.mayHaveTakenEffect { return .retry(error) }
             switch error.code {
             case .upstreamUnavailable, .rateLimited: return .retry(error)
             default: return .failed(error)

@@ -346,8 +346,8 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
     }
 
     /// A failed creation says whether Desk may have made the ticket, and whether it may make it later still: a 5xx
-    /// came after Desk ran it (or not); with no answer in time Desk may still be running it; a refused connection
-    /// sent nothing. The retry of the gateway's client decides from this whether to look first, or wait.
+    /// came after Desk ran it (or not), as did a 2xx that is not Desk's JSON; with no answer in time Desk may still be
+    /// running it; a refused connection sent nothing. The retry of the gateway's client decides from this whether to look first, or wait.
     @Test func aFailedCreationSaysWhetherDeskMayStillMakeIt() async throws {
         let configuration = DeskEmulatorConfiguration()
         let emulator = try startedEmulator(configuration)
@@ -372,6 +372,11 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
         #expect(answered?.mayHaveTakenEffect == true && answered?.mayStillTakeEffect == false, "\(String(describing: answered))")
         let unanswered = await create(client, EmulatorFaults(latencyMs: 2_000))
         #expect(unanswered?.mayHaveTakenEffect == true && unanswered?.mayStillTakeEffect == true, "\(String(describing: unanswered))")
+        var garbled = EmulatorFaults()
+        garbled.garbleNext = 1
+        let unreadable = await create(client, garbled)
+        #expect(unreadable?.code == .upstreamProtocol && unreadable?.mayHaveTakenEffect == true && unreadable?.mayStillTakeEffect == false,
+                "\(String(describing: unreadable))")
         let refused = await create(refusing, EmulatorFaults())
         #expect(refused?.code == .upstreamUnavailable && refused?.mayHaveTakenEffect == false, "\(String(describing: refused))")
         await emulator.stop()

@@ -518,6 +518,37 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         }
     }
 
+    /// Desk carries a write out but answers with a page that is not its JSON (a proxy's): the creation is answered 502
+    /// saying Desk may have made it, and the retry with its key answers with that ticket instead of making a second;
+    /// a close is queued (202) instead of failed, and its next attempt, refused as done already, is booked delivered.
+    @Test func aWriteWhoseAnswerCannotBeReadIsNotTakenForRefused() async throws {
+        try await withGateway(configure: { $0.cacheTTLSeconds = 0 }) { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let body = #"{"title":"Garbled answer","userName":"Demo"}"#
+            try await agent.post("/faults", #"{"garbleNext":1}"#)
+            let garbled = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "garbled-1")])
+            #expect(garbled.status == 502, "\(garbled.text)")
+            #expect((garbled.json?["detail"] as? String)?.contains("after a change it may have made") == true, "\(garbled.text)")
+            let retried = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "garbled-1")])
+            #expect(retried.status == 201, "\(retried.text)")
+            let id = try #require(retried.json?["id"] as? Int)
+            let list = try await customer.send("GET", "/v1/tickets?status=all&limit=100")
+            let made = ((list.json?["items"] as? [[String: Any]]) ?? []).filter { $0["title"] as? String == "Garbled answer" }
+            #expect(made.compactMap { $0["id"] as? Int } == [id])
+
+            try await agent.activate(id)
+            try await agent.post("/faults", #"{"garbleNext":1}"#)
+            let close = try await customer.send("POST", "/v1/tickets/\(id)/close", #"{"comment":"done"}"#)
+            #expect(close.status == 202, "\(close.text)")
+            let operation = try #require(close.json?["id"] as? Int)
+            try await waitForEmptyOutbox(app.database)
+            let finished = try await customer.send("GET", "/v1/operations/\(operation)")
+            #expect(finished.json?["status"] as? String == "delivered", "\(finished.text)")
+            #expect(try await customer.send("GET", "/v1/tickets/\(id)").json?["status"] as? String == "CLOSED")
+        }
+    }
+
     @Test func conditionalGetsAnswer304() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)

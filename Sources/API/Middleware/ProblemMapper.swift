@@ -68,7 +68,9 @@ public struct ProblemMapper: Sendable {
         case .storeFailure:
             return .internalError()
         default:
-            return APIError(.badGateway, detail: "Sendbird Desk answered in a way the gateway did not understand.")
+            return APIError(.badGateway, detail: error.mayHaveTakenEffect
+                ? "Sendbird Desk answered in a way the gateway did not understand, after a change it may have made; retry later with the same Idempotency-Key."
+                : "Sendbird Desk answered in a way the gateway did not understand.")
         }
     }
 
