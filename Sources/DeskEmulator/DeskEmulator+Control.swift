@@ -78,6 +78,12 @@ extension DeskEmulator {
             return EmulatorResponse.json(.object([("failRate", .number(faults.failRate)), ("latencyMs", .integer(faults.latencyMs)),
                                                   ("answerDelayMs", .integer(faults.answerDelayMs)), ("down", .bool(faults.down))]))
         }
+        add("GET", "/held") { emulator, _ throws(EmulatorFailure) in
+            EmulatorResponse.json(.object([("held", .integer(emulator.held.withLock { $0.count }))]))
+        }
+        add("POST", "/release") { emulator, _ throws(EmulatorFailure) in
+            EmulatorResponse.json(.object([("released", .integer(emulator.releaseHeld()))]))
+        }
         add("POST", "/webhooks") { emulator, request throws(EmulatorFailure) in
             let body = try request.jsonBody()
             let urls = body["urls"]?.arrayValue?.compactMap(\.stringValue) ?? []
@@ -159,6 +165,7 @@ extension DeskEmulator {
         }
         if let value = try Self.boundedInteger(body, "failNext", 0...10_000) { faults.failNext = value }
         if let value = try Self.boundedInteger(body, "garbleNext", 0...10_000) { faults.garbleNext = value }
+        if let value = try Self.boundedInteger(body, "holdNext", 0...100) { faults.holdNext = value }
         return faults
     }
 

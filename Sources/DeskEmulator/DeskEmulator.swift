@@ -20,6 +20,9 @@ public struct EmulatorFaults: Sendable {
     public var retryAfter = "1"
     /// The next this many customer or Platform API requests are answered 500: a failure a test can count on.
     public var failNext = 0
+    /// The next this many customer or Platform API requests wait, before they are carried out, until
+    /// `POST /emulator/release`: a Desk slower than any deadline, whose late work a test lets happen when it says.
+    public var holdNext = 0
     /// The next this many customer or Platform API requests are carried out as usual and answered 200 with a page
     /// that is not Desk's JSON (a proxy's or a maintenance page's): the caller cannot tell what Desk did.
     public var garbleNext = 0
@@ -70,6 +73,8 @@ public final class DeskEmulator: Sendable {
     public let configuration: DeskEmulatorConfiguration
     let world: WorldCell
     let faults = Mutex(EmulatorFaults())
+    /// Requests held by `holdNext`, until released.
+    let held = Mutex<[CheckedContinuation<Void, Never>]>([])
     /// Tickets whose `chat_messages` answer breaks on purpose: "500", "html", "no-results" or "broken-message".
     let messageFaults = Mutex<[Int: String]>([:])
     /// Variants of Desk's behaviour the gateway must cope with (`POST /emulator/settings`), kept in memory.
@@ -127,8 +132,24 @@ public final class DeskEmulator: Sendable {
         self.server.withLock { $0 = server }
     }
 
+    func waitForRelease() async {
+        await withCheckedContinuation { continuation in held.withLock { $0.append(continuation) } }
+    }
+
+    /// Lets every held request go on; returns how many there were.
+    @discardableResult
+    public func releaseHeld() -> Int {
+        let waiting = held.withLock { held in
+            defer { held = [] }
+            return held
+        }
+        for continuation in waiting { continuation.resume() }
+        return waiting.count
+    }
+
     /// Stops listening (connections are refused, as when Desk is unreachable); the state is kept.
     public func stop() async {
+        releaseHeld()
         let current = server.withLock { server -> HTTPServer? in
             defer { server = nil }
             return server
@@ -243,6 +264,7 @@ extension DeskEmulator {
             let currentFaults = handler.surface == .control ? EmulatorFaults() : faults.withLock { faults in
                 let current = faults
                 if faults.failNext > 0 { faults.failNext -= 1 } else if faults.garbleNext > 0 { faults.garbleNext -= 1 }
+                if faults.holdNext > 0 { faults.holdNext -= 1 }
                 return current
             }
             if handler.surface != .control, let hint = faults.withLock({ faults -> String? in
@@ -268,8 +290,9 @@ extension DeskEmulator {
                     return EmulatorResponse.error(error.status, error.detail, code: error.code)
                 }
             }
-            guard currentFaults.latencyMs > 0 || currentFaults.answerDelayMs > 0 else { return .now(work()) }
+            guard currentFaults.latencyMs > 0 || currentFaults.answerDelayMs > 0 || currentFaults.holdNext > 0 else { return .now(work()) }
             return .later {
+                if currentFaults.holdNext > 0 { await self.waitForRelease() }
                 if currentFaults.latencyMs > 0 { try? await Task.sleep(for: .milliseconds(currentFaults.latencyMs)) }
                 let response = work()
                 if currentFaults.answerDelayMs > 0 { try? await Task.sleep(for: .milliseconds(currentFaults.answerDelayMs)) }

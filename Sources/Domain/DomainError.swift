@@ -55,5 +55,11 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
         return error
     }
 
+    /// Desk gave no usable answer (down, rate limited, or an answer the gateway cannot read, such as a proxy's page):
+    /// a read that has a cached copy serves it, marked stale, as it does while Desk is away.
+    public var deskGaveNoUsableAnswer: Bool {
+        code == .upstreamUnavailable || code == .rateLimited || code == .upstreamProtocol
+    }
+
     public var description: String { "\(code): \(message)" }
 }

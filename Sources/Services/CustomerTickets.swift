@@ -249,7 +249,7 @@ public final class CustomerTickets: TicketCache {
         case .success(let all):
             tickets = all
         case .failure(let error):
-            if error.code == .upstreamUnavailable || error.code == .rateLimited { return true }
+            if error.deskGaveNoUsableAnswer { return true }
             throw error
         }
         let directory = await teams.current()

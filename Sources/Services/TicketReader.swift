@@ -5,9 +5,9 @@ import Foundation
 /// - the cache answers while its copy is younger than `ttl` and belongs to the caller;
 /// - otherwise Desk is asked with the caller's session, and its answer is cached (Desk owns ownership: a copy
 ///   cached for another customer is never served, Desk decides);
-/// - when Desk cannot be reached (down, rate limited), or has not answered within `staleBudget` while the caller
-///   has a cached copy (a hanging Desk would hold the read for every attempt's deadline), the caller's own cached
-///   copy is served marked stale;
+/// - when Desk cannot be reached (down, rate limited, answering what cannot be read), or has not answered within
+///   `staleBudget` while the caller has a cached copy (a hanging Desk would hold the read for every attempt's
+///   deadline), the caller's own cached copy is served marked stale;
 /// - when Desk says the ticket does not exist, it is forgotten and the answer is not found.
 public struct TicketReader: Sendable {
     public enum Freshness: String, Sendable {
@@ -55,7 +55,7 @@ public struct TicketReader: Sendable {
                 // Desk is away.
                 return (cached!, .stale)
             }
-        } catch let error as DomainError where error.code == .upstreamUnavailable || error.code == .rateLimited {
+        } catch let error as DomainError where error.deskGaveNoUsableAnswer {
             guard let cached else { throw error }
             return (cached, .stale)
         } catch let error as DomainError where error.code == .notFound {

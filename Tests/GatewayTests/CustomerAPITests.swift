@@ -473,9 +473,10 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         }
     }
 
-    /// Desk slow, not lost: the ticket appears only after the gateway stopped waiting. A retry before then finds
-    /// nothing and waits (503 with the time left in `Retry-After`) instead of creating a second ticket; once Desk has
-    /// made it, the retry answers with it. When Desk never made it, the retry after that time creates it, once.
+    /// Desk slow, not lost: the ticket appears only after the gateway stopped waiting (the emulator holds the
+    /// creation until the test lets it go). A retry before then finds nothing and waits (503 with the time left in
+    /// `Retry-After`) instead of creating a second ticket; once Desk has made it, the retry answers with it. When
+    /// Desk never made it, the retry after that time creates it, once.
     @Test func aRetryWhileDeskMayStillCreateTheTicketWaitsForIt() async throws {
         try await withGateway(configure: { $0.deskTimeoutMilliseconds = 1_500; $0.cacheTTLSeconds = 0 }) { app in
             let customer = try await Customer.signIn(app)
@@ -487,17 +488,24 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             let send = { (body: String, key: String) in
                 try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", key)])
             }
+            let releaseHeldCreation = {
+                let arrived = try await eventually(within: 30, every: .milliseconds(50)) {
+                    try await httpRequest(port: agent.port, "GET", "/emulator/held").json?["held"] as? Int == 1
+                }
+                #expect(arrived, "the creation never reached Desk")
+                try await agent.post("/release")
+            }
             let slow = #"{"title":"Slow Desk","userName":"Demo"}"#
-            try await agent.post("/faults", #"{"latencyMs":4000}"#)
+            try await agent.post("/faults", #"{"holdNext":1}"#)
             let first = try await send(slow, "slow-1")
-            try await agent.post("/faults", "{}")
             #expect(first.status == 503, "\(first.text)")
             let early = try await send(slow, "slow-1")
             #expect(early.status == 503 && (50...60).contains(Int(early.header("Retry-After") ?? "") ?? 0), "\(early.text)")
             #expect((early.json?["detail"] as? String)?.contains("may still be making the change") == true, "\(early.text)")
+            try await releaseHeldCreation()
             var made: [Int] = []
-            for _ in 0..<40 where made.isEmpty {
-                try await Task.sleep(for: .milliseconds(250))
+            for _ in 0..<100 where made.isEmpty {
+                try await Task.sleep(for: .milliseconds(100))
                 made = try await ids("Slow Desk")
             }
             #expect(made.count == 1, "\(made)")
@@ -506,10 +514,10 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             #expect(try await ids("Slow Desk") == made)
 
             let never = #"{"title":"Never made","userName":"Demo"}"#
-            try await agent.post("/faults", #"{"latencyMs":3000,"failNext":1}"#)
+            try await agent.post("/faults", #"{"holdNext":1,"failNext":1}"#)
             let lost = try await send(never, "never-1")
-            try await agent.post("/faults", "{}")
             #expect(lost.status == 503, "\(lost.text)")
+            try await releaseHeldCreation()
             #expect(try await send(never, "never-1").status == 503)
             try await app.database.query("UPDATE idempotency_keys SET settles_at = now() WHERE key = 'never-1'")
             let created = try await send(never, "never-1")
@@ -584,6 +592,26 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             #expect(write.status == 503)
             #expect(write.json?["code"] as? String == "desk_unavailable")
             #expect(write.header("Retry-After") != nil)
+        }
+    }
+
+    /// Desk answering every request with a page that is not its JSON (a maintenance page sent as 200) is Desk away
+    /// for a read: the cached ticket, list and open count are served marked stale instead of 502.
+    @Test func staleReadsWhileDeskAnswersWhatCannotBeRead() async throws {
+        try await withGateway(configure: { $0.cacheTTLSeconds = 0 }) { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let id = try #require(try await customer.createTicket("Cached")["id"] as? Int)
+            #expect(try await customer.send("GET", "/v1/tickets?status=all").status == 200)
+            try await agent.post("/faults", #"{"garbleNext":1000}"#)
+            let read = try await customer.send("GET", "/v1/tickets/\(id)")
+            #expect(read.status == 200 && read.json?["stale"] as? Bool == true && read.header("X-Cache") == "STALE", "\(read.text)")
+            let list = try await customer.send("GET", "/v1/tickets?status=all")
+            #expect(list.status == 200 && list.json?["stale"] as? Bool == true && (list.json?["items"] as? [Any])?.count == 1, "\(list.text)")
+            let count = try await customer.send("GET", "/v1/tickets/open-count")
+            #expect(count.status == 200 && count.json?["stale"] as? Bool == true, "\(count.text)")
+            try await agent.post("/faults", "{}")
+            #expect(try await customer.send("GET", "/v1/tickets/\(id)").json?["stale"] as? Bool == false)
         }
     }
 
