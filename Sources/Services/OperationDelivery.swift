@@ -85,6 +85,9 @@ public final class OperationDelivery: Sendable {
         }
     }
 
+    /// Attempts an operation gets while Desk's answers to it cannot be read.
+    static let unreadableAnswerAttempts = 5
+
     /// One delivery attempt.
     public func deliver(_ operation: OutboxOperation, inline: Bool) async -> Outcome {
         guard let token = try? await sessions.deskToken(sessionId: operation.sessionId) else {
@@ -102,11 +105,12 @@ public final class OperationDelivery: Sendable {
             }
             return .delivered(ticket)
         } catch {
-            // A write Desk may have carried out (its answer unreadable, say) is tried again rather than reported
-            // refused: the repeat's refusal then shows whether it took effect.
-            if error.mayHaveTakenEffect { return .retry(error) }
             switch error.code {
             case .upstreamUnavailable, .rateLimited: return .retry(error)
+            // An answer that cannot be read (a proxy's page) came after Desk may have made the change: tried again
+            // a few times, so a passing fault is not reported as a refusal (a repeat refused as done already is
+            // booked delivered); one that lasts ends the operation.
+            case .upstreamProtocol where operation.attempts + 1 < Self.unreadableAnswerAttempts: return .retry(error)
             default: return .failed(error)
             }
         }
@@ -229,6 +233,7 @@ public final class OperationDelivery: Sendable {
         case .notFound: return "not_found: Desk has no such ticket or message"
         case .unauthorized: return "desk_session_expired: Desk no longer accepts the customer's session"
         case .upstreamUnavailable, .rateLimited: return "desk_unavailable: Desk could not be reached"
+        case .upstreamProtocol: return "desk_unreadable: Desk's answer could not be read"
         case .storeTimeout, .storeUnavailable: return "database_unavailable: Desk has the answer; storing it for the reports is tried again"
         default: return "\(error.code): \(error.message)"
         }

@@ -528,9 +528,10 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
 
     /// Desk carries a write out but answers with a page that is not its JSON (a proxy's): the creation is answered 502
     /// saying Desk may have made it, and the retry with its key answers with that ticket instead of making a second;
-    /// a close is queued (202) instead of failed, and its next attempt, refused as done already, is booked delivered.
+    /// custom fields and a close are queued (202) instead of failed, and delivered by their next attempt (the close's
+    /// refused as done already). Answers that stay unreadable end an operation after five attempts.
     @Test func aWriteWhoseAnswerCannotBeReadIsNotTakenForRefused() async throws {
-        try await withGateway(configure: { $0.cacheTTLSeconds = 0 }) { app in
+        try await withGateway(configure: { $0.cacheTTLSeconds = 0; $0.outboxMaxBackoffSeconds = 1 }) { app in
             let customer = try await Customer.signIn(app)
             let agent = DeskAgent(app)
             let body = #"{"title":"Garbled answer","userName":"Demo"}"#
@@ -545,6 +546,23 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             let made = ((list.json?["items"] as? [[String: Any]]) ?? []).filter { $0["title"] as? String == "Garbled answer" }
             #expect(made.compactMap { $0["id"] as? Int } == [id])
 
+            let delivered = { (response: TestResponse) async throws -> [String: Any]? in
+                #expect(response.status == 202, "\(response.text)")
+                let operation = try #require(response.json?["id"] as? Int)
+                try await waitForEmptyOutbox(app.database)
+                return try await customer.send("GET", "/v1/operations/\(operation)").json
+            }
+            try await agent.post("/faults", #"{"garbleNext":1}"#)
+            let fields = try await delivered(try await customer.send("PATCH", "/v1/tickets/\(id)/custom-fields", #"{"customFields":{"seats":"5"}}"#))
+            #expect(fields?["status"] as? String == "delivered", "\(String(describing: fields))")
+            let read = try await customer.send("GET", "/v1/tickets/\(id)")
+            #expect((read.json?["customFields"] as? [String: String])?["seats"] == "5", "\(read.text)")
+            try await agent.post("/faults", #"{"garbleNext":1000}"#)
+            let stuck = try await delivered(try await customer.send("PATCH", "/v1/tickets/\(id)/custom-fields", #"{"customFields":{"seats":"6"}}"#))
+            #expect(stuck?["status"] as? String == "failed" && stuck?["attempts"] as? Int == 5, "\(String(describing: stuck))")
+            #expect((stuck?["reason"] as? String)?.hasPrefix("desk_unreadable") == true, "\(String(describing: stuck))")
+
+            try await agent.post("/faults", "{}")
             try await agent.activate(id)
             try await agent.post("/faults", #"{"garbleNext":1}"#)
             let close = try await customer.send("POST", "/v1/tickets/\(id)/close", #"{"comment":"done"}"#)
