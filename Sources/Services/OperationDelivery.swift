@@ -85,9 +85,6 @@ public final class OperationDelivery: Sendable {
         }
     }
 
-    /// Attempts an operation gets while Desk's answers to it cannot be read.
-    static let unreadableAnswerAttempts = 5
-
     /// One delivery attempt.
     public func deliver(_ operation: OutboxOperation, inline: Bool) async -> Outcome {
         guard let token = try? await sessions.deskToken(sessionId: operation.sessionId) else {
@@ -106,11 +103,10 @@ public final class OperationDelivery: Sendable {
             return .delivered(ticket)
         } catch {
             switch error.code {
-            case .upstreamUnavailable, .rateLimited: return .retry(error)
-            // An answer that cannot be read (a proxy's page) came after Desk may have made the change: tried again
-            // a few times, so a passing fault is not reported as a refusal (a repeat refused as done already is
-            // booked delivered); one that lasts ends the operation.
-            case .upstreamProtocol where operation.attempts + 1 < Self.unreadableAnswerAttempts: return .retry(error)
+            // An answer that cannot be read (a proxy's or a maintenance page) is no refusal: Desk may even have made
+            // the change, so it is tried again as while Desk is away (a repeat refused as done already is booked
+            // delivered), with the reason on the operation for as long as it lasts.
+            case .upstreamUnavailable, .rateLimited, .upstreamProtocol: return .retry(error)
             default: return .failed(error)
             }
         }
