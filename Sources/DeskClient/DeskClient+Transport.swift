@@ -65,8 +65,15 @@ extension DeskClient {
             } else {
                 breaker.recordSuccess()
                 if (200..<300).contains(status) {
+                    let answer: JSONValue
+                    do throws(DomainError) {
+                        answer = try Self.decode(data)
+                    } catch {
+                        observe(DeskCallRecord(operation: operation, outcome: "unreadable", seconds: seconds))
+                        throw error
+                    }
                     observe(DeskCallRecord(operation: operation, outcome: "ok", seconds: seconds))
-                    return .success(try Self.decode(data))
+                    return .success(answer)
                 }
                 let error = Self.mapClientError(status, headers: headers, data: data)
                 observe(DeskCallRecord(operation: operation, outcome: error.code == .rateLimited ? "rate_limited" : "client_error",

@@ -15,7 +15,8 @@ public struct DeskSession: Sendable, CustomStringConvertible {
 public struct DeskCallRecord: Sendable {
     public let operation: String
     /// `ok`, `client_error`, `rate_limited` (429), `server_error`, `timeout`, `unreachable`, `breaker_open`, `abandoned`
-    /// (the caller stopped waiting), `too_large` (the answer passed `maxAnswerBytes`).
+    /// (the caller stopped waiting), `too_large` (the answer passed `maxAnswerBytes`), `unreadable` (a 2xx that is
+    /// not JSON, such as a proxy's page).
     public let outcome: String
     public let seconds: Double
 }

@@ -539,6 +539,8 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             let garbled = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "garbled-1")])
             #expect(garbled.status == 502, "\(garbled.text)")
             #expect((garbled.json?["detail"] as? String)?.contains("after a change it may have made") == true, "\(garbled.text)")
+            let metrics = try await httpRequest(port: app.port, "GET", "/metrics").text
+            #expect(metrics.contains(#"desk_requests_total{operation="createTicket",outcome="unreadable"} 1"#), "\(metrics)")
             let retried = try await customer.send("POST", "/v1/tickets", body, headers: [("Idempotency-Key", "garbled-1")])
             #expect(retried.status == 201, "\(retried.text)")
             let id = try #require(retried.json?["id"] as? Int)
