@@ -170,6 +170,8 @@ public final class CustomerTickets: TicketCache {
             }
             if let settling = unanswered.settlingSeconds, settling > 0 {
                 let wait = Int(settling.rounded(.up))
+                logger.notice("a retried creation waits: Desk may still make the ticket an unanswered attempt asked for",
+                              metadata: ["customer": "\(session.customerId)", "retry_s": "\(wait)"])
                 throw DomainError(.upstreamPending, "Desk may still be creating the ticket an earlier attempt asked for.",
                                   retryAfterSeconds: wait, internalDetail: "an unanswered creation may still be carried out for \(wait) s")
                     .effectUnknown()
