@@ -30,7 +30,7 @@ extension DeskEmulator {
             let id = try request.intParameter("id")
             switch emulator.messageFaults.withLock({ $0[id] }) {
             case "500"?: return EmulatorResponse.error(500, "Internal server error.", code: "desk500000")
-            case "html"?: return HTTPResponse(status: 502, headers: [("Content-Type", "text/html")], body: Array("<html><body>Bad Gateway</body></html>".utf8))
+            case "html"?: return EmulatorResponse.page(502, "Bad Gateway")
             case "no-results"?: return EmulatorResponse.json(.object([("count", .integer(0)), ("detail", .string("ok"))]))
             default: break
             }

@@ -245,6 +245,11 @@ enum EmulatorResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: value.bytes())
     }
 
+    /// A page that is not Desk's JSON, as a proxy or a maintenance page in front of Desk sends.
+    static func page(_ status: Int, _ text: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "text/html")], body: Array("<html><body>\(text)</body></html>".utf8))
+    }
+
     static func error(_ status: Int, _ detail: String, code: String) -> HTTPResponse {
         json(.object([("detail", .string(detail)), ("code", .string(code)), ("message", .string(detail))]), status: status)
     }
@@ -285,7 +290,7 @@ extension DeskEmulator {
                 do throws(EmulatorFailure) {
                     let answer = try handler.run(self, routed)
                     guard currentFaults.garbleNext > 0, (200..<300).contains(answer.status) else { return answer }
-                    return HTTPResponse(status: 200, headers: [("Content-Type", "text/html")], body: Array("<html><body>OK</body></html>".utf8))
+                    return EmulatorResponse.page(200, "OK")
                 } catch {
                     return EmulatorResponse.error(error.status, error.detail, code: error.code)
                 }

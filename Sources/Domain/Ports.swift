@@ -233,14 +233,14 @@ public struct NewDeskTicket: Sendable {
     }
 }
 
-/// All of Desk's customer API the customer routes use: reads and ticket writes, plus sign-in, new tickets and the
-/// customer's own fields.
 /// Desk's customer API as a customer's ticket is created.
 public protocol DeskTicketCreator: Sendable {
     /// Not retried: a repeated create would open a second ticket.
     func createTicket(_ ticket: NewDeskTicket, deskToken: String) async throws(DomainError) -> DeskTicket
 }
 
+/// All of Desk's customer API the customer routes use: reads and ticket writes, plus sign-in, new tickets and the
+/// customer's own fields.
 public protocol DeskCustomerAPI: DeskCustomerReader, DeskTicketWriter, DeskTicketCreator {
     /// Desk's session token for a Sendbird user (`unauthorized` when Sendbird refuses the access token).
     func signIn(userId: String, accessToken: String) async throws(DomainError) -> String

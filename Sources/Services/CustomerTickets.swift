@@ -174,7 +174,6 @@ public final class CustomerTickets: TicketCache {
                               metadata: ["customer": "\(session.customerId)", "retry_s": "\(wait)"])
                 throw DomainError(.upstreamPending, "Desk may still be creating the ticket an earlier attempt asked for.",
                                   retryAfterSeconds: wait, internalDetail: "an unanswered creation may still be carried out for \(wait) s")
-                    .effectUnknown()
             }
         }
         return await keepCreated(try await desk.createTicket(new, deskToken: session.deskToken), customerId: session.customerId)
@@ -200,7 +199,8 @@ public final class CustomerTickets: TicketCache {
     /// A ticket an earlier attempt of this creation may have made (Desk took it but its answer never came, or its
     /// instance died): of the customer's 50 most recently updated tickets, the oldest with the same title created
     /// since that attempt began, allowing `creationClockMargin` between the two clocks. A failed look is thrown as a
-    /// write that may have taken effect, so the next retry looks again.
+    /// write that may have taken effect, so the client is told to retry with the same key (which keeps its note
+    /// whatever the failure, and the next retry looks again).
     private func earlierCreation(title: String, since: Double, session: SessionRecord) async throws(DomainError) -> DeskTicket? {
         let page: DeskPage<DeskTicket>
         do {

@@ -102,13 +102,10 @@ public final class OperationDelivery: Sendable {
             }
             return .delivered(ticket)
         } catch {
-            switch error.code {
-            // An answer that cannot be read (a proxy's or a maintenance page) is no refusal: Desk may even have made
-            // the change, so it is tried again as while Desk is away (a repeat refused as done already is booked
-            // delivered), with the reason on the operation for as long as it lasts.
-            case .upstreamUnavailable, .rateLimited, .upstreamProtocol: return .retry(error)
-            default: return .failed(error)
-            }
+            // Desk away, rate limiting, or answering what cannot be read (a proxy's or a maintenance page, after which
+            // Desk may even have made the change): tried again later (a repeat refused as done already is booked
+            // delivered), with the reason on the operation for as long as it lasts. Any other answer is a refusal.
+            return error.deskGaveNoUsableAnswer ? .retry(error) : .failed(error)
         }
     }
 
