@@ -55,6 +55,16 @@ extension DeskEmulator {
                 return EmulatorResponse.json(world.customerJSON(customer), status: 201)
             }
         }
+        // Desk sessions end (an expiry, a revocation): every Desk token of the customer is refused from now on.
+        add("POST", "/customers/{sendbirdId}/end-sessions") { emulator, request throws(EmulatorFailure) in
+            let sendbirdId = request.pathParameters["sendbirdId"] ?? ""
+            return try emulator.world.withLock { world throws(EmulatorFailure) in
+                guard let customer = world.customer(sendbirdId: sendbirdId) else { throw EmulatorFailure.notFound() }
+                let tokens = world.sessions.filter { $0.value == customer.id }.map(\.key)
+                for token in tokens { world.sessions.removeValue(forKey: token) }
+                return EmulatorResponse.json(.object([("ended", .integer(tokens.count))]))
+            }
+        }
         add("POST", "/custom-field-keys") { emulator, request throws(EmulatorFailure) in
             let body = try request.jsonBody()
             let keys = body["keys"]?.arrayValue?.compactMap(\.stringValue) ?? []

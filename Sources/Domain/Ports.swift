@@ -148,12 +148,14 @@ public struct OutboxOperation: Sendable {
     public let lastError: String?
     public let createdAt: Double
     public let finishedAt: Double?
+    /// Seconds it has waited for its customer to sign in again (Desk refused every session of theirs); nil: not waiting.
+    public let awaitedSignInSeconds: Double?
 
     public init(id: Int, ticketId: Int, customerId: Int, sessionId: Int, kind: OperationKind, payload: String, status: OperationStatus,
-                attempts: Int, lastError: String?, createdAt: Double, finishedAt: Double?) {
+                attempts: Int, lastError: String?, createdAt: Double, finishedAt: Double?, awaitedSignInSeconds: Double? = nil) {
         (self.id, self.ticketId, self.customerId, self.sessionId, self.kind) = (id, ticketId, customerId, sessionId, kind)
         (self.payload, self.status, self.attempts, self.lastError) = (payload, status, attempts, lastError)
-        (self.createdAt, self.finishedAt) = (createdAt, finishedAt)
+        (self.createdAt, self.finishedAt, self.awaitedSignInSeconds) = (createdAt, finishedAt, awaitedSignInSeconds)
     }
 }
 
@@ -169,7 +171,8 @@ public protocol OutboxQueue: Sendable {
     /// Ends a pending operation, whoever holds it now: it was delivered (or refused for good) once, and a relay whose
     /// lease ran out meanwhile must not deliver it again.
     func finish(_ operation: OutboxOperation, delivered: Bool, error: String?) async throws
-    func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String) async throws
+    /// Puts an operation back for a later attempt; `awaitingSignIn` starts (or goes on with) its wait for a sign-in.
+    func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String, awaitingSignIn: Bool) async throws
     func find(id: Int) async throws -> OutboxOperation?
     func depth() async throws -> (pending: Int, oldestSeconds: Double)
 }
@@ -177,6 +180,9 @@ public protocol OutboxQueue: Sendable {
 /// The Desk session token a queued operation is delivered with.
 public protocol DeskSessionTokens: Sendable {
     func deskToken(sessionId: Int) async throws -> String?
+    /// The Desk token of the newest session the customer opened after `sessionId`, for a write queued under a Desk
+    /// session that has since ended.
+    func newestDeskToken(customerId: Int, after sessionId: Int) async throws -> String?
 }
 
 /// A live gateway session as the API needs it on every request.

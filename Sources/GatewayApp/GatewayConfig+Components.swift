@@ -39,8 +39,9 @@ extension GatewayConfig {
     }
 
     public var outboxSettings: OutboxSettings {
-        OutboxSettings(policy: OutboxPolicy(maxBackoffSeconds: Double(self.outboxMaxBackoffSeconds), relayConcurrency: self.outboxRelayConcurrency),
-                       warnAgeSeconds: Double(self.outboxWarnAgeSeconds))
+        let policy = OutboxPolicy(maxBackoffSeconds: Double(self.outboxMaxBackoffSeconds), relayConcurrency: self.outboxRelayConcurrency,
+                                  signInWaitSeconds: Double(self.outboxSignInWaitSeconds))
+        return OutboxSettings(policy: policy, warnAgeSeconds: Double(self.outboxWarnAgeSeconds))
     }
 
     public var reportSettings: ReportSettings {

@@ -225,6 +225,9 @@ public struct GatewaySettings: Sendable {
         "OUTBOX_MAX_BACKOFF_S", 300, 1...86_400, .outbox, "longest wait between two delivery attempts of a queued write")
     public let outboxWarnAgeSeconds = Setting.integer(
         "OUTBOX_WARN_AGE_S", 300, 1...604_800, .outbox, "`/readyz` warns when the oldest queued write is older")
+    public let outboxSignInWaitSeconds = Setting.integer(
+        "OUTBOX_SIGN_IN_WAIT_S", 600, 0...86_400, .outbox,
+        "how long a queued write Desk refuses for the customer's ended Desk session waits for them to sign in again")
     public let outboxRelay = Setting.flag("OUTBOX_RELAY", true, .outbox, "run the outbox relay in this instance")
     public let outboxRelayConcurrency = Setting.integer(
         "OUTBOX_RELAY_CONCURRENCY", 4, 1...64, .outbox, "queued writes of different tickets the relay sends to Desk at once")

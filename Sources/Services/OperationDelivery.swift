@@ -8,12 +8,16 @@ public struct OutboxPolicy: Sendable {
     public var maxBackoffSeconds: Double
     /// Operations of different tickets delivered at once by one relay pass.
     public var relayConcurrency: Int
+    /// How long a queued write Desk refuses for its customer's ended Desk session waits for the customer to sign in
+    /// again (it is then delivered with the new session) before it fails.
+    public var signInWaitSeconds: Double
     /// How long a claimed operation is left alone by other instances.
     public var leaseSeconds = 60
 
-    public init(maxBackoffSeconds: Double, relayConcurrency: Int) {
+    public init(maxBackoffSeconds: Double, relayConcurrency: Int, signInWaitSeconds: Double = 600) {
         self.maxBackoffSeconds = maxBackoffSeconds
         self.relayConcurrency = relayConcurrency
+        self.signInWaitSeconds = signInWaitSeconds
     }
 }
 
@@ -26,6 +30,8 @@ public final class OperationDelivery: Sendable {
     public enum Outcome: Sendable {
         case delivered(DeskTicket)
         case retry(DomainError)
+        /// Desk refused every Desk session of the customer's: tried again while the customer may sign in again.
+        case awaitSignIn(DomainError)
         case failed(DomainError)
     }
 
@@ -80,19 +86,16 @@ public final class OperationDelivery: Sendable {
         case .failed(let error):
             guard error.code == .conflict else { throw error }
             throw DomainError(.conflict, kind.stateConflict, internalDetail: error.internalDetail)
-        case .retry:
+        case .retry, .awaitSignIn:
             return .queued(try await outbox.find(id: operation.id) ?? operation)
         }
     }
 
     /// One delivery attempt.
     public func deliver(_ operation: OutboxOperation, inline: Bool) async -> Outcome {
-        guard let token = try? await sessions.deskToken(sessionId: operation.sessionId) else {
-            return .failed(DomainError(.unauthorized, "The session behind this operation is gone."))
-        }
         let payload = (try? JSONParser.parse(operation.payload)) ?? .object([])
         do throws(DomainError) {
-            let ticket = try await attempt(operation, payload: payload, token: token)
+            let ticket = try await attemptWithSessions(operation, payload: payload)
             // A rating Desk took but the database could not store for now (a zone backfill holding the CSAT writers, a
             // failover) is tried again, Desk's repeated answer recognized: left to Desk's webhook or the sync, it was
             // missing from the reports where neither came, and on the agent Desk named at sync time where one did.
@@ -105,8 +108,28 @@ public final class OperationDelivery: Sendable {
             // Desk away, rate limiting, or answering what cannot be read (a proxy's or a maintenance page, after which
             // Desk may even have made the change): tried again later (a repeat refused as done already is booked
             // delivered), with the reason on the operation for as long as it lasts. Any other answer is a refusal.
-            return error.deskGaveNoUsableAnswer ? .retry(error) : .failed(error)
+            if error.deskGaveNoUsableAnswer { return .retry(error) }
+            // A write the customer made before their Desk session ended is theirs still: one made from the request
+            // itself is answered (the app signs in again and retries), a queued one waits a while for the sign-in.
+            if error.code == .unauthorized, !inline, (operation.awaitedSignInSeconds ?? 0) < policy.signInWaitSeconds {
+                return .awaitSignIn(error)
+            }
+            return .failed(error)
         }
+    }
+
+    /// An attempt with the Desk session the write was made in; when Desk no longer takes it (or it is gone), with
+    /// the newest session the customer opened since.
+    private func attemptWithSessions(_ operation: OutboxOperation, payload: JSONValue) async throws(DomainError) -> DeskTicket {
+        if let token = try? await sessions.deskToken(sessionId: operation.sessionId) {
+            do {
+                return try await attempt(operation, payload: payload, token: token)
+            } catch where error.code == .unauthorized {}
+        }
+        guard let newer = try? await sessions.newestDeskToken(customerId: operation.customerId, after: operation.sessionId) else {
+            throw DomainError(.unauthorized, "Desk no longer accepts the customer's session, and they have not signed in since.")
+        }
+        return try await attempt(operation, payload: payload, token: newer)
     }
 
     private func attempt(_ operation: OutboxOperation, payload: JSONValue, token: String) async throws(DomainError) -> DeskTicket {
@@ -207,7 +230,16 @@ public final class OperationDelivery: Sendable {
         case .retry(let error):
             observe("retry")
             try await outbox.reschedule(operation, afterSeconds: Self.backoff(attempts: operation.attempts, ceiling: policy.maxBackoffSeconds),
-                                        error: Self.reason(error))
+                                        error: Self.reason(error), awaitingSignIn: false)
+            return nil
+        case .awaitSignIn:
+            observe("retry")
+            if operation.awaitedSignInSeconds == nil {
+                logger.notice("a queued write waits for its customer to sign in again", metadata: [
+                    "operation": "\(operation.id)", "kind": "\(operation.kind)", "wait_s": "\(Int(policy.signInWaitSeconds))"])
+            }
+            try await outbox.reschedule(operation, afterSeconds: min(15, policy.maxBackoffSeconds),
+                                        error: "desk_session_expired: waiting for the customer to sign in again", awaitingSignIn: true)
             return nil
         }
     }

@@ -12,7 +12,8 @@ public struct OutboxStore: OutboxQueue {
 
     static let columns = """
         id, ticket_id, customer_id, session_id, kind, payload::text, status, attempts, last_error,
-        extract(epoch FROM created_at)::float8, extract(epoch FROM finished_at)::float8
+        extract(epoch FROM created_at)::float8, extract(epoch FROM finished_at)::float8,
+        extract(epoch FROM now() - awaiting_sign_in_since)::float8
         """
 
     static func decode(_ row: PostgresRow) throws -> OutboxOperation {
@@ -22,7 +23,8 @@ public struct OutboxStore: OutboxQueue {
         }
         return OutboxOperation(id: try row.decode(0), ticketId: try row.decode(1), customerId: try row.decode(2), sessionId: try row.decode(3),
                                kind: knownKind, payload: try row.decode(5), status: knownStatus, attempts: try row.decode(7),
-                        lastError: row[8], createdAt: try row.decode(9), finishedAt: try row.decodeIfPresent(10))
+                               lastError: row[8], createdAt: try row.decode(9), finishedAt: try row.decodeIfPresent(10),
+                               awaitedSignInSeconds: try row.decodeIfPresent(11))
     }
 
     /// Queues an operation, already claimed by `owner` for an immediate attempt, and marks the cached ticket (when
@@ -83,13 +85,14 @@ public struct OutboxStore: OutboxQueue {
         }
     }
 
-    /// Puts an operation back for a later attempt.
-    public func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String) async throws {
+    /// Puts an operation back for a later attempt; a wait for the customer's sign-in keeps the time it began.
+    public func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String, awaitingSignIn: Bool) async throws {
         try await database.query("""
             UPDATE outbox SET attempts = attempts + 1, next_attempt_at = now() + make_interval(secs => $2), last_error = $3,
-                   claimed_until = NULL
+                   claimed_until = NULL,
+                   awaiting_sign_in_since = CASE WHEN $4 THEN coalesce(awaiting_sign_in_since, now()) END
              WHERE id = $1 AND status = 'pending'
-            """, [operation.id, delay, error])
+            """, [operation.id, delay, error, awaitingSignIn])
     }
 
     public func find(id: Int) async throws -> OutboxOperation? {

@@ -55,9 +55,19 @@ public struct SessionStore: SessionDirectory {
 
     /// The Desk token of a session for background delivery (even after the session expired: Desk decides).
     public func deskToken(sessionId: Int) async throws -> String? {
-        guard let row = try await database.query("SELECT token_hash, desk_token_sealed FROM sessions WHERE id = $1", [sessionId]).first else {
-            return nil
-        }
+        try unsealed(try await database.query("SELECT token_hash, desk_token_sealed FROM sessions WHERE id = $1", [sessionId]).first)
+    }
+
+    /// The newest later session's Desk token, signed out or expired or not (Desk decides, as for the write's own).
+    public func newestDeskToken(customerId: Int, after sessionId: Int) async throws -> String? {
+        try unsealed(try await database.query("""
+            SELECT token_hash, desk_token_sealed FROM sessions WHERE customer_id = $1 AND id > $2 ORDER BY id DESC LIMIT 1
+            """, [customerId, sessionId]).first)
+    }
+
+    /// The Desk token of a (token_hash, desk_token_sealed) row; nil when there is none or it does not open.
+    private func unsealed(_ row: PostgresRow?) throws -> String? {
+        guard let row else { return nil }
         let hash: PostgresBytes = try row.decode(0)
         let sealed: PostgresBytes = try row.decode(1)
         return try? vault.open(sealed.bytes, boundTo: hash.bytes)

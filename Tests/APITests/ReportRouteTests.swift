@@ -163,4 +163,5 @@ struct NoSessions: SessionDirectory {
     func find(token: String) async throws -> SessionRecord? { nil }
     func revoke(sessionId: Int) async throws {}
     func deskToken(sessionId: Int) async throws -> String? { nil }
+    func newestDeskToken(customerId: Int, after sessionId: Int) async throws -> String? { nil }
 }

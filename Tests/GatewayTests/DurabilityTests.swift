@@ -214,6 +214,49 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
         }
         await desk.stop()
     }
+
+    @Test func aQueuedWriteOutlivesTheCustomersDeskSession() async throws {
+        let desk = try externalDesk()
+        try await TestPostgres.withDatabase { url in
+            var config = gatewayConfig(database: url, desk: desk)
+            config.outboxSignInWaitSeconds = 3
+            let app = try await TestGateway.start(config)
+            let (first, second) = (try await Customer.signIn(app), try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2"))
+            let (kept, _) = try await waitingMessage(first, deskPort: desk.port, csat: false, index: 0)
+            let (lost, _) = try await waitingMessage(second, deskPort: desk.port, csat: false, index: 1)
+            // Desk away: both closes are queued; meanwhile Desk ends both customers' Desk sessions.
+            _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":true}"#)
+            let queued = (try await first.send("POST", "/v1/tickets/\(kept)/close", "{}"), try await second.send("POST", "/v1/tickets/\(lost)/close", "{}"))
+            #expect(queued.0.status == 202 && queued.1.status == 202, "\(queued.0.text) \(queued.1.text)")
+            let operations = (try #require(queued.0.json?["id"] as? Int), try #require(queued.1.json?["id"] as? Int))
+            for user in ["demo-customer", "demo-customer-2"] {
+                let ended = try await httpRequest(port: desk.port, "POST", "/emulator/customers/\(user)/end-sessions", json: "{}")
+                #expect(ended.json?["ended"] as? Int ?? 0 >= 1, "\(ended.text)")
+            }
+            _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":false}"#)
+            // Back, Desk refuses the session the write was made in: the write waits for the customer instead of failing.
+            let waiting = try await eventually(within: 30, every: .milliseconds(200)) {
+                let operation = try await first.send("GET", "/v1/operations/\(operations.0)").json
+                return operation?["status"] as? String == "pending" && (operation?["reason"] as? String)?.hasPrefix("desk_session_expired") == true
+            }
+            #expect(waiting, "the write did not wait for a sign-in")
+            // The customer signs in again (the app's answer to desk_session_expired): the write goes with that session.
+            let again = try await Customer.signIn(app)
+            try await waitForEmptyOutbox(app.database, seconds: 30)
+            let delivered = try await again.send("GET", "/v1/operations/\(operations.0)")
+            #expect(delivered.json?["status"] as? String == "delivered", "\(delivered.text)")
+            let onDesk = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(kept)")
+            #expect(onDesk.json?["status2"] as? String == "CLOSED", "\(onDesk.text)")
+            // The other customer never came back: after the wait their write fails, saying why, and Desk is unchanged.
+            let failed = try await second.send("GET", "/v1/operations/\(operations.1)")
+            #expect(failed.json?["status"] as? String == "failed", "\(failed.text)")
+            #expect((failed.json?["reason"] as? String)?.hasPrefix("desk_session_expired") == true, "\(failed.text)")
+            let untouched = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(lost)")
+            #expect(untouched.json?["status2"] as? String == "ACTIVE", "\(untouched.text)")
+            await app.stop()
+        }
+        await desk.stop()
+    }
 }
 
 @Suite struct WebhookTests {

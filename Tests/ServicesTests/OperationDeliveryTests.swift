@@ -55,7 +55,7 @@ final class FakeOutbox: OutboxQueue {
         update(operation.id) { $0.operation = Self.with($0.operation, status: delivered ? .delivered : .failed, attempts: $0.operation.attempts + 1, error: error) }
     }
 
-    func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String) async throws {
+    func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String, awaitingSignIn: Bool) async throws {
         update(operation.id) { entry in
             entry.operation = Self.with(entry.operation, attempts: entry.operation.attempts + 1, error: error)
             entry.claimedBy = nil
@@ -137,6 +137,7 @@ final class FakeWriter: DeskTicketWriter {
 
 struct FakeSessions: DeskSessionTokens {
     func deskToken(sessionId: Int) async throws -> String? { "token-\(sessionId)" }
+    func newestDeskToken(customerId: Int, after sessionId: Int) async throws -> String? { nil }
 }
 
 @Suite struct OperationDeliveryTests {

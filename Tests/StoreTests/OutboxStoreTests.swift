@@ -1,4 +1,5 @@
 import Domain
+import Postgres
 import Store
 import Testing
 import TestSupport
@@ -6,6 +7,15 @@ import TestSupport
 /// The outbox's order and leases as its SQL keeps them: per ticket, only the oldest pending operation is ever
 /// claimed; a claim keeps other relays out until its lease runs out; the ticket's pending list follows.
 @Suite struct OutboxStoreTests {
+    /// One operation of a new customer's, queued and claimed at enqueue for 30 s.
+    static func queued(_ db: Database, ticket: Int, kind: OperationKind) async throws
+        -> (outbox: OutboxStore, queued: (operation: OutboxOperation, earlierPending: Bool)) {
+        let (customer, session) = try await customerWithSession(db)
+        let outbox = OutboxStore(database: db)
+        return (outbox, try await outbox.enqueue(ticketId: ticket, customerId: customer, sessionId: session, kind: kind, payload: "{}",
+                                                 owner: "api", leaseSeconds: 30))
+    }
+
     @Test func eachTicketsOperationsAreClaimedOneAtATimeInOrder() async throws {
         try await withStore { db in
             let (customer, session) = try await customerWithSession(db)
@@ -34,19 +44,53 @@ import TestSupport
 
     @Test func aLeaseKeepsOthersOutUntilItRunsOutAndARescheduleWaits() async throws {
         try await withStore { db in
-            let (customer, session) = try await customerWithSession(db)
-            let outbox = OutboxStore(database: db)
-            let queued = try await outbox.enqueue(ticketId: 5, customerId: customer, sessionId: session, kind: .feedback, payload: "{}",
-                                                  owner: "api", leaseSeconds: 30)
+            let (outbox, queued) = try await Self.queued(db, ticket: 5, kind: .feedback)
             // Claimed at enqueue: no relay takes it while the lease holds.
             #expect(try await outbox.claimBatch(by: "relay", leaseSeconds: 30, limit: 10).isEmpty)
             try await db.query("UPDATE outbox SET claimed_until = now() - interval '1 second' WHERE id = $1", [queued.operation.id])
             let taken = try await outbox.claimBatch(by: "relay", leaseSeconds: 30, limit: 10)
             #expect(taken.map(\.id) == [queued.operation.id])
-            try await outbox.reschedule(taken[0], afterSeconds: 60, error: "timeout")
+            try await outbox.reschedule(taken[0], afterSeconds: 60, error: "timeout", awaitingSignIn: false)
             #expect(try await outbox.claimBatch(by: "other", leaseSeconds: 30, limit: 10).isEmpty)
             #expect(try await outbox.find(id: queued.operation.id)?.attempts == 1)
             #expect(try await outbox.depth().pending == 1)
+        }
+    }
+
+    @Test func aWaitForTheCustomersSignInKeepsWhenItBeganUntilAnotherFailure() async throws {
+        try await withStore { db in
+            let (outbox, queued) = try await Self.queued(db, ticket: 6, kind: .close)
+            #expect(queued.operation.awaitedSignInSeconds == nil)
+            try await outbox.reschedule(queued.operation, afterSeconds: 0, error: "desk_session_expired", awaitingSignIn: true)
+            try await db.query("UPDATE outbox SET awaiting_sign_in_since = awaiting_sign_in_since - interval '100 seconds' WHERE id = $1",
+                               [queued.operation.id])
+            // A second refusal goes on with the same wait, and the relay reads how long it has lasted.
+            try await outbox.reschedule(queued.operation, afterSeconds: 0, error: "desk_session_expired", awaitingSignIn: true)
+            let waited = try #require(try await outbox.claimBatch(by: "relay", leaseSeconds: 30, limit: 10).first?.awaitedSignInSeconds)
+            #expect(waited >= 100 && waited < 160)
+            // Desk away instead: the sign-in wait is over; a later refusal of the session starts a new one.
+            try await outbox.reschedule(queued.operation, afterSeconds: 0, error: "desk_unavailable", awaitingSignIn: false)
+            #expect(try await outbox.find(id: queued.operation.id)?.awaitedSignInSeconds == nil)
+        }
+    }
+
+    @Test func aQueuedWriteFindsTheDeskTokenOfTheCustomersNewestLaterSession() async throws {
+        try await withStore { db in
+            let sessions = SessionStore(database: db, vault: TokenVault(key: TokenVault.generateKey()))
+            func open(_ user: String, _ deskToken: String) async throws -> SessionRecord {
+                try await sessions.open(sendbirdId: user, displayName: nil, deskCustomerId: nil, deskToken: deskToken, lifetimeSeconds: 60).record
+            }
+            let first = try await open("customer-a", "desk-1")
+            let second = try await open("customer-a", "desk-2")
+            _ = try await open("customer-b", "desk-other")
+            try await sessions.revoke(sessionId: second.sessionId)
+            let third = try await open("customer-a", "desk-3")
+            #expect(try await sessions.newestDeskToken(customerId: first.customerId, after: first.sessionId) == "desk-3")
+            #expect(try await sessions.newestDeskToken(customerId: first.customerId, after: third.sessionId) == nil)
+            // Signed out is no bar (Desk decides whether its session still holds), another customer's never.
+            try await db.query("DELETE FROM sessions WHERE id = $1", [third.sessionId])
+            #expect(try await sessions.newestDeskToken(customerId: first.customerId, after: first.sessionId) == "desk-2")
+            #expect(try await sessions.deskToken(sessionId: first.sessionId) == "desk-1")
         }
     }
 
