@@ -104,7 +104,7 @@ import subprocess
 
 binary = root.parent / ".build" / "debug" / "desk-gateway"
 stand_ins = {"SESSION_KEY": base64.b64encode(bytes(32)).decode(), "DATABASE_URL": "postgresql://gateway:x@localhost:5432/gateway",
-             "DESK_API_TOKEN": "token", "DESK_WEBHOOK_SECRET": "secret"}
+             "DESK_API_TOKEN": "token", "DESK_WEBHOOK_SECRET": "secret", "DESK_WEBHOOK_SECRET_PREVIOUS": "old-secret"}
 
 
 def compose_default(value):

@@ -142,8 +142,9 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         registerOps(&wiring, assets: assets, watchdog: watchdog)
         let customer = await registerCustomer(&wiring)
         let webhookSecret = config.deskWebhookSecret ?? emulator?.configuration.webhookSecret
-        let webhooks = WebhookRoutes(secrets: [webhookSecret, config.deskAPIToken].compactMap { $0 }, appId: config.deskAppId, inbox: WebhookInbox(database: database),
-                                     customer: customer, metrics: metrics, logger: logger)
+        let keys = [("secret", webhookSecret), ("previous", config.deskWebhookPreviousSecret), ("api_token", config.deskAPIToken)]
+        let webhooks = WebhookRoutes(keys: keys.compactMap { name, secret in secret.map { (name, $0) } }, appId: config.deskAppId,
+                                     inbox: WebhookInbox(database: database), customer: customer, metrics: metrics, logger: logger)
         webhooks.register(in: &wiring.routes)
         let (reads, reports) = try await registerReports(&wiring)
         // A key revoked on any instance stops working on every one at once, not when the caches expire.

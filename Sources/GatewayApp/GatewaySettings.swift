@@ -25,6 +25,10 @@ public struct GatewaySettings: Sendable {
     public let deskWebhookSecret = Setting.optional(
         "DESK_WEBHOOK_SECRET", .desk, "secret Desk signs webhooks with (`x-hub-signature`; Dashboard › Settings › Desk › Webhooks)",
         required: "for Desk's webhooks, unless they are signed with DESK_API_TOKEN", secret: true)
+    public let deskWebhookPreviousSecret = Setting.optional(
+        "DESK_WEBHOOK_SECRET_PREVIOUS", .desk,
+        "the secret before DESK_WEBHOOK_SECRET, still taken while a rotation goes on (until `webhook_signatures_total{key=\"previous\"}` stays flat)",
+        secret: true)
     public let deskTimeoutMilliseconds = Setting.integer("DESK_TIMEOUT_MS", 5000, 50...120_000, .desk, "deadline of one Desk call attempt")
     public let deskStaleReadBudgetMilliseconds = Setting.integer(
         "DESK_STALE_READ_BUDGET_MS", 2000, 50...120_000, .desk,

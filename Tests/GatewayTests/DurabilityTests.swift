@@ -303,6 +303,29 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
         }
     }
 
+    /// A secret rotation: the new secret and the one before are both taken, each counted apart, so operators see when
+    /// nothing signs with the old one any more; once it is unset, the old secret is refused.
+    @Test func duringARotationBothSecretsAreTakenAndCountedApart() async throws {
+        func post(_ app: GatewayApplication, _ event: Int, _ secret: String) async throws -> Int {
+            let body = Array(#"{"eventType":"TICKET.NOTE.ADDED","eventId":"rotation-\#(event)"}"#.utf8)
+            return try await httpRequest(port: app.port, "POST", "/v1/webhooks/desk", headers: [("x-hub-signature", Self.sign(body, secret))],
+                                         body: body).status
+        }
+        try await withGateway(configure: { $0.deskWebhookSecret = "new-secret"; $0.deskWebhookPreviousSecret = "old-secret" }) { app in
+            #expect(try await post(app, 1, "old-secret") == 200)
+            #expect(try await post(app, 2, "new-secret") == 200)
+            #expect(try await post(app, 3, "new-secret") == 200)
+            #expect(try await post(app, 4, "older-secret") == 401)
+            let metrics = try await httpRequest(port: app.port, "GET", "/metrics").text
+            #expect(metrics.contains(#"webhook_signatures_total{key="previous"} 1"#), "\(metrics.split(separator: "\n").filter { $0.contains("signatures") })")
+            #expect(metrics.contains(#"webhook_signatures_total{key="secret"} 2"#))
+        }
+        try await withGateway(configure: { $0.deskWebhookSecret = "new-secret" }) { app async throws in
+            #expect(try await post(app, 5, "old-secret") == 401)
+            #expect(try await post(app, 6, "new-secret") == 200)
+        }
+    }
+
     @Test func signaturesAreCheckedAndRedeliveriesAppliedOnce() async throws {
         let desk = try externalDesk()
         try await TestPostgres.withDatabase { url in

@@ -12,14 +12,16 @@ public import Telemetry
 /// one second and retries), then applied in the background — ticket changes to the cache, CSAT requests and ratings
 /// to the report data. The same event delivered several times is applied once.
 public struct WebhookRoutes: Sendable {
-    /// Keys a signature may be made with: the webhook secret and the API token (Sendbird's page names the token).
-    let secrets: [String]
+    /// Keys a signature may be made with, by name: the webhook secret, the one before it while a rotation goes on, and
+    /// the API token (Sendbird's page names the token).
+    let keys: [(name: String, secret: String)]
     let inbox: any WebhookEventInbox
     let metrics: MetricsRegistry
     let processor: WebhookProcessor
 
-    public init(secrets: [String], appId: String, inbox: any WebhookEventInbox, customer: CustomerRoutes, metrics: MetricsRegistry, logger: Logger) {
-        self.secrets = secrets.filter { !$0.isEmpty }
+    public init(keys: [(name: String, secret: String)], appId: String, inbox: any WebhookEventInbox, customer: CustomerRoutes,
+                metrics: MetricsRegistry, logger: Logger) {
+        self.keys = keys.filter { !$0.secret.isEmpty }
         self.inbox = inbox
         self.metrics = metrics
         let backlog = InboxBacklog()
@@ -34,6 +36,8 @@ public struct WebhookRoutes: Sendable {
         metrics.gauge("webhook_inbox_oldest_pending_seconds", help: "Age of the oldest stored webhook event not applied yet.") {
             [([], backlog.value.oldest)]
         }
+        metrics.describe("webhook_signatures_total", .counter,
+                         help: "Desk webhooks taken, by the key their signature was made with (secret, previous, api_token).")
         metrics.describe("webhook_events_total", .counter, help: "Desk webhook events by outcome (accepted, duplicate, rejected, applied, unrecognized, foreign, failed).")
     }
 
@@ -51,14 +55,16 @@ public struct WebhookRoutes: Sendable {
     /// Every event with a valid signature is stored before the 200, whatever its shape (a body that is not even JSON
     /// is kept as a JSON string), so nothing Desk delivers is lost to a parser that does not know it yet.
     func receive(_ request: HTTPRequest) async throws -> HTTPResponse {
-        guard !secrets.isEmpty else {
+        guard !keys.isEmpty else {
             throw APIError(.webhooksNotConfigured, detail: "Set DESK_WEBHOOK_SECRET (or DESK_API_TOKEN) to accept Desk webhooks.")
         }
         let signature = request.header("x-hub-signature")
-        guard secrets.contains(where: { Self.verify(signature, body: request.body, secret: $0) }) else {
+        guard let signer = keys.first(where: { Self.verify(signature, body: request.body, secret: $0.secret) }) else {
             metrics.increment("webhook_events_total", [("outcome", "rejected")])
             throw APIError(.invalidSignature, detail: "x-hub-signature must be sha1=<hex HMAC-SHA1 of the raw body with the webhook secret or API token>.")
         }
+        // Tells when a rotation is over: nothing signed with the previous secret any more.
+        metrics.increment("webhook_signatures_total", [("key", signer.name)])
         let parsed = try? JSONParser.parse(request.body, repairingStrings: true)
         let stored = parsed ?? .string(JSONParser.repairedText(request.body))
         let event = parsed.flatMap(DeskWebhookEvent.parse)
