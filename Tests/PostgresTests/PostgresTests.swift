@@ -292,9 +292,7 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
             let blocker = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1))
             defer { pool.shutdown(); blocker.shutdown() }
             // Connected first: on a loaded machine the connection may take longer than the wait allowed.
-            var connected = false
-            for _ in 0..<60 where !connected { connected = (try? await pool.query("SELECT 1")) != nil }
-            try #require(connected)
+            try #require(await eventually(within: 60, every: .milliseconds(50)) { (try? await pool.query("SELECT 1")) != nil })
             try await blocker.query("SELECT pg_advisory_lock(43)")
             let busy = Task { try await pool.query("SELECT pg_advisory_xact_lock_shared(43)") }
             await eventually(every: .milliseconds(5)) { pool.statistics.inUse >= 1 }
