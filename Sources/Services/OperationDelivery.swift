@@ -108,7 +108,7 @@ public final class OperationDelivery: Sendable {
             // Desk away, rate limiting, or answering what cannot be read (a proxy's or a maintenance page, after which
             // Desk may even have made the change): tried again later (a repeat refused as done already is booked
             // delivered), with the reason on the operation for as long as it lasts. Any other answer is a refusal.
-            if error.deskGaveNoUsableAnswer { return .retry(error) }
+            if error.deskGaveNoUsableAnswer || error.code == .storeUnavailable || error.code == .storeTimeout { return .retry(error) }
             // A write the customer made before their Desk session ended is theirs still: one made from the request
             // itself is answered (the app signs in again and retries), a queued one waits a while for the sign-in.
             if error.code == .unauthorized, !inline, (operation.awaitedSignInSeconds ?? 0) < policy.signInWaitSeconds {
@@ -121,15 +121,24 @@ public final class OperationDelivery: Sendable {
     /// An attempt with the Desk session the write was made in; when Desk no longer takes it (or it is gone), with
     /// the newest session the customer opened since.
     private func attemptWithSessions(_ operation: OutboxOperation, payload: JSONValue) async throws(DomainError) -> DeskTicket {
-        if let token = try? await sessions.deskToken(sessionId: operation.sessionId) {
+        if let token = try await deskToken({ try await sessions.deskToken(sessionId: operation.sessionId) }) {
             do {
                 return try await attempt(operation, payload: payload, token: token)
             } catch where error.code == .unauthorized {}
         }
-        guard let newer = try? await sessions.newestDeskToken(customerId: operation.customerId, after: operation.sessionId) else {
+        guard let newer = try await deskToken({ try await sessions.newestDeskToken(customerId: operation.customerId, after: operation.sessionId) }) else {
             throw DomainError(.unauthorized, "Desk no longer accepts the customer's session, and they have not signed in since.")
         }
         return try await attempt(operation, payload: payload, token: newer)
+    }
+
+    /// A session's Desk token; a database that cannot say now is no reason to give the write up (tried again).
+    private func deskToken(_ lookup: () async throws -> String?) async throws(DomainError) -> String? {
+        do {
+            return try await lookup()
+        } catch {
+            throw DomainError(.storeUnavailable, "the customer's Desk session could not be read; tried again", internalDetail: "\(error)")
+        }
     }
 
     private func attempt(_ operation: OutboxOperation, payload: JSONValue, token: String) async throws(DomainError) -> DeskTicket {
@@ -199,7 +208,7 @@ public final class OperationDelivery: Sendable {
         } catch let error as DomainError where error.code == .storeTimeout || error.code == .storeUnavailable {
             logger.warning("a delivered rating could not be stored yet; its operation is tried again",
                            metadata: ["ticket": "\(rating.ticketId)", "error": "\(error.internalDetail ?? error.message)"])
-            return error
+            return DomainError(error.code, "Desk has the answer; storing it for the reports is tried again", internalDetail: error.internalDetail)
         } catch {
             logger.error("could not record a delivered rating", metadata: ["ticket": "\(rating.ticketId)", "error": "\(error)"])
             return nil
@@ -259,7 +268,7 @@ public final class OperationDelivery: Sendable {
         case .unauthorized: return "desk_session_expired: Desk no longer accepts the customer's session"
         case .upstreamUnavailable, .rateLimited: return "desk_unavailable: Desk could not be reached"
         case .upstreamProtocol: return "desk_unreadable: Desk's answer could not be read"
-        case .storeTimeout, .storeUnavailable: return "database_unavailable: Desk has the answer; storing it for the reports is tried again"
+        case .storeTimeout, .storeUnavailable: return "database_unavailable: \(error.message)"
         default: return "\(error.code): \(error.message)"
         }
     }

@@ -136,14 +136,19 @@ final class FakeWriter: DeskTicketWriter {
 }
 
 struct FakeSessions: DeskSessionTokens {
-    func deskToken(sessionId: Int) async throws -> String? { "token-\(sessionId)" }
+    /// The database cannot answer a session lookup (a failover, a statement timeout).
+    var unreachable = false
+    func deskToken(sessionId: Int) async throws -> String? {
+        if unreachable { throw DomainError(.storeTimeout, "The database took too long; retry shortly.") }
+        return "token-\(sessionId)"
+    }
     func newestDeskToken(customerId: Int, after sessionId: Int) async throws -> String? { nil }
 }
 
 @Suite struct OperationDeliveryTests {
     static func delivery(_ desk: FakeWriter, _ outbox: FakeOutbox, _ cache: FakeTicketCache = FakeTicketCache(),
-                         _ ratings: FakeRatings = FakeRatings()) -> OperationDelivery {
-        OperationDelivery(desk: desk, outbox: outbox, sessions: FakeSessions(), tickets: cache, ratings: ratings,
+                         _ ratings: FakeRatings = FakeRatings(), sessions: FakeSessions = FakeSessions()) -> OperationDelivery {
+        OperationDelivery(desk: desk, outbox: outbox, sessions: sessions, tickets: cache, ratings: ratings,
                           policy: OutboxPolicy(maxBackoffSeconds: 60, relayConcurrency: 4),
                                  logger: Logger(label: "test"))
     }
@@ -198,6 +203,17 @@ struct FakeSessions: DeskSessionTokens {
         #expect(outbox.entries.withLock { $0[0].operation.lastError }?.hasPrefix("ticket_state_conflict") == true)
         // The cache holds Desk's view again.
         #expect(try await cache.find(.id(4))?.status == "ACTIVE")
+    }
+
+    /// Before, a session lookup the database could not answer failed the write as if Desk had refused the session.
+    @Test func aSessionLookupTheDatabaseCannotAnswerLeavesTheWriteQueued() async throws {
+        let (desk, outbox) = (FakeWriter(), FakeOutbox())
+        let operation = OutboxOperation(id: 1, ticketId: 6, customerId: 7, sessionId: 3, kind: .close, payload: "{}", status: .pending,
+                                        attempts: 2, lastError: nil, createdAt: 0, finishedAt: nil)
+        let outcome = await Self.delivery(desk, outbox, sessions: FakeSessions(unreachable: true)).deliver(operation, inline: false)
+        guard case .retry(let error) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(OperationDelivery.reason(error).hasPrefix("database_unavailable: the customer's Desk session"))
+        #expect(desk.state.withLock { $0.writes.isEmpty })
     }
 
     @Test func aRepeatedAttemptWhoseEffectIsAlreadyVisibleCountsAsDelivered() async throws {
