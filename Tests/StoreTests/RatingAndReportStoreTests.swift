@@ -87,8 +87,8 @@ import TestSupport
                 try await control.query("SELECT pg_advisory_lock(7)")
                 let inFlight = Task {
                     try await db.transaction { tx in
-                        // Held until the test's go, however long a loaded machine takes to get there.
-                        try tx.query("SET LOCAL statement_timeout = 0")
+                        // Held until the test's go, which a loaded machine can take longer than a statement may to reach.
+                        try tx.withoutStatementTimeout()
                         try tx.query("SELECT pg_advisory_xact_lock_shared($1)", [CSATStore.zoneLock])
                         try tx.query("SELECT pg_advisory_xact_lock_shared(7)")
                     }
