@@ -243,6 +243,31 @@ def api(browser, console, ticket_id):
         return done.status;
     """, gateway, token, operation.get("id", 0)) if operation else None
     check("waitForOperation sees it delivered", delivered == "delivered", delivered)
+
+    # Desk ends the customer's session while a write waits: waitForOperation asks onSessionExpired once, and the
+    # write goes to Desk with the new session instead of failing.
+    control("/faults", {"down": True})
+    queued = browser.run_async(setup + """
+        const g = new DeskGateway({ baseUrl: base, token });
+        return await g.setCustomFields(id, { tier: 'gold' });
+    """, gateway, token, fresh)
+    control("/customers/demo-customer/end-sessions", {})
+    control("/faults", {"down": False})
+    operation = (queued or {}).get("operation") or {}
+    renewed_write = browser.run_async(setup + """
+        let asked = 0;
+        const g = new DeskGateway({ baseUrl: base, token, onSessionExpired: async () => {
+            asked++;
+            return (await new DeskGateway({ baseUrl: base }).signIn('demo-customer', 'demo-token')).token;
+        } });
+        const done = await g.waitForOperation(id, { intervalMs: 300, timeoutMs: 60000 });
+        return { status: done.status, asked, renewed: g.token !== token };
+    """, gateway, token, operation.get("id", 0)) if operation else None
+    check("a write whose Desk session ended goes through once waitForOperation's hook signs in again",
+          renewed_write == {"status": "delivered", "asked": 1, "renewed": True}, renewed_write)
+    token = (browser.run_async(setup + """
+        return (await new DeskGateway({ baseUrl: base }).signIn('demo-customer', 'demo-token')).token;
+    """, gateway, token, 0))
     console.drain("08-operation")
 
     # 429: the client waits for Retry-After and tries again; with no retries left it throws rate_limited.

@@ -176,5 +176,6 @@ export class DeskGateway {
   classifyMessage(customType: string | null | undefined, data: string | null | undefined): MessageClassification;
 
   getOperation(id: number, options?: CallOptions): Promise<Operation>;
+  /** Polls until `delivered` (or throws `operation_failed`); a write waiting for a new sign-in calls `onSessionExpired` once. */
   waitForOperation(operation: Operation | number, options?: { intervalMs?: number; timeoutMs?: number; signal?: AbortSignal }): Promise<Operation>;
 }

@@ -434,7 +434,8 @@ export class DeskGateway {
   }
 
   /**
-   * Polls a queued write until Desk took it (`delivered`) or refused it (`failed`, throws with its reason).
+   * Polls a queued write until Desk took it (`delivered`) or refused it (`failed`, throws with its reason). A write
+   * that waits for the customer to sign in again (Desk ended their session meanwhile) calls `onSessionExpired` once.
    * @param {Operation|number} operation
    * @param {{intervalMs?: number, timeoutMs?: number, signal?: AbortSignal}} [options]
    * @returns {Promise<Operation>}
@@ -442,9 +443,17 @@ export class DeskGateway {
   async waitForOperation(operation, { intervalMs = 1000, timeoutMs = 60000, signal } = {}) {
     const id = typeof operation === "number" ? operation : operation.id;
     const deadline = Date.now() + timeoutMs;
+    let renewed = false;
     for (;;) {
       const current = await this.getOperation(id, { signal });
       if (current.status === "delivered") return current;
+      // Desk ended the customer's session while the write waited: it goes through once they sign in again.
+      if (current.status === "pending" && !renewed && this.onSessionExpired && current.reason?.startsWith("desk_session_expired")) {
+        renewed = true;
+        const token = await this.onSessionExpired({ code: "desk_session_expired", status: 401 });
+        if (signal?.aborted) throw signal.reason;
+        if (token) this.token = token;
+      }
       if (current.status === "failed") {
         throw new GatewayError({ status: 409, code: "operation_failed", title: "Desk refused the change",
                                  detail: current.reason ?? "", problem: current });

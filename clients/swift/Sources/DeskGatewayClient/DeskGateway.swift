@@ -31,6 +31,7 @@ public enum WriteResult: Sendable {
 public final class DeskGateway: Sendable {
     let client: Client
     let state: GatewayState
+    let onSessionExpired: (@Sendable (DeskGatewayError) async -> String?)?
     public let tickets: Tickets
 
     /// - Parameters:
@@ -44,6 +45,7 @@ public final class DeskGateway: Sendable {
                 session: URLSession = .shared,
                 onSessionExpired: (@Sendable (DeskGatewayError) async -> String?)? = nil) {
         state = GatewayState(token: token)
+        self.onSessionExpired = onSessionExpired
         let middleware = GatewayMiddleware(state: state, maxRetries: maxRetries, maxRetryDelay: maxRetryDelay,
                                            onSessionExpired: onSessionExpired)
         client = Client(serverURL: baseURL, configuration: Configuration(dateTranscoder: GatewayDates()),
@@ -87,16 +89,24 @@ public final class DeskGateway: Sendable {
         try await call { try await client.getOperation(path: .init(id: id)).ok.body.json }
     }
 
-    /// Polls a queued write until Desk took it (`delivered`) or refused it (throws `operationFailed`).
+    /// Polls a queued write until Desk took it (`delivered`) or refused it (throws `operationFailed`). A write that
+    /// waits for the customer to sign in again (Desk ended their session meanwhile) calls `onSessionExpired` once.
     public func waitForOperation(_ operation: Operation, every interval: Duration = .seconds(1),
                                  timeout: Duration = .seconds(60)) async throws -> Operation {
         let deadline = ContinuousClock.now + timeout
+        var renewed = false
         while true {
             let current = try await self.operation(operation.id)
             switch current.status {
             case .delivered: return current
             case .failed: throw DeskGatewayError(client: "operation_failed", detail: current.reason ?? "Desk refused the change.")
             case .pending:
+                if !renewed, let reason = current.reason, reason.hasPrefix("desk_session_expired"), let onSessionExpired {
+                    renewed = true
+                    if let token = await onSessionExpired(DeskGatewayError(client: "desk_session_expired", detail: reason, status: 401)) {
+                        state.token = token
+                    }
+                }
                 guard ContinuousClock.now + interval < deadline else {
                     throw DeskGatewayError(client: "operation_pending", detail: "operation \(operation.id) is still queued")
                 }

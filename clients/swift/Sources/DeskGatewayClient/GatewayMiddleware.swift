@@ -30,8 +30,8 @@ public struct DeskGatewayError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(status) \(code): \(detail.isEmpty ? title : detail)" }
 
-    init(client code: String, detail: String) {
-        (status, self.code, title, self.detail, retryAfter, requestId, ticketStatus, fieldErrors) = (0, code, code, detail, nil, nil, nil, [])
+    init(client code: String, detail: String, status: Int = 0) {
+        (self.status, self.code, title, self.detail, retryAfter, requestId, ticketStatus, fieldErrors) = (status, code, code, detail, nil, nil, nil, [])
     }
 
     init(response: HTTPResponse, body: Data) {

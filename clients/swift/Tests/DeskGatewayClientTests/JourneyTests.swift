@@ -82,6 +82,32 @@ enum Live {
         #expect(delivered.status == .delivered && delivered.ticketId == ticket.id && delivered.kind == .customFields)
     }
 
+    @Test func aQueuedWriteWhoseDeskSessionEndedGoesThroughOnceTheHookSignsIn() async throws {
+        let asked = Counter()
+        let gateway = try await Live.signedIn { _ in
+            await asked.add()
+            return try? await DeskGateway(baseURL: Live.gateway).authenticate(userId: "demo-customer", accessToken: "demo-token").token
+        }
+        let ticket = try await gateway.tickets.create(title: "Queued across a Desk session", userName: "Demo")
+        try await Live.control("/faults", ["down": true])
+        let result: WriteResult
+        do {
+            result = try await gateway.tickets.setCustomFields(ticket.id, ["plan": "bronze"])
+            // Desk ends the customer's sessions while the write waits: it then waits for a new sign-in.
+            try await Live.control("/customers/demo-customer/end-sessions")
+        } catch {
+            try await Live.control("/faults", ["down": false])
+            throw error
+        }
+        try await Live.control("/faults", ["down": false])
+        let operation = try #require(result.operation, "\(result)")
+        let delivered = try await gateway.waitForOperation(operation, every: .milliseconds(300), timeout: .seconds(90))
+        #expect(delivered.status == .delivered && delivered.kind == .customFields)
+        #expect(await asked.value == 1)
+        let read = try await gateway.tickets.get(ticket.id)
+        #expect(read.customFields.additionalProperties["plan"] == "bronze", "\(read)")
+    }
+
     @Test func problemsAreTypedErrors() async throws {
         let gateway = try await Live.signedIn()
         // 422 with the field named.
