@@ -1,4 +1,5 @@
 import DeskClient
+public import Domain
 import Foundation
 public import Services
 public import Logging
@@ -132,4 +133,14 @@ public func reportZones(_ config: GatewayConfig, logger: Logger) async throws ->
 /// applies them with the parser it has now. Returns how many.
 public func replayWebhooks(_ config: GatewayConfig, logger: Logger, statuses: [String]) async throws -> Int {
     try await withMigratedDatabase(config, logger: logger) { try await WebhookInbox(database: $0).replay(statuses: statuses) }
+}
+
+/// `desk-gateway outbox list`: the oldest pending customer writes, with when each is tried next.
+public func pendingOperations(_ config: GatewayConfig, logger: Logger, limit: Int) async throws -> [(operation: OutboxOperation, dueInSeconds: Double)] {
+    try await withMigratedDatabase(config, logger: logger) { try await OutboxStore(database: $0).pending(limit: limit) }
+}
+
+/// `desk-gateway outbox retry-now`: every pending write due at once (running gateways' relays take them).
+public func retryOperationsNow(_ config: GatewayConfig, logger: Logger) async throws -> Int {
+    try await withMigratedDatabase(config, logger: logger) { try await OutboxStore(database: $0).retryNow() }
 }

@@ -99,6 +99,26 @@ public struct OutboxStore: OutboxQueue {
         try await database.query("SELECT \(Self.columns) FROM outbox WHERE id = $1", [id]).first.map(Self.decode)
     }
 
+    /// Pending operations, oldest first, each with the seconds until its next attempt (0: due), for operators.
+    public func pending(limit: Int) async throws -> [(operation: OutboxOperation, dueInSeconds: Double)] {
+        try await database.query("""
+            SELECT \(Self.columns), greatest(extract(epoch FROM next_attempt_at - now()), 0)::float8
+              FROM outbox WHERE status = 'pending' ORDER BY id LIMIT $1
+            """, [limit]).map { (try Self.decode($0), try $0.decode(12)) }
+    }
+
+    /// Makes every pending operation due now (an operator's nudge once Desk is back, instead of the backoff's wait);
+    /// returns how many were waiting. Claimed ones are left to their relay.
+    public func retryNow() async throws -> Int {
+        try await database.query("""
+            WITH due AS (
+                UPDATE outbox SET next_attempt_at = now()
+                 WHERE status = 'pending' AND next_attempt_at > now() AND (claimed_until IS NULL OR claimed_until < now())
+                RETURNING 1)
+            SELECT count(*) FROM due
+            """)[0].decode(0)
+    }
+
     /// Pending operations and the age of the oldest, in seconds.
     public func depth() async throws -> (pending: Int, oldestSeconds: Double) {
         let row = try await database.query("""

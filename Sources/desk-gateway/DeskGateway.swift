@@ -16,7 +16,7 @@ struct DeskGateway: AsyncParsableCommand {
         commandName: "desk-gateway",
         abstract: "REST backend-for-frontend in front of Sendbird Desk.",
         version: "\(gatewayVersion) (\(ProcessMetrics.revision))",
-        subcommands: [Serve.self, Migrate.self, Sync.self, Csat.self, ApiKey.self, Cache.self, Webhooks.self, Settings.self],
+        subcommands: [Serve.self, Migrate.self, Sync.self, Csat.self, ApiKey.self, Cache.self, Outbox.self, Webhooks.self, Settings.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -386,6 +386,46 @@ struct Cache: AsyncParsableCommand {
                                  + "webhook_inbox_pending), or give --discard-pending to drop them.")
                     throw ExitCode(1)
                 }
+            }
+        }
+    }
+}
+
+struct Outbox: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Look at and nudge customer writes queued for Desk.",
+                                                    subcommands: [List.self, RetryNow.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The oldest pending writes: id, kind, ticket, age, attempts, seconds to the next attempt, reason.")
+        @Option(help: "At most this many (1-1000).") var limit = 50
+
+        func validate() throws {
+            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
+        }
+
+        func run() async throws {
+            try await oneShot { config, logger in
+                let pending = try await pendingOperations(config, logger: logger, limit: limit)
+                print(["id", "kind", "ticket", "age_s", "attempts", "next_s", "reason"].joined(separator: "\t"))
+                let now = Date().timeIntervalSince1970
+                for (operation, due) in pending {
+                    print(["\(operation.id)", operation.kind.rawValue, "\(operation.ticketId)", "\(Int(now - operation.createdAt))",
+                           "\(operation.attempts)", "\(Int(due.rounded(.up)))", operation.lastError ?? "-"].joined(separator: "\t"))
+                }
+            }
+        }
+    }
+
+    struct RetryNow: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "retry-now",
+            abstract: "Make every pending write due now (once Desk is back, instead of waiting out the backoff); running gateways' relays take them.")
+
+        func run() async throws {
+            try await oneShot { config, logger in
+                let count = try await retryOperationsNow(config, logger: logger)
+                print("outbox retry-now: \(count) pending writes due now")
             }
         }
     }

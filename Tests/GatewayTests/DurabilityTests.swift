@@ -3,6 +3,7 @@ import DeskEmulator
 import Foundation
 import GatewayApp
 import JSON
+import Logging
 import Postgres
 import Store
 import Testing
@@ -210,6 +211,35 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             let ticket = try await customer.send("GET", "/v1/tickets/\(id)")
             #expect(ticket.json?["status"] as? String == "INITIALIZED")
             #expect((ticket.json?["pendingOperations"] as? [Any])?.isEmpty == true)
+            await app.stop()
+        }
+        await desk.stop()
+    }
+
+    /// An operator's view of the queue and nudge (`desk-gateway outbox list` and `retry-now`): the waiting write is
+    /// listed with its reason and next attempt, and the nudge brings it to Desk without waiting out the backoff.
+    @Test func anOperatorListsTheQueueAndSendsItNow() async throws {
+        let desk = try externalDesk()
+        try await TestPostgres.withDatabase { url in
+            let config = gatewayConfig(database: url, desk: desk)
+            let app = try await TestGateway.start(config)
+            let customer = try await Customer.signIn(app)
+            let (id, _) = try await waitingMessage(customer, deskPort: desk.port, csat: false, index: 0)
+            _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":true}"#)
+            let queued = try await customer.send("POST", "/v1/tickets/\(id)/close", "{}")
+            #expect(queued.status == 202, "\(queued.text)")
+            // A long backoff, as after an outage of an hour.
+            try await app.database.query("UPDATE outbox SET next_attempt_at = now() + interval '1 hour'")
+            _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":false}"#)
+            let listed = try await pendingOperations(config, logger: Logger(label: "test"), limit: 10)
+            #expect(listed.count == 1 && listed.first?.operation.ticketId == id && listed.first?.operation.kind == .close)
+            #expect((listed.first?.dueInSeconds ?? 0) > 3_500)
+            #expect(listed.first?.operation.lastError?.hasPrefix("desk_unavailable") == true, "\(String(describing: listed.first))")
+            #expect(try await retryOperationsNow(config, logger: Logger(label: "test")) == 1)
+            try await waitForEmptyOutbox(app.database, seconds: 30)
+            let onDesk = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(id)")
+            #expect(onDesk.json?["status2"] as? String == "CLOSED", "\(onDesk.text)")
+            #expect(try await pendingOperations(config, logger: Logger(label: "test"), limit: 10).isEmpty)
             await app.stop()
         }
         await desk.stop()

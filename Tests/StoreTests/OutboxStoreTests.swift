@@ -74,6 +74,33 @@ import TestSupport
         }
     }
 
+    @Test func operatorsSeeThePendingWritesAndCanMakeThemDueNow() async throws {
+        try await withStore { db in
+            let (outbox, first) = try await Self.queued(db, ticket: 7, kind: .close)
+            let (customer, session) = try await customerWithSession(db, sendbirdId: "customer-2")
+            let second = try await outbox.enqueue(ticketId: 8, customerId: customer, sessionId: session, kind: .reopen, payload: "{}",
+                                                  owner: "api", leaseSeconds: 30)
+            let done = try await outbox.enqueue(ticketId: 9, customerId: customer, sessionId: session, kind: .close, payload: "{}",
+                                                owner: "api", leaseSeconds: 30)
+            try await outbox.finish(done.operation, delivered: true, error: nil)
+            try await outbox.reschedule(first.operation, afterSeconds: 3_600, error: "desk_unavailable: away", awaitingSignIn: false)
+            try await outbox.reschedule(second.operation, afterSeconds: 0, error: "desk_unavailable: away", awaitingSignIn: false)
+            // Oldest first, the delivered one left out, each with the wait before its next attempt.
+            let listed = try await outbox.pending(limit: 10)
+            #expect(listed.map(\.operation.id) == [first.operation.id, second.operation.id])
+            #expect(listed[0].dueInSeconds > 3_500 && listed[1].dueInSeconds == 0)
+            #expect(listed[0].operation.lastError == "desk_unavailable: away")
+            #expect(try await outbox.pending(limit: 1).count == 1)
+            // The nudge brings the waiting one forward; one a relay holds is left to it.
+            try await db.query("UPDATE outbox SET claimed_until = now() + interval '1 minute' WHERE id = $1", [second.operation.id])
+            try await db.query("UPDATE outbox SET next_attempt_at = now() + interval '1 hour' WHERE id = $1", [second.operation.id])
+            #expect(try await outbox.retryNow() == 1)
+            let after = try await outbox.pending(limit: 10)
+            #expect(after[0].dueInSeconds == 0 && after[1].dueInSeconds > 3_500)
+            #expect(try await outbox.claimBatch(by: "relay", leaseSeconds: 30, limit: 10).map(\.id) == [first.operation.id])
+        }
+    }
+
     @Test func aQueuedWriteFindsTheDeskTokenOfTheCustomersNewestLaterSession() async throws {
         try await withStore { db in
             let sessions = SessionStore(database: db, vault: TokenVault(key: TokenVault.generateKey()))
