@@ -14,7 +14,7 @@ public struct OutboxPolicy: Sendable {
     /// How long a claimed operation is left alone by other instances.
     public var leaseSeconds = 60
 
-    public init(maxBackoffSeconds: Double, relayConcurrency: Int, signInWaitSeconds: Double = 600) {
+    public init(maxBackoffSeconds: Double, relayConcurrency: Int, signInWaitSeconds: Double) {
         self.maxBackoffSeconds = maxBackoffSeconds
         self.relayConcurrency = relayConcurrency
         self.signInWaitSeconds = signInWaitSeconds

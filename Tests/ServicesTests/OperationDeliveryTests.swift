@@ -149,8 +149,7 @@ struct FakeSessions: DeskSessionTokens {
     static func delivery(_ desk: FakeWriter, _ outbox: FakeOutbox, _ cache: FakeTicketCache = FakeTicketCache(),
                          _ ratings: FakeRatings = FakeRatings(), sessions: FakeSessions = FakeSessions()) -> OperationDelivery {
         OperationDelivery(desk: desk, outbox: outbox, sessions: sessions, tickets: cache, ratings: ratings,
-                          policy: OutboxPolicy(maxBackoffSeconds: 60, relayConcurrency: 4),
-                                 logger: Logger(label: "test"))
+                          policy: OutboxPolicy(maxBackoffSeconds: 60, relayConcurrency: 4, signInWaitSeconds: 600), logger: Logger(label: "test"))
     }
 
     static func submit(_ delivery: OperationDelivery, _ ticket: Int, _ kind: OperationKind,
