@@ -255,7 +255,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
         let desk = try externalDesk()
         try await TestPostgres.withDatabase { url in
             var config = gatewayConfig(database: url, desk: desk)
-            config.outboxSignInWaitSeconds = 3
+            config.outboxSignInWaitSeconds = 20   // long enough for a loaded machine to see the wait and sign in
             let app = try await TestGateway.start(config)
             let (first, second) = (try await Customer.signIn(app), try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2"))
             let (kept, _) = try await waitingMessage(first, deskPort: desk.port, csat: false, index: 0)
@@ -278,7 +278,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect(waiting, "the write did not wait for a sign-in")
             // The customer signs in again (the app's answer to desk_session_expired): the write goes with that session.
             let again = try await Customer.signIn(app)
-            try await waitForEmptyOutbox(app.database, seconds: 30)
+            try await waitForEmptyOutbox(app.database, seconds: 90)
             let delivered = try await again.send("GET", "/v1/operations/\(operations.0)")
             #expect(delivered.json?["status"] as? String == "delivered", "\(delivered.text)")
             let onDesk = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(kept)")
