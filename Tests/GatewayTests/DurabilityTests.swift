@@ -29,6 +29,26 @@ func gatewayConfig(database: String, desk: DeskEmulator) -> GatewayConfig {
     return config
 }
 
+/// A gateway on a fresh database whose Desk is an emulator outside it (`externalDesk`); both are stopped afterwards,
+/// also when `body` throws. `app.config` is the configuration it runs with.
+func withGatewayOnExternalDesk(configure: (inout GatewayConfig) -> Void = { _ in },
+                               _ body: (GatewayApplication, DeskEmulator) async throws -> Void) async throws {
+    let desk = try externalDesk()
+    do {
+        try await TestPostgres.withDatabase { url in
+            var config = gatewayConfig(database: url, desk: desk)
+            configure(&config)
+            let app = try await TestGateway.start(config)
+            do { try await body(app, desk) } catch { await app.stop(); throw error }
+            await app.stop()
+        }
+    } catch {
+        await desk.stop()
+        throw error
+    }
+    await desk.stop()
+}
+
 /// Prepares a ticket with a WAITING CSAT request (closed) or closure inquiry (active); returns (ticket, message).
 func waitingMessage(_ customer: Customer, deskPort: Int, csat: Bool, index: Int) async throws -> (Int, Int) {
     let id = try #require(try await customer.createTicket("Ticket \(index)")["id"] as? Int)
@@ -155,14 +175,11 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
     }
 
     @Test func twoGatewaysOnOneDatabaseDeliverEachOperationOnce() async throws {
-        let desk = try externalDesk()
-        try await TestPostgres.withDatabase { url in
-            let config = gatewayConfig(database: url, desk: desk)
-            let a = try await TestGateway.start(config)
-            var other = config
+        try await withGatewayOnExternalDesk { app, desk in
+            var other = app.config
             other.port = TestPorts.free()
             let b = try await TestGateway.start(other)
-            let customerA = try await Customer.signIn(a)
+            let customerA = try await Customer.signIn(app)
             let customerB = try await Customer.signIn(b, user: "demo-customer-2", accessToken: "demo-token-2")
             var items: [(Customer, Int, Int)] = []
             for index in 0..<30 {
@@ -176,26 +193,22 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
                 #expect(response.status == 202)
             }
             try desk.start()
-            try await waitForEmptyOutbox(a.database)
+            try await waitForEmptyOutbox(app.database)
             for item in items {
                 let state = try await messageState(desk.port, ticket: item.1, message: item.2)
                 #expect(state.state == "CONFIRMED")
                 #expect(state.attempts == 1, "ticket \(item.1) answered \(state.attempts) times")
             }
-            let delivered: Int = try await a.database.query("SELECT count(*) FROM outbox WHERE status = 'delivered'")[0].decode(0)
+            let delivered: Int = try await app.database.query("SELECT count(*) FROM outbox WHERE status = 'delivered'")[0].decode(0)
             #expect(delivered == 30)
-            let ratings: Int = try await a.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
+            let ratings: Int = try await app.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
             #expect(ratings == 30)
-            await a.stop()
             await b.stop()
         }
-        await desk.stop()
     }
 
     @Test func aRefusedOperationFailsWithAReasonAndTheCacheFollowsDesk() async throws {
-        let desk = try externalDesk()
-        try await TestPostgres.withDatabase { url in
-            let app = try await TestGateway.start(gatewayConfig(database: url, desk: desk))
+        try await withGatewayOnExternalDesk { app, desk in
             let customer = try await Customer.signIn(app)
             let id = try #require(try await customer.createTicket("Will be refused")["id"] as? Int)
             await desk.stop()
@@ -211,18 +224,13 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             let ticket = try await customer.send("GET", "/v1/tickets/\(id)")
             #expect(ticket.json?["status"] as? String == "INITIALIZED")
             #expect((ticket.json?["pendingOperations"] as? [Any])?.isEmpty == true)
-            await app.stop()
         }
-        await desk.stop()
     }
 
     /// An operator's view of the queue and nudge (`desk-gateway outbox list` and `retry-now`): the waiting write is
     /// listed with its reason and next attempt, and the nudge brings it to Desk without waiting out the backoff.
     @Test func anOperatorListsTheQueueAndSendsItNow() async throws {
-        let desk = try externalDesk()
-        try await TestPostgres.withDatabase { url in
-            let config = gatewayConfig(database: url, desk: desk)
-            let app = try await TestGateway.start(config)
+        try await withGatewayOnExternalDesk { app, desk in
             let customer = try await Customer.signIn(app)
             let (id, _) = try await waitingMessage(customer, deskPort: desk.port, csat: false, index: 0)
             _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":true}"#)
@@ -237,26 +245,21 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
                     """).isEmpty
             })
             _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":false}"#)
-            let listed = try await pendingOperations(config, logger: Logger(label: "test"), limit: 10)
+            let listed = try await pendingOperations(app.config, logger: Logger(label: "test"), limit: 10)
             #expect(listed.count == 1 && listed.first?.operation.ticketId == id && listed.first?.operation.kind == .close)
             #expect((listed.first?.dueInSeconds ?? 0) > 3_500)
             #expect(listed.first?.operation.lastError?.hasPrefix("desk_unavailable") == true, "\(String(describing: listed.first))")
-            #expect(try await retryOperationsNow(config, logger: Logger(label: "test")) == 1)
+            #expect(try await retryOperationsNow(app.config, logger: Logger(label: "test")) == 1)
             try await waitForEmptyOutbox(app.database, seconds: 30)
             let onDesk = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(id)")
             #expect(onDesk.json?["status2"] as? String == "CLOSED", "\(onDesk.text)")
-            #expect(try await pendingOperations(config, logger: Logger(label: "test"), limit: 10).isEmpty)
-            await app.stop()
+            #expect(try await pendingOperations(app.config, logger: Logger(label: "test"), limit: 10).isEmpty)
         }
-        await desk.stop()
     }
 
     @Test func aQueuedWriteOutlivesTheCustomersDeskSession() async throws {
-        let desk = try externalDesk()
-        try await TestPostgres.withDatabase { url in
-            var config = gatewayConfig(database: url, desk: desk)
-            config.outboxSignInWaitSeconds = 20   // long enough for a loaded machine to see the wait and sign in
-            let app = try await TestGateway.start(config)
+        // The sign-in wait: long enough for a loaded machine to see it and sign in.
+        try await withGatewayOnExternalDesk(configure: { $0.outboxSignInWaitSeconds = 20 }) { app, desk in
             let (first, second) = (try await Customer.signIn(app), try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2"))
             let (kept, _) = try await waitingMessage(first, deskPort: desk.port, csat: false, index: 0)
             let (lost, _) = try await waitingMessage(second, deskPort: desk.port, csat: false, index: 1)
@@ -289,9 +292,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect((failed.json?["reason"] as? String)?.hasPrefix("desk_session_expired") == true, "\(failed.text)")
             let untouched = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(lost)")
             #expect(untouched.json?["status2"] as? String == "ACTIVE", "\(untouched.text)")
-            await app.stop()
         }
-        await desk.stop()
     }
 }
 
@@ -363,9 +364,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
     }
 
     @Test func signaturesAreCheckedAndRedeliveriesAppliedOnce() async throws {
-        let desk = try externalDesk()
-        try await TestPostgres.withDatabase { url in
-            let app = try await TestGateway.start(gatewayConfig(database: url, desk: desk))
+        try await withGatewayOnExternalDesk { app, desk in
             let customer = try await Customer.signIn(app)
             let (ticket, message) = try await waitingMessage(customer, deskPort: desk.port, csat: true, index: 1)
             // A CSAT event as Desk would send it after the customer rated in another app.
@@ -405,9 +404,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect(ratings.first?[2] == "webhook")
             let events: Int = try await app.database.query("SELECT count(*) FROM webhook_events")[0].decode(0)
             #expect(events == 1)
-            await app.stop()
         }
-        await desk.stop()
     }
 
     @Test func aRatingSeenByWebhookAndBySyncCountsOnce() async throws {
