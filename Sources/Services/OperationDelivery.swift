@@ -229,8 +229,7 @@ public final class OperationDelivery: Sendable {
             logger.notice("operation refused by Desk", metadata: ["operation": "\(operation.id)", "kind": "\(operation.kind)",
                                                                   "detail": "\(error.internalDetail ?? error.message)"])
             try await outbox.finish(operation, delivered: false, error: Self.reason(error))
-            if let token = try? await sessions.deskToken(sessionId: operation.sessionId),
-               let truth = try? await desk.ticket(.id(operation.ticketId), deskToken: token) {
+            if let truth = await ticketAfterRefusal(operation) {
                 _ = try? await tickets.save(truth, customerId: operation.customerId)
             } else {
                 tickets.forget(.id(operation.ticketId))
@@ -251,6 +250,17 @@ public final class OperationDelivery: Sendable {
                                         error: "desk_session_expired: waiting for the customer to sign in again", awaitingSignIn: true)
             return nil
         }
+    }
+
+    /// Desk's copy of a refused write's ticket, read as the attempt went: with the write's own Desk session, else
+    /// with the newest the customer opened since. Nil when neither reads it (the cached copy is then forgotten).
+    private func ticketAfterRefusal(_ operation: OutboxOperation) async -> DeskTicket? {
+        if let token = try? await sessions.deskToken(sessionId: operation.sessionId),
+           let truth = try? await desk.ticket(.id(operation.ticketId), deskToken: token) {
+            return truth
+        }
+        guard let newer = try? await sessions.newestDeskToken(customerId: operation.customerId, after: operation.sessionId) else { return nil }
+        return try? await desk.ticket(.id(operation.ticketId), deskToken: newer)
     }
 
     /// Seconds before the next attempt: between half and all of 2^attempts, capped at `ceiling`.

@@ -85,11 +85,14 @@ final class FakeWriter: DeskTicketWriter {
         var failures: [String: DomainError] = [:]
         var writes: [String] = []
         var paused = false
+        /// Desk sessions Desk has ended: anything asked with one is refused as unauthorized.
+        var endedTokens: Set<String> = []
     }
     let state = Mutex(State())
 
-    private func write(_ name: String, _ id: Int, _ change: (inout State) -> Void = { _ in }) throws(DomainError) {
+    private func write(_ name: String, _ id: Int, token: String, _ change: (inout State) -> Void = { _ in }) throws(DomainError) {
         let failure = state.withLock { state -> DomainError? in
+            if state.endedTokens.contains(token) { return DomainError(.unauthorized, "session ended") }
             state.writes.append("\(name) \(id)")
             if let failure = state.failures[name] { return failure }
             change(&state)
@@ -100,35 +103,36 @@ final class FakeWriter: DeskTicketWriter {
 
     func ticket(_ key: TicketKey, deskToken: String) async throws(DomainError) -> DeskTicket {
         guard case .id(let id) = key else { throw DomainError(.notFound, "no") }
-        let closed = state.withLock { $0.closed.contains(id) }
+        let (closed, ended) = state.withLock { ($0.closed.contains(id), $0.endedTokens.contains(deskToken)) }
+        if ended { throw DomainError(.unauthorized, "session ended") }
         return Make.ticket(id, closedAt: closed ? "2026-11-20T09:00:00Z" : nil)
     }
 
     func submitFeedback(ticketId: Int, messageId: Int, score: Int, comment: String?, deskToken: String) async throws(DomainError) {
-        try write("feedback", ticketId)
+        try write("feedback", ticketId, token: deskToken)
     }
 
     func confirmClosure(ticketId: Int, messageId: Int, confirm: Bool, deskToken: String) async throws(DomainError) {
-        try write("closure_confirmation", ticketId)
+        try write("closure_confirmation", ticketId, token: deskToken)
     }
 
     func close(ticketId: Int, comment: String, deskToken: String) async throws(DomainError) -> DeskTicket {
-        try write("close", ticketId) { _ = $0.closed.insert(ticketId) }
+        try write("close", ticketId, token: deskToken) { _ = $0.closed.insert(ticketId) }
         return try await ticket(.id(ticketId), deskToken: deskToken)
     }
 
     func reopen(ticketId: Int, deskToken: String) async throws(DomainError) -> DeskTicket {
-        try write("reopen", ticketId) { _ = $0.closed.remove(ticketId) }
+        try write("reopen", ticketId, token: deskToken) { _ = $0.closed.remove(ticketId) }
         return try await ticket(.id(ticketId), deskToken: deskToken)
     }
 
     func setCustomFields(ticketId: Int, _ fields: [(key: String, value: String)], deskToken: String) async throws(DomainError) -> DeskTicket {
-        try write("custom_fields", ticketId)
+        try write("custom_fields", ticketId, token: deskToken)
         return try await ticket(.id(ticketId), deskToken: deskToken)
     }
 
     func setRelatedChannels(ticketId: Int, _ urls: [String], deskToken: String) async throws(DomainError) -> DeskTicket {
-        try write("related_channels", ticketId)
+        try write("related_channels", ticketId, token: deskToken)
         return try await ticket(.id(ticketId), deskToken: deskToken)
     }
 
@@ -138,11 +142,13 @@ final class FakeWriter: DeskTicketWriter {
 struct FakeSessions: DeskSessionTokens {
     /// The database cannot answer a session lookup (a failover, a statement timeout).
     var unreachable = false
+    /// The Desk token of a session the customer opened later, if any.
+    var newer: String?
     func deskToken(sessionId: Int) async throws -> String? {
         if unreachable { throw DomainError(.storeTimeout, "The database took too long; retry shortly.") }
         return "token-\(sessionId)"
     }
-    func newestDeskToken(customerId: Int, after sessionId: Int) async throws -> String? { nil }
+    func newestDeskToken(customerId: Int, after sessionId: Int) async throws -> String? { newer }
 }
 
 @Suite struct OperationDeliveryTests {
@@ -202,6 +208,21 @@ struct FakeSessions: DeskSessionTokens {
         #expect(outbox.entries.withLock { $0[0].operation.lastError }?.hasPrefix("ticket_state_conflict") == true)
         // The cache holds Desk's view again.
         #expect(try await cache.find(.id(4))?.status == "ACTIVE")
+    }
+
+    /// A queued write made in a session Desk has ended goes with the customer's newer one; when Desk refuses it,
+    /// the cache takes Desk's copy read with that session too (before: forgotten, read from Desk once more later).
+    @Test func aRefusalAfterASignInAgainResetsTheCacheWithTheNewerSession() async throws {
+        let (desk, outbox, cache) = (FakeWriter(), FakeOutbox(), FakeTicketCache())
+        desk.state.withLock { $0.endedTokens = ["token-3"]; $0.failures["reopen"] = DomainError(.conflict, "Desk: not closed") }
+        let delivery = Self.delivery(desk, outbox, cache, sessions: FakeSessions(newer: "token-9"))
+        let operation = OutboxOperation(id: 1, ticketId: 8, customerId: 7, sessionId: 3, kind: .reopen, payload: "{}", status: .pending,
+                                        attempts: 0, lastError: nil, createdAt: 0, finishedAt: nil)
+        let outcome = await delivery.deliver(operation, inline: false)
+        guard case .failed(let error) = outcome, error.code == .conflict else { Issue.record("\(outcome)"); return }
+        try await delivery.complete(operation, outcome)
+        #expect(desk.state.withLock { $0.writes } == ["reopen 8"])
+        #expect(try await cache.find(.id(8))?.status == "ACTIVE")
     }
 
     /// Before, a session lookup the database could not answer failed the write as if Desk had refused the session.
