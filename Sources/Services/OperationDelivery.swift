@@ -50,7 +50,7 @@ public final class OperationDelivery: Sendable {
     let ratings: any RatingStore
     let policy: OutboxPolicy
     let logger: Logger
-    /// Told each attempt's outcome (`delivered`, `retry`, `failed`), for metrics.
+    /// Told each attempt's outcome (`delivered`, `retry`, `awaiting_sign_in`, `failed`), for metrics.
     let observe: @Sendable (String) -> Void
     let owner = UUID().uuidString
 
@@ -241,7 +241,7 @@ public final class OperationDelivery: Sendable {
                                         error: Self.reason(error), awaitingSignIn: false)
             return nil
         case .awaitSignIn:
-            observe("retry")
+            observe("awaiting_sign_in")
             if operation.awaitedSignInSeconds == nil {
                 logger.notice("a queued write waits for its customer to sign in again", metadata: [
                     "operation": "\(operation.id)", "kind": "\(operation.kind)", "wait_s": "\(Int(policy.signInWaitSeconds))"])

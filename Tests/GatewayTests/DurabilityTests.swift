@@ -279,6 +279,9 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
                 return operation?["status"] as? String == "pending" && (operation?["reason"] as? String)?.hasPrefix("desk_session_expired") == true
             }
             #expect(waiting, "the write did not wait for a sign-in")
+            let metrics = try await httpRequest(port: app.port, "GET", "/metrics").text
+            #expect(metrics.contains(#"outbox_deliveries_total{outcome="awaiting_sign_in"} "#),
+                    "\(metrics.split(separator: "\n").filter { $0.hasPrefix("outbox_deliveries") })")
             // The customer signs in again (the app's answer to desk_session_expired): the write goes with that session.
             let again = try await Customer.signIn(app)
             try await waitForEmptyOutbox(app.database, seconds: 90)

@@ -37,7 +37,7 @@ final class CustomerWrites: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.settings = settings
-        metrics.describe("outbox_deliveries_total", .counter, help: "Outbox delivery attempts by outcome (delivered, retry, failed).")
+        metrics.describe("outbox_deliveries_total", .counter, help: "Outbox delivery attempts by outcome (delivered, retry, awaiting_sign_in, failed).")
         metrics.describe("outbox_pending", .gauge, help: "Operations waiting for Desk.")
         metrics.describe("outbox_oldest_pending_seconds", .gauge, help: "Age of the oldest operation waiting for Desk.")
     }
