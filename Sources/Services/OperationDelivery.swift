@@ -252,12 +252,16 @@ public final class OperationDelivery: Sendable {
         }
     }
 
-    /// Desk's copy of a refused write's ticket, read as the attempt went: with the write's own Desk session, else
-    /// with the newest the customer opened since. Nil when neither reads it (the cached copy is then forgotten).
+    /// Desk's copy of a refused write's ticket, read as the attempt went: with the write's own Desk session, or when
+    /// Desk no longer takes it (or it is gone) with the newest the customer opened since. Nil when it cannot be read
+    /// (the cached copy is then forgotten).
     private func ticketAfterRefusal(_ operation: OutboxOperation) async -> DeskTicket? {
-        if let token = try? await sessions.deskToken(sessionId: operation.sessionId),
-           let truth = try? await desk.ticket(.id(operation.ticketId), deskToken: token) {
-            return truth
+        if let token = try? await sessions.deskToken(sessionId: operation.sessionId) {
+            do {
+                return try await desk.ticket(.id(operation.ticketId), deskToken: token)
+            } catch {
+                guard error.code == .unauthorized else { return nil }
+            }
         }
         guard let newer = try? await sessions.newestDeskToken(customerId: operation.customerId, after: operation.sessionId) else { return nil }
         return try? await desk.ticket(.id(operation.ticketId), deskToken: newer)
