@@ -95,7 +95,7 @@ public final class OperationDelivery: Sendable {
     public func deliver(_ operation: OutboxOperation, inline: Bool) async -> Outcome {
         let payload = (try? JSONParser.parse(operation.payload)) ?? .object([])
         do throws(DomainError) {
-            let ticket = try await attemptWithSessions(operation, payload: payload)
+            let ticket = try await withSessions(operation) { token throws(DomainError) in try await attempt(operation, payload: payload, token: token) }
             // A rating Desk took but the database could not store for now (a zone backfill holding the CSAT writers, a
             // failover) is tried again, Desk's repeated answer recognized: left to Desk's webhook or the sync, it was
             // missing from the reports where neither came, and on the agent Desk named at sync time where one did.
@@ -118,18 +118,19 @@ public final class OperationDelivery: Sendable {
         }
     }
 
-    /// An attempt with the Desk session the write was made in; when Desk no longer takes it (or it is gone), with
-    /// the newest session the customer opened since.
-    private func attemptWithSessions(_ operation: OutboxOperation, payload: JSONValue) async throws(DomainError) -> DeskTicket {
+    /// `call` with the Desk session the write was made in; when Desk no longer takes it (or it is gone), with the
+    /// newest session the customer opened since.
+    private func withSessions<T>(_ operation: OutboxOperation,
+                                 _ call: (String) async throws(DomainError) -> T) async throws(DomainError) -> T {
         if let token = try await deskToken({ try await sessions.deskToken(sessionId: operation.sessionId) }) {
             do {
-                return try await attempt(operation, payload: payload, token: token)
+                return try await call(token)
             } catch where error.code == .unauthorized {}
         }
         guard let newer = try await deskToken({ try await sessions.newestDeskToken(customerId: operation.customerId, after: operation.sessionId) }) else {
             throw DomainError(.unauthorized, "Desk no longer accepts the customer's session, and they have not signed in since.")
         }
-        return try await attempt(operation, payload: payload, token: newer)
+        return try await call(newer)
     }
 
     /// A session's Desk token; a database that cannot say now is no reason to give the write up (tried again).
@@ -252,19 +253,10 @@ public final class OperationDelivery: Sendable {
         }
     }
 
-    /// Desk's copy of a refused write's ticket, read as the attempt went: with the write's own Desk session, or when
-    /// Desk no longer takes it (or it is gone) with the newest the customer opened since. Nil when it cannot be read
-    /// (the cached copy is then forgotten).
+    /// Desk's copy of a refused write's ticket, read with the sessions the attempt used (`withSessions`). Nil when
+    /// it cannot be read (the cached copy is then forgotten).
     private func ticketAfterRefusal(_ operation: OutboxOperation) async -> DeskTicket? {
-        if let token = try? await sessions.deskToken(sessionId: operation.sessionId) {
-            do {
-                return try await desk.ticket(.id(operation.ticketId), deskToken: token)
-            } catch {
-                guard error.code == .unauthorized else { return nil }
-            }
-        }
-        guard let newer = try? await sessions.newestDeskToken(customerId: operation.customerId, after: operation.sessionId) else { return nil }
-        return try? await desk.ticket(.id(operation.ticketId), deskToken: newer)
+        try? await withSessions(operation) { token throws(DomainError) in try await desk.ticket(.id(operation.ticketId), deskToken: token) }
     }
 
     /// Seconds before the next attempt: between half and all of 2^attempts, capped at `ceiling`.
