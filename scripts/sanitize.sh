@@ -24,7 +24,7 @@ for sanitizer in "${sanitizers[@]}"; do
   # In the three parts make test runs (scripts/test.sh). The verdict is the sanitizer's: a report, or a test process
   # that did not finish, fails the run. A sanitized build is two to three times slower and holds freed memory, so the
   # suites' time and memory bounds (checked by make test) can fail here without a defect: they are listed, not fatal.
-  timed="HostilePreviewTests|ConcurrentWriteTests|DeadlineTests"
+  . scripts/suites.sh
   log=".build-$sanitizer/suite.log"
   : > "$log"
   for part in "--skip $timed|ContentionTests" "--filter $timed" "--filter ContentionTests"; do

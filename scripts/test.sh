@@ -28,10 +28,8 @@ python3 -m openapi_spec_validator openapi.yaml
 python3 scripts/check_openapi_examples.py
 
 echo "== running the test suite"
-# Suites that hold the gateway to a time bound (a preview's deadline, a webhook overtaking a held answer) run by
-# themselves after the rest, which would otherwise measure sixty other suites' load on two cores; the contention
-# scenario, which saturates both cores for its length, runs alone last.
-timed="HostilePreviewTests|ConcurrentWriteTests|DeadlineTests"
+# The suites with time bounds and the contention scenario run apart (scripts/suites.sh says why).
+. scripts/suites.sh
 swift test --skip-build --skip "$timed|ContentionTests"
 
 echo "== the suites with time bounds, by themselves"
