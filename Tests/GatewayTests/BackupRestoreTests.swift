@@ -53,18 +53,18 @@ import TestSupport
                 let bytes = (try FileManager.default.attributesOfItem(atPath: dump)[.size] as? Int) ?? 0
                 print("restore drill: dump \(bytes) bytes in \(String(format: "%.2f", dumped.seconds)) s, restore \(String(format: "%.2f", restored.seconds)) s")
 
-                let second = try await TestGateway.start(gatewayConfig(database: target, desk: desk))
-                let after = try await Reporter(port: second.port, key: key.key).get(query)
-                #expect(after.status == 200)
-                #expect((after.json?["rows"] as? [[String: Any]])?.isEmpty == false)
-                #expect(Self.figures(after.text) == Self.figures(before.text))
-                // The customer's session (its Desk token sealed with the key kept in the database) still works.
-                let again = try await Customer(port: second.port, token: customer.token).send("GET", "/v1/tickets?status=all&limit=50")
-                #expect(again.status == 200)
-                #expect(again.json?["items"] as? [[String: Any]] != nil)
-                #expect((again.json?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int }
-                        == (tickets.json?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int })
-                await second.stop()
+                try await TestGateway.running(gatewayConfig(database: target, desk: desk)) { second in
+                    let after = try await Reporter(port: second.port, key: key.key).get(query)
+                    #expect(after.status == 200)
+                    #expect((after.json?["rows"] as? [[String: Any]])?.isEmpty == false)
+                    #expect(Self.figures(after.text) == Self.figures(before.text))
+                    // The customer's session (its Desk token sealed with the key kept in the database) still works.
+                    let again = try await Customer(port: second.port, token: customer.token).send("GET", "/v1/tickets?status=all&limit=50")
+                    #expect(again.status == 200)
+                    #expect(again.json?["items"] as? [[String: Any]] != nil)
+                    #expect((again.json?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int }
+                            == (tickets.json?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int })
+                }
             }
         }
     }

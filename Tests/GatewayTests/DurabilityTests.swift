@@ -29,24 +29,28 @@ func gatewayConfig(database: String, desk: DeskEmulator) -> GatewayConfig {
     return config
 }
 
-/// A gateway on a fresh database whose Desk is an emulator outside it (`externalDesk`); both are stopped afterwards,
-/// also when `body` throws. `app.config` is the configuration it runs with.
-func withGatewayOnExternalDesk(configure: (inout GatewayConfig) -> Void = { _ in },
-                               _ body: (GatewayApplication, DeskEmulator) async throws -> Void) async throws {
+/// An emulator outside the gateway (`externalDesk`) and a fresh database's configuration for gateways on both; the
+/// emulator is stopped afterwards, also when `body` throws.
+func withExternalDesk(_ body: (GatewayConfig, DeskEmulator) async throws -> Void) async throws {
     let desk = try externalDesk()
     do {
-        try await TestPostgres.withDatabase { url in
-            var config = gatewayConfig(database: url, desk: desk)
-            configure(&config)
-            let app = try await TestGateway.start(config)
-            do { try await body(app, desk) } catch { await app.stop(); throw error }
-            await app.stop()
-        }
+        try await TestPostgres.withDatabase { url in try await body(gatewayConfig(database: url, desk: desk), desk) }
     } catch {
         await desk.stop()
         throw error
     }
     await desk.stop()
+}
+
+/// A gateway on a fresh database whose Desk is an emulator outside it (`externalDesk`); both are stopped afterwards,
+/// also when `body` throws. `app.config` is the configuration it runs with.
+func withGatewayOnExternalDesk(configure: (inout GatewayConfig) -> Void = { _ in },
+                               _ body: (GatewayApplication, DeskEmulator) async throws -> Void) async throws {
+    try await withExternalDesk { config, desk in
+        var config = config
+        configure(&config)
+        try await TestGateway.running(config) { app in try await body(app, desk) }
+    }
 }
 
 /// Prepares a ticket with a WAITING CSAT request (closed) or closure inquiry (active); returns (ticket, message).
@@ -99,111 +103,112 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
 
 @Suite struct DurabilityTests {
     @Test func answersGivenWhileDeskIsDownAreDeliveredOnceAfterARestart() async throws {
-        let desk = try externalDesk()
-        try await TestPostgres.withDatabase { url in
-            let config = gatewayConfig(database: url, desk: desk)
-            let first = try await TestGateway.start(config)
-            // Five customers, each with 40 tickets awaiting a rating and 10 awaiting a closure answer.
-            var customers: [Customer] = []
-            for index in 0..<5 {
-                _ = try await httpRequest(port: desk.port, "POST", "/emulator/customers",
-                                          json: #"{"sendbirdId":"outage-\#(index)","accessToken":"t\#(index)","displayName":"C\#(index)"}"#)
-                customers.append(try await Customer.signIn(first, user: "outage-\(index)", accessToken: "t\(index)"))
+        try await withExternalDesk { config, desk in
+            let prepared = try await TestGateway.running(config) { first in
+                try await answersGivenWhileDeskIsDown(first, desk)
             }
-            let prepared = try await withThrowingTaskGroup(of: [(Customer, Int, Int, Bool)].self) { group in
-                for (c, customer) in customers.enumerated() {
-                    group.addTask {
-                        var items: [(Customer, Int, Int, Bool)] = []
-                        for n in 0..<50 {
-                            let csat = n < 40
-                            let (ticket, message) = try await waitingMessage(customer, deskPort: desk.port, csat: csat, index: c * 100 + n)
-                            items.append((customer, ticket, message, csat))
-                        }
-                        return items
+            // The gateway restarted while everything was pending; then Desk comes back.
+            try await TestGateway.running(config) { second in
+                try desk.start()
+                try await waitForEmptyOutbox(second.database)
+                let statuses = try await second.database.query("SELECT status, count(*) FROM outbox GROUP BY status")
+                #expect(statuses.map { "\($0[0] ?? ""):\($0[1] ?? "")" } == ["delivered:250"])
+                for (index, item) in prepared.enumerated() {
+                    let (_, ticket, message, csat) = item
+                    let state = try await messageState(desk.port, ticket: ticket, message: message)
+                    #expect(state.attempts == 1, "ticket \(ticket) answered \(state.attempts) times")
+                    if csat {
+                        #expect(state.state == "CONFIRMED")
+                        #expect(state.score == index % 5 + 1)
+                        #expect(state.comment == "c\(index)")
+                    } else {
+                        #expect(state.state == (index % 2 == 0 ? "CONFIRMED" : "DECLINED"))
                     }
                 }
-                return try await group.reduce(into: []) { $0 += $1 }
+                let ratings: Int = try await second.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
+                #expect(ratings == 200)
+                let reporter = try await reporter(second)
+                let report = try JSONParser.parse(try await reporter.get("?groupBy=team").body)
+                #expect(report["totals"]?["responses"]?.intValue == 200)
             }
-            #expect(prepared.filter { $0.3 }.count == 200)
+        }
+    }
 
-            await desk.stop()
-            var operations: [Int] = []
-            for (index, item) in prepared.enumerated() {
-                let (customer, ticket, message, csat) = item
-                let response = csat
-                    ? try await customer.send("POST", "/v1/tickets/\(ticket)/feedback", #"{"messageId":\#(message),"score":\#(index % 5 + 1),"comment":"c\#(index)"}"#)
-                    : try await customer.send("POST", "/v1/tickets/\(ticket)/closure-confirmation", #"{"messageId":\#(message),"confirm":\#(index % 2 == 0)}"#)
-                #expect(response.status == 202, "\(response.text)")
-                #expect(response.json?["status"] as? String == "pending")
-                operations.append(response.json?["id"] as? Int ?? -1)
-            }
-            // The cached ticket shows the change as pending, and the operation can be looked up.
-            let sample = try await prepared[0].0.send("GET", "/v1/tickets/\(prepared[0].1)")
-            #expect((sample.json?["pendingOperations"] as? [[String: Any]])?.first?["kind"] as? String == "feedback")
-            let operation = try await prepared[0].0.send("GET", "/v1/operations/\(operations[0])")
-            #expect(operation.json?["status"] as? String == "pending")
-            #expect(try await prepared[1].0.send("GET", "/v1/operations/\(operations[0])").status == (prepared[1].0.token == prepared[0].0.token ? 200 : 404))
-
-            // The gateway restarts while everything is pending; then Desk comes back.
-            await first.stop()
-            let second = try await TestGateway.start(config)
-            try desk.start()
-            try await waitForEmptyOutbox(second.database)
-
-            let statuses = try await second.database.query("SELECT status, count(*) FROM outbox GROUP BY status")
-            #expect(statuses.map { "\($0[0] ?? ""):\($0[1] ?? "")" } == ["delivered:250"])
-            for (index, item) in prepared.enumerated() {
-                let (_, ticket, message, csat) = item
-                let state = try await messageState(desk.port, ticket: ticket, message: message)
-                #expect(state.attempts == 1, "ticket \(ticket) answered \(state.attempts) times")
-                if csat {
-                    #expect(state.state == "CONFIRMED")
-                    #expect(state.score == index % 5 + 1)
-                    #expect(state.comment == "c\(index)")
-                } else {
-                    #expect(state.state == (index % 2 == 0 ? "CONFIRMED" : "DECLINED"))
+    /// Five customers, each with 40 tickets awaiting a rating and 10 awaiting a closure answer, answer all 250 while
+    /// Desk is down; returns (customer, ticket, message, is a rating) of each, in the order answered.
+    func answersGivenWhileDeskIsDown(_ first: GatewayApplication, _ desk: DeskEmulator) async throws -> [(Customer, Int, Int, Bool)] {
+        var customers: [Customer] = []
+        for index in 0..<5 {
+            _ = try await httpRequest(port: desk.port, "POST", "/emulator/customers",
+                                      json: #"{"sendbirdId":"outage-\#(index)","accessToken":"t\#(index)","displayName":"C\#(index)"}"#)
+            customers.append(try await Customer.signIn(first, user: "outage-\(index)", accessToken: "t\(index)"))
+        }
+        let prepared = try await withThrowingTaskGroup(of: [(Customer, Int, Int, Bool)].self) { group in
+            for (c, customer) in customers.enumerated() {
+                group.addTask {
+                    var items: [(Customer, Int, Int, Bool)] = []
+                    for n in 0..<50 {
+                        let csat = n < 40
+                        let (ticket, message) = try await waitingMessage(customer, deskPort: desk.port, csat: csat, index: c * 100 + n)
+                        items.append((customer, ticket, message, csat))
+                    }
+                    return items
                 }
             }
-            let ratings: Int = try await second.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
-            #expect(ratings == 200)
-            let reporter = try await reporter(second)
-            let report = try JSONParser.parse(try await reporter.get("?groupBy=team").body)
-            #expect(report["totals"]?["responses"]?.intValue == 200)
-            await second.stop()
+            return try await group.reduce(into: []) { $0 += $1 }
         }
+        #expect(prepared.filter { $0.3 }.count == 200)
+
         await desk.stop()
+        var operations: [Int] = []
+        for (index, item) in prepared.enumerated() {
+            let (customer, ticket, message, csat) = item
+            let response = csat
+                ? try await customer.send("POST", "/v1/tickets/\(ticket)/feedback", #"{"messageId":\#(message),"score":\#(index % 5 + 1),"comment":"c\#(index)"}"#)
+                : try await customer.send("POST", "/v1/tickets/\(ticket)/closure-confirmation", #"{"messageId":\#(message),"confirm":\#(index % 2 == 0)}"#)
+            #expect(response.status == 202, "\(response.text)")
+            #expect(response.json?["status"] as? String == "pending")
+            operations.append(response.json?["id"] as? Int ?? -1)
+        }
+        // The cached ticket shows the change as pending, and the operation can be looked up.
+        let sample = try await prepared[0].0.send("GET", "/v1/tickets/\(prepared[0].1)")
+        #expect((sample.json?["pendingOperations"] as? [[String: Any]])?.first?["kind"] as? String == "feedback")
+        let operation = try await prepared[0].0.send("GET", "/v1/operations/\(operations[0])")
+        #expect(operation.json?["status"] as? String == "pending")
+        #expect(try await prepared[1].0.send("GET", "/v1/operations/\(operations[0])").status == (prepared[1].0.token == prepared[0].0.token ? 200 : 404))
+        return prepared
     }
 
     @Test func twoGatewaysOnOneDatabaseDeliverEachOperationOnce() async throws {
         try await withGatewayOnExternalDesk { app, desk in
             var other = app.config
             other.port = TestPorts.free()
-            let b = try await TestGateway.start(other)
-            let customerA = try await Customer.signIn(app)
-            let customerB = try await Customer.signIn(b, user: "demo-customer-2", accessToken: "demo-token-2")
-            var items: [(Customer, Int, Int)] = []
-            for index in 0..<30 {
-                let customer = index % 2 == 0 ? customerA : customerB
-                let (ticket, message) = try await waitingMessage(customer, deskPort: desk.port, csat: true, index: index)
-                items.append((customer, ticket, message))
+            try await TestGateway.running(other) { b in
+                let customerA = try await Customer.signIn(app)
+                let customerB = try await Customer.signIn(b, user: "demo-customer-2", accessToken: "demo-token-2")
+                var items: [(Customer, Int, Int)] = []
+                for index in 0..<30 {
+                    let customer = index % 2 == 0 ? customerA : customerB
+                    let (ticket, message) = try await waitingMessage(customer, deskPort: desk.port, csat: true, index: index)
+                    items.append((customer, ticket, message))
+                }
+                await desk.stop()
+                for (index, item) in items.enumerated() {
+                    let response = try await item.0.send("POST", "/v1/tickets/\(item.1)/feedback", #"{"messageId":\#(item.2),"score":\#(index % 5 + 1),"comment":null}"#)
+                    #expect(response.status == 202)
+                }
+                try desk.start()
+                try await waitForEmptyOutbox(app.database)
+                for item in items {
+                    let state = try await messageState(desk.port, ticket: item.1, message: item.2)
+                    #expect(state.state == "CONFIRMED")
+                    #expect(state.attempts == 1, "ticket \(item.1) answered \(state.attempts) times")
+                }
+                let delivered: Int = try await app.database.query("SELECT count(*) FROM outbox WHERE status = 'delivered'")[0].decode(0)
+                #expect(delivered == 30)
+                let ratings: Int = try await app.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
+                #expect(ratings == 30)
             }
-            await desk.stop()
-            for (index, item) in items.enumerated() {
-                let response = try await item.0.send("POST", "/v1/tickets/\(item.1)/feedback", #"{"messageId":\#(item.2),"score":\#(index % 5 + 1),"comment":null}"#)
-                #expect(response.status == 202)
-            }
-            try desk.start()
-            try await waitForEmptyOutbox(app.database)
-            for item in items {
-                let state = try await messageState(desk.port, ticket: item.1, message: item.2)
-                #expect(state.state == "CONFIRMED")
-                #expect(state.attempts == 1, "ticket \(item.1) answered \(state.attempts) times")
-            }
-            let delivered: Int = try await app.database.query("SELECT count(*) FROM outbox WHERE status = 'delivered'")[0].decode(0)
-            #expect(delivered == 30)
-            let ratings: Int = try await app.database.query("SELECT count(*) FROM csat_ratings")[0].decode(0)
-            #expect(ratings == 30)
-            await b.stop()
         }
     }
 

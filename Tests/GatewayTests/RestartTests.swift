@@ -81,10 +81,10 @@ import TestSupport
             #expect(summary.counts.first { $0.table == "tickets" }?.rows == 1)
             #expect(try await database.query("SELECT count(*) FROM csat_ratings")[0].decode(0, as: Int.self) == 1)
             database.shutdown()
-            let second = try await TestGateway.start(gatewayConfig(database: url, desk: deskB))
-            let recorded: String = try await second.database.query("SELECT value FROM gateway_settings WHERE key = 'desk_identity'")[0].decode(0)
-            #expect(recorded == "\(deskB.baseURL) (app emulated-app)")
-            await second.stop()
+            try await TestGateway.running(gatewayConfig(database: url, desk: deskB)) { second in
+                let recorded: String = try await second.database.query("SELECT value FROM gateway_settings WHERE key = 'desk_identity'")[0].decode(0)
+                #expect(recorded == "\(deskB.baseURL) (app emulated-app)")
+            }
         }
     }
 
@@ -96,10 +96,10 @@ import TestSupport
             await (try await TestGateway.start(gatewayConfig(database: url, desk: deskA))).stop()
             var config = gatewayConfig(database: url, desk: deskB)
             config.cacheResetOnDeskChange = true
-            let app = try await TestGateway.start(config)
-            let recorded: String = try await app.database.query("SELECT value FROM gateway_settings WHERE key = 'desk_identity'")[0].decode(0)
-            #expect(recorded == "\(deskB.baseURL) (app emulated-app)")
-            await app.stop()
+            try await TestGateway.running(config) { app in
+                let recorded: String = try await app.database.query("SELECT value FROM gateway_settings WHERE key = 'desk_identity'")[0].decode(0)
+                #expect(recorded == "\(deskB.baseURL) (app emulated-app)")
+            }
         }
     }
 
@@ -114,14 +114,14 @@ import TestSupport
             let instance = try #require(first.emulator?.instanceId)
             await first.stop()
 
-            let second = try await TestGateway.start(config)
-            #expect(second.emulator?.instanceId == instance)
-            let again = try await Customer.signIn(second)
-            let next = try #require(try await again.createTicket("after the restart")["id"] as? Int)
-            #expect(next == id + 1)
-            let old = try await again.send("GET", "/v1/tickets/\(id)")
-            #expect(old.status == 200)
-            await second.stop()
+            try await TestGateway.running(config) { second in
+                #expect(second.emulator?.instanceId == instance)
+                let again = try await Customer.signIn(second)
+                let next = try #require(try await again.createTicket("after the restart")["id"] as? Int)
+                #expect(next == id + 1)
+                let old = try await again.send("GET", "/v1/tickets/\(id)")
+                #expect(old.status == 200)
+            }
         }
     }
 }

@@ -54,15 +54,21 @@ public enum TestGateway {
         try await TestPostgres.withDatabase { url in
             var config = configuration(databaseURL: url)
             configure(&config)
-            let app = try await start(config)
-            do {
-                let result = try await body(app)
-                await app.stop()
-                return result
-            } catch {
-                await app.stop()
-                throw error
-            }
+            return try await running(config, body)
+        }
+    }
+
+    /// Runs `body` with a gateway started on `config` and stops it afterwards, also when `body` throws.
+    public static func running<T: Sendable>(_ config: GatewayConfig,
+                                            _ body: (GatewayApplication) async throws -> T) async throws -> T {
+        let app = try await start(config)
+        do {
+            let result = try await body(app)
+            await app.stop()
+            return result
+        } catch {
+            await app.stop()
+            throw error
         }
     }
 }
