@@ -8,6 +8,17 @@ public struct ConfigError: Error, CustomStringConvertible, Sendable {
     public var description: String { "\(variable): \(message)" }
 }
 
+/// Every setting the environment gives a value the gateway does not accept, in the settings table's order: an operator
+/// mends them all in one go instead of learning of one per start.
+public struct InvalidConfiguration: Error, CustomStringConvertible, Sendable {
+    public let errors: [ConfigError]
+    /// One line for one setting, else a line per setting: what the process prints before it exits with code 2.
+    public var description: String {
+        errors.count == 1 ? "invalid configuration: \(errors[0])"
+            : "invalid configuration, \(errors.count) settings:" + errors.map { "\n  \($0)" }.joined()
+    }
+}
+
 /// The gateway's settings, read once at start-up from the environment through `GatewaySettings` (the one table of
 /// names, defaults and bounds): `config.port` is the value of `GatewaySettings.port`, its default until set.
 /// Secrets (the database URL may hold a password) are redacted from `description`.
@@ -26,10 +37,17 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         set { values[GatewaySettings.shared[keyPath: key].name] = newValue }
     }
 
-    public static func fromEnvironment(_ env: [String: String]) throws -> GatewayConfig {
+    public static func fromEnvironment(_ env: [String: String]) throws(InvalidConfiguration) -> GatewayConfig {
         var config = GatewayConfig()
-        for setting in GatewaySettings.all { try setting.read(env[setting.name], into: &config.values) }
-        try config.checkTogether()
+        var errors: [ConfigError] = []
+        for setting in GatewaySettings.all {
+            do { try setting.read(env[setting.name], into: &config.values) } catch { errors.append(error) }
+        }
+        // A rule between settings is checked only when each of them was read: with one refused, the rule would judge
+        // its default instead of the value given.
+        let refused = Set(errors.map(\.variable))
+        errors += config.rulesBroken().filter { rule in refused.isDisjoint(with: rule.settings) }.map(\.error)
+        guard errors.isEmpty else { throw InvalidConfiguration(errors: errors) }
         return config
     }
 
@@ -87,17 +105,21 @@ public struct GatewayConfig: Sendable, CustomStringConvertible {
         return previous[b.count]
     }
 
-    /// Rules between settings, which one row of the table cannot state.
-    private func checkTogether() throws {
-        guard self.httpRequestTimeoutSeconds <= self.httpConnectionTimeoutSeconds else {
-            throw ConfigError(variable: "HTTP_REQUEST_TIMEOUT_S", message: "must not exceed HTTP_CONNECTION_TIMEOUT_S (\(self.httpConnectionTimeoutSeconds))")
+    /// Rules between settings, which one row of the table cannot state: each broken one with the settings it reads.
+    private func rulesBroken() -> [(settings: [String], error: ConfigError)] {
+        var broken: [(settings: [String], error: ConfigError)] = []
+        if self.httpRequestTimeoutSeconds > self.httpConnectionTimeoutSeconds {
+            broken.append((["HTTP_REQUEST_TIMEOUT_S", "HTTP_CONNECTION_TIMEOUT_S"],
+                           ConfigError(variable: "HTTP_REQUEST_TIMEOUT_S", message: "must not exceed HTTP_CONNECTION_TIMEOUT_S (\(self.httpConnectionTimeoutSeconds))")))
         }
         if self.deskBaseURL != nil && values[GatewaySettings.shared.deskAppId.name] == nil {
-            throw ConfigError(variable: "DESK_APP_ID", message: "required when DESK_BASE_URL is set")
+            broken.append((["DESK_BASE_URL", "DESK_APP_ID"], ConfigError(variable: "DESK_APP_ID", message: "required when DESK_BASE_URL is set")))
         }
         if self.reportTimeZones.isEmpty {
-            throw ConfigError(variable: "REPORT_TIME_ZONES", message: "expected a comma-separated list of IANA zones such as UTC,Asia/Kolkata")
+            broken.append((["REPORT_TIME_ZONES"],
+                           ConfigError(variable: "REPORT_TIME_ZONES", message: "expected a comma-separated list of IANA zones such as UTC,Asia/Kolkata")))
         }
+        return broken
     }
 
     /// What housekeeping keeps how long.

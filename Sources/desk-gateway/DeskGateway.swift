@@ -20,13 +20,16 @@ struct DeskGateway: AsyncParsableCommand {
         defaultSubcommand: Serve.self)
 }
 
-/// Reads the environment once; an invalid value ends the process with a message naming the variable.
+/// Reads the environment once; invalid values end the process with a message naming each variable, and any
+/// variable that looks like a misspelt setting (it may be why a value is missing).
 func loadConfiguration(logs sink: LogSink = .standardOutput) -> (GatewayConfig, Logger) {
+    let environment = ProcessInfo.processInfo.environment
     let config: GatewayConfig
     do {
-        config = try GatewayConfig.fromEnvironment(ProcessInfo.processInfo.environment)
+        config = try GatewayConfig.fromEnvironment(environment)
     } catch {
-        FileHandle.standardError.write(Data("desk-gateway: invalid configuration: \(error)\n".utf8))
+        FileHandle.standardError.write(Data("desk-gateway: \(error)\n".utf8))
+        tellMisspelt(GatewayConfig.misspeltSettings(environment))
         exit(2)
     }
     let level = config.logLevel
@@ -122,15 +125,16 @@ struct Settings: ParsableCommand {
             return
         }
         let environment = ProcessInfo.processInfo.environment
+        let misspelt = GatewayConfig.misspeltSettings(environment)
         let config: GatewayConfig
         do {
             config = try GatewayConfig.fromEnvironment(environment)
         } catch {
-            tellOperator("invalid configuration: \(error)")
+            tellOperator("\(error)")
+            tellMisspelt(misspelt)
             throw ExitCode(2)
         }
-        let misspelt = GatewayConfig.misspeltSettings(environment)
-        for (given, meant) in misspelt { tellOperator("\(given) is not a setting; did you mean \(meant)?") }
+        tellMisspelt(misspelt)
         let set = config.assignments
         print("settings are valid; \(set.count) differ from their defaults\(set.isEmpty ? "" : ":")")
         for line in set { print("  " + line) }
@@ -158,6 +162,10 @@ struct Migrate: AsyncParsableCommand {
 func tellOperator(_ message: String) {
     LogSink.standardError.flush()
     FileHandle.standardError.write(Data("desk-gateway: \(message)\n".utf8))
+}
+
+func tellMisspelt(_ misspelt: [(given: String, meant: String)]) {
+    for (given, meant) in misspelt { tellOperator("\(given) is not a setting; did you mean \(meant)?") }
 }
 
 /// Runs a one-shot command body, turning failures into a clear message and exit code 1. Logs go to standard error:
