@@ -117,6 +117,31 @@ try:
     first_ids = {alice_rated, alice_open, bob_rated, bob_later}
     check("first run stops cleanly", stop(first) == 0)
 
+    # The commands an operator runs before starting a release: the schema's state and the settings, all at once.
+    migrations = sorted(path.stem for path in (root / "sql").glob("*.sql"))
+    status = subprocess.run([binary, "migrate", "--status"], env=environment(), capture_output=True, text=True, timeout=120)
+    listed = [line.split()[:2] for line in status.stdout.splitlines()[:-1]]
+    check("migrate --status lists every migration as applied and exits 0",
+          status.returncode == 0 and listed == [[name, "applied"] for name in migrations]
+          and status.stdout.splitlines()[-1] == f"{len(migrations)} applied, 0 pending, 0 changed, 0 newer", status.stdout + status.stderr)
+    later = data / "later-release"
+    shutil.copytree(root / "sql", later / "sql")
+    (later / "sql" / "9999_add_probe.sql").write_text("CREATE TABLE probe (id int);\n")
+    status = subprocess.run([binary, "migrate", "--status"], env=environment(ASSETS_DIR=str(later)), capture_output=True, text=True, timeout=120)
+    check("a release's new migration is listed pending, exit 3",
+          status.returncode == 3 and status.stdout.splitlines()[-2].split() == ["9999_add_probe", "pending"], status.stdout + status.stderr)
+    status = subprocess.run([binary, "migrate", "--status"], env=environment(), capture_output=True, text=True, timeout=120)
+    check("and nothing was applied (no migration of a later release recorded)",
+          status.returncode == 0 and "newer" not in status.stdout.splitlines()[-2], status.stdout + status.stderr)
+    refused = subprocess.run([binary, "migrate"], env=environment(PORT="eighty", RATE_LIMIT_BURST="-1", DESK_TIMOUT_MS="5"),
+                             capture_output=True, text=True, timeout=60)
+    check("every refused setting is named at once, then the misspelt one, exit 2",
+          refused.returncode == 2 and refused.stderr.splitlines() == [
+              "desk-gateway: invalid configuration, 2 settings:",
+              "  PORT: expected a whole number from 0 to 65535, got 'eighty'",
+              "  RATE_LIMIT_BURST: expected a whole number from 1 to 10000000, got '-1'",
+              "desk-gateway: DESK_TIMOUT_MS is not a setting; did you mean DESK_TIMEOUT_MS?"], refused.stderr)
+
     # Run 2: same data folder.
     second = start(2)
     check("second run becomes ready", wait_ready(gateway, 120, second))

@@ -1,4 +1,5 @@
 import DeskClient
+package import Postgres
 public import Domain
 import Foundation
 public import Services
@@ -11,11 +12,18 @@ import Telemetry
 
 /// Opens the database (migrated) for a one-shot command, runs `body`, and closes everything.
 func withMigratedDatabase<T: Sendable>(_ config: GatewayConfig, logger: Logger, _ body: (Database) async throws -> T) async throws -> T {
+    try await withDatabase(config, logger: logger, migrating: true) { database, _ in try await body(database) }
+}
+
+/// Opens the database (starting the private cluster when `DATABASE_URL` is unset), migrates it when asked, runs
+/// `body` with it and the assets folder, and closes everything, also when `body` throws.
+func withDatabase<T: Sendable>(_ config: GatewayConfig, logger: Logger, migrating: Bool,
+                               _ body: (Database, String) async throws -> T) async throws -> T {
     let assets = try Assets.locate(configured: config.assetsDirectory)
     let (database, embedded) = try await openDatabase(config, logger: logger)
     do {
-        try await migrate(database: database, assets: assets, config: config, logger: logger)
-        let result = try await body(database)
+        if migrating { try await migrate(database: database, assets: assets, config: config, logger: logger) }
+        let result = try await body(database, assets)
         database.shutdown()
         await embedded?.stop()
         return result
@@ -97,17 +105,14 @@ func withPlatformDesk<T: Sendable>(_ config: GatewayConfig, logger: Logger,
 
 /// `desk-gateway migrate`: applies migrations and exits.
 public func runMigrations(_ config: GatewayConfig, logger: Logger) async throws {
-    let assets = try Assets.locate(configured: config.assetsDirectory)
-    let (database, embedded) = try await openDatabase(config, logger: logger)
-    do {
-        try await migrate(database: database, assets: assets, config: config, logger: logger)
-    } catch {
-        database.shutdown()
-        await embedded?.stop()
-        throw error
+    try await withMigratedDatabase(config, logger: logger) { _ in }
+}
+
+/// `desk-gateway migrate --status`: one attempt to reach the database, nothing applied or written.
+package func migrationStatus(_ config: GatewayConfig, logger: Logger) async throws -> [MigrationState] {
+    try await withDatabase(config, logger: logger, migrating: false) { database, assets in
+        try await database.migrationStatus(directory: assets + "/sql")
     }
-    database.shutdown()
-    await embedded?.stop()
 }
 
 /// `desk-gateway cache reset`.

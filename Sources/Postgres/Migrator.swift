@@ -37,6 +37,33 @@ public struct Migration: Sendable {
     }
 }
 
+/// Where one migration stands in a database, as `desk-gateway migrate --status` lists it.
+public struct MigrationState: Sendable, Equatable {
+    public enum Status: String, Sendable {
+        /// Recorded with the checksum of this release's file.
+        case applied
+        /// In this release's files, not recorded: the next start (or `migrate`) applies it.
+        case pending
+        /// Recorded, but this release's file differs from what was applied: a start refuses it.
+        case changed
+        /// Recorded by a later release; this one does not know it and runs beside it (migrations are additive).
+        case newer
+    }
+
+    public let version: Int
+    public let name: String
+    public let status: Status
+    /// When it was applied (UTC, `2026-11-29T19:55:34Z`), for recorded ones.
+    public let appliedAt: String?
+
+    public init(version: Int, name: String, status: Status, appliedAt: String?) {
+        self.version = version
+        self.name = name
+        self.status = status
+        self.appliedAt = appliedAt
+    }
+}
+
 /// Applies pending migrations in one transaction under a transaction-level advisory lock: instances starting together
 /// apply each once (the first to get the lock applies them all; the others then find nothing pending), also through a
 /// transaction-pooling proxy, where a session lock could be taken on one server connection and released on another.
@@ -49,6 +76,36 @@ public struct Migrator: Sendable {
 
     public init(pool: PostgresPool) {
         self.pool = pool
+    }
+
+    /// Every migration of this release and every one recorded in the database, by version, read in a read-only
+    /// transaction that takes no lock: it writes nothing, waits for no start-up, and runs on a replica too.
+    public func status(_ migrations: [Migration]) async throws -> [MigrationState] {
+        try await pool.withConnection { connection in
+            try connection.transaction { tx -> [MigrationState] in
+                try tx.query("SET TRANSACTION READ ONLY")
+                var recorded: [Int: (name: String, checksum: String, appliedAt: String)] = [:]
+                if try tx.query("SELECT to_regclass('schema_migrations') IS NOT NULL")[0].decode(0, as: Bool.self) {
+                    let rows = try tx.query("""
+                        SELECT version, name, checksum, to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                        FROM schema_migrations
+                        """)
+                    for row in rows { recorded[try row.decode(0)] = (try row.decode(1), try row.decode(2), try row.decode(3)) }
+                }
+                var states: [MigrationState] = []
+                for migration in migrations {
+                    guard let entry = recorded.removeValue(forKey: migration.version) else {
+                        states.append(MigrationState(version: migration.version, name: migration.name, status: .pending, appliedAt: nil))
+                        continue
+                    }
+                    let checksum = try tx.query("SELECT md5($1)", [migration.sql])[0].decode(0, as: String.self)
+                    states.append(MigrationState(version: migration.version, name: migration.name,
+                                                 status: checksum == entry.checksum ? .applied : .changed, appliedAt: entry.appliedAt))
+                }
+                states += recorded.map { MigrationState(version: $0.key, name: $0.value.name, status: .newer, appliedAt: $0.value.appliedAt) }
+                return states.sorted { $0.version < $1.version }
+            }
+        }
     }
 
     /// Returns the versions applied by this call (empty when the schema was already current).

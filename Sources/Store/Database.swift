@@ -51,6 +51,13 @@ public final class Database: DatabaseProbe {
         return (applied, migrations.count)
     }
 
+    /// Where each migration in `directory`, and each recorded by a later release, stands in this database; changes nothing.
+    package func migrationStatus(directory: String) async throws -> [MigrationState] {
+        let migrations = try Migration.load(directory: directory)
+        let migrator = Migrator(pool: pool)
+        return try await translating { () async throws -> [MigrationState] in try await migrator.status(migrations) }
+    }
+
     /// Creates database `name` when the server (reached through this handle) has none of that name.
     public func createDatabaseIfMissing(_ name: String) async throws {
         let exists = try await query("SELECT 1 FROM pg_database WHERE datname = $1", [name])

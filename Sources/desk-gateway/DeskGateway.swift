@@ -8,6 +8,7 @@ import Logging
 import Telemetry
 import Domain
 import JSON
+import Postgres
 import System
 
 @main
@@ -145,7 +146,12 @@ struct Settings: ParsableCommand {
 struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Apply pending database migrations and exit.")
 
+    @Flag(help: ArgumentHelp("List each migration as applied, pending, changed (its file differs from what was applied) or "
+                             + "newer (applied by a later release) and exit: 0 when nothing is pending or changed, 3 when something is, "
+                             + "1 when the database cannot be read; nothing is applied or written.")) var status = false
+
     func run() async throws {
+        if status { return try await listMigrations() }
         let (config, logger) = loadConfiguration(logs: .standardError)
         do {
             try await runMigrations(config, logger: logger)
@@ -155,6 +161,23 @@ struct Migrate: AsyncParsableCommand {
             throw ExitCode(1)
         }
         LogSink.standardError.flush()
+    }
+}
+
+extension Migrate {
+    /// Standard output is the list, for a script; the exit code says whether a start would apply or refuse anything.
+    func listMigrations() async throws {
+        var states: [MigrationState] = []
+        try await oneShot { config, logger in states = try await migrationStatus(config, logger: logger) }
+        // As the files are named: sql/0007_add_ticket_fields.sql is 0007_add_ticket_fields.
+        let names = states.map { String(repeating: "0", count: max(0, 4 - "\($0.version)".count)) + "\($0.version)_\($0.name)" }
+        let width = names.map(\.count).max() ?? 0
+        for (name, state) in zip(names, states) {
+            print(name + String(repeating: " ", count: width - name.count + 2) + state.status.rawValue + (state.appliedAt.map { " " + $0 } ?? ""))
+        }
+        let count = { (status: MigrationState.Status) in states.filter { $0.status == status }.count }
+        print("\(count(.applied)) applied, \(count(.pending)) pending, \(count(.changed)) changed, \(count(.newer)) newer")
+        if count(.pending) + count(.changed) > 0 { throw ExitCode(3) }
     }
 }
 

@@ -479,6 +479,32 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
+    /// `migrate --status`: each migration as applied, pending, changed or recorded by a later release, read without
+    /// writing anything (an empty database keeps no `schema_migrations` table; a read-only session is enough).
+    @Test func theStatusListsEachMigrationAndWritesNothing() async throws {
+        try await withPool(size: 1) { pool in
+            let migrations = [Migration(version: 1, name: "create_a", sql: "CREATE TABLE a (id int);"),
+                              Migration(version: 2, name: "create_b", sql: "CREATE TABLE b (id int);"),
+                              Migration(version: 3, name: "create_c", sql: "CREATE TABLE c (id int);")]
+            let none = try await Migrator(pool: pool).status(migrations)
+            #expect(none == migrations.map { MigrationState(version: $0.version, name: $0.name, status: .pending, appliedAt: nil) })
+            #expect(try await pool.query("SELECT to_regclass('schema_migrations') IS NULL")[0].decode(0, as: Bool.self))
+
+            try await Migrator(pool: pool).migrate(Array(migrations.prefix(2)))
+            try await pool.query("INSERT INTO schema_migrations (version, name, checksum) VALUES (9, 'create_later', 'x')")
+            try await pool.query("ALTER DATABASE \"\(try pool.query("SELECT current_database()")[0].decode(0, as: String.self))\" SET default_transaction_read_only = on")
+            let readOnly = PostgresPool(configuration: PostgresConfiguration.forTests(pool.configuration.connectionString, poolSize: 1))
+            defer { readOnly.shutdown() }
+            let changed = [Migration(version: 1, name: "create_a", sql: "CREATE TABLE a (id bigint);")] + migrations.dropFirst()
+            let states = try await Migrator(pool: readOnly).status(changed)
+            #expect(states.map { "\($0.version) \($0.name) \($0.status)" } == ["1 create_a changed", "2 create_b applied", "3 create_c pending",
+                                                                          "9 create_later newer"])
+            #expect(states.filter { $0.status != .pending }.allSatisfy { $0.appliedAt?.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/) != nil })
+            #expect(states.first { $0.status == .pending }?.appliedAt == nil)
+            #expect(try await pool.query("SELECT count(*) FROM schema_migrations")[0].decode(0, as: Int.self) == 3)
+        }
+    }
+
     @Test func theRepositoryMigrationsApplyToAnEmptyDatabase() async throws {
         try await withPool(size: 1) { pool in
             let migrations = try Migration.load(directory: TestPostgres.repositoryRoot + "/sql")
