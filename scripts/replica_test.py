@@ -103,6 +103,17 @@ def main():
         created = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--name", "replica"],
                                  env=env, capture_output=True, text=True)
         key = next((line.split()[1] for line in created.stdout.splitlines() if line.startswith("key")), "")
+        # What a release would do to the schema, read from the standby (it takes no writes).
+        migrations = len(list((root / "sql").glob("*.sql")))
+        for _ in range(20):  # until the standby has replayed the gateway's migrations
+            status = subprocess.run([str(root / ".build/debug/desk-gateway"), "migrate", "--status"], env={**env, "DATABASE_URL": replica},
+                                    capture_output=True, text=True, timeout=120)
+            if status.returncode != 3:
+                break
+            time.sleep(0.5)
+        check("migrate --status reads the replica: every migration applied, exit 0",
+              status.returncode == 0 and status.stdout.splitlines()[-1:] == [f"{migrations} applied, 0 pending, 0 changed, 0 newer"],
+              status.stdout[-300:] + status.stderr[-500:])
         for n in range(5):
             rate(n, 1 + n)
 
