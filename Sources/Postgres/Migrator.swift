@@ -48,6 +48,9 @@ public struct MigrationState: Sendable, Equatable {
         case changed
         /// Recorded by a later release; this one does not know it and runs beside it (migrations are additive).
         case newer
+        /// Recorded, below this release's last version, but no file of this release has it (not from a later release,
+        /// so from a build off the line of releases); a start leaves it alone.
+        case unknown
     }
 
     public let version: Int
@@ -102,7 +105,10 @@ public struct Migrator: Sendable {
                     states.append(MigrationState(version: migration.version, name: migration.name,
                                                  status: checksum == entry.checksum ? .applied : .changed, appliedAt: entry.appliedAt))
                 }
-                states += recorded.map { MigrationState(version: $0.key, name: $0.value.name, status: .newer, appliedAt: $0.value.appliedAt) }
+                let last = migrations.map(\.version).max() ?? 0
+                states += recorded.map {
+                    MigrationState(version: $0.key, name: $0.value.name, status: $0.key > last ? .newer : .unknown, appliedAt: $0.value.appliedAt)
+                }
                 return states.sorted { $0.version < $1.version }
             }
         }

@@ -146,8 +146,8 @@ struct Settings: ParsableCommand {
 struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Apply pending database migrations and exit.")
 
-    @Flag(help: ArgumentHelp("List each migration as applied, pending, changed (its file differs from what was applied) or "
-                             + "newer (applied by a later release) and exit: 0 when nothing is pending or changed, 3 when something is, "
+    @Flag(help: ArgumentHelp("List each migration as applied, pending, changed (its file differs from what was applied), "
+                             + "newer (applied by a later release) or unknown (recorded, in no file of this release) and exit: 0 when nothing is pending or changed, 3 when something is, "
                              + "1 when the database cannot be read; nothing is applied or written.")) var status = false
 
     func run() async throws {
@@ -176,7 +176,7 @@ extension Migrate {
             print(name + String(repeating: " ", count: width - name.count + 2) + state.status.rawValue + (state.appliedAt.map { " " + $0 } ?? ""))
         }
         let count = { (status: MigrationState.Status) in states.filter { $0.status == status }.count }
-        print("\(count(.applied)) applied, \(count(.pending)) pending, \(count(.changed)) changed, \(count(.newer)) newer")
+        print("\(count(.applied)) applied, \(count(.pending)) pending, \(count(.changed)) changed, \(count(.newer)) newer, \(count(.unknown)) unknown")
         if count(.pending) + count(.changed) > 0 { throw ExitCode(3) }
     }
 }

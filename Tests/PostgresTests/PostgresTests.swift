@@ -479,7 +479,7 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
-    /// `migrate --status`: each migration as applied, pending, changed or recorded by a later release, read without
+    /// `migrate --status`: each migration as applied, pending, changed, recorded by a later release or unknown, read without
     /// writing anything (an empty database keeps no `schema_migrations` table; a read-only session is enough).
     @Test func theStatusListsEachMigrationAndWritesNothing() async throws {
         try await withPool(size: 1) { pool in
@@ -491,17 +491,17 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
             #expect(try await pool.query("SELECT to_regclass('schema_migrations') IS NULL")[0].decode(0, as: Bool.self))
 
             try await Migrator(pool: pool).migrate(Array(migrations.prefix(2)))
-            try await pool.query("INSERT INTO schema_migrations (version, name, checksum) VALUES (9, 'create_later', 'x')")
+            try await pool.query("INSERT INTO schema_migrations (version, name, checksum) VALUES (9, 'create_later', 'x'), (0, 'create_elsewhere', 'y')")
             try await pool.query("ALTER DATABASE \"\(try pool.query("SELECT current_database()")[0].decode(0, as: String.self))\" SET default_transaction_read_only = on")
             let readOnly = PostgresPool(configuration: PostgresConfiguration.forTests(pool.configuration.connectionString, poolSize: 1))
             defer { readOnly.shutdown() }
             let changed = [Migration(version: 1, name: "create_a", sql: "CREATE TABLE a (id bigint);")] + migrations.dropFirst()
             let states = try await Migrator(pool: readOnly).status(changed)
-            #expect(states.map { "\($0.version) \($0.name) \($0.status)" } == ["1 create_a changed", "2 create_b applied", "3 create_c pending",
-                                                                          "9 create_later newer"])
+            #expect(states.map { "\($0.version) \($0.name) \($0.status)" } == ["0 create_elsewhere unknown", "1 create_a changed", "2 create_b applied",
+                                                                          "3 create_c pending", "9 create_later newer"])
             #expect(states.filter { $0.status != .pending }.allSatisfy { $0.appliedAt?.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/) != nil })
             #expect(states.first { $0.status == .pending }?.appliedAt == nil)
-            #expect(try await pool.query("SELECT count(*) FROM schema_migrations")[0].decode(0, as: Int.self) == 3)
+            #expect(try await pool.query("SELECT count(*) FROM schema_migrations")[0].decode(0, as: Int.self) == 4)
         }
     }
 
