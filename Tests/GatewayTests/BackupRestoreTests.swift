@@ -25,24 +25,21 @@ import TestSupport
     }
 
     @Test func aDumpRestoredIntoANewDatabaseServesTheSameReportsKeysAndSessions() async throws {
-        let desk = try externalDesk()
-        defer { Task { await desk.stop() } }
-        try await TestPostgres.withDatabase { source in
+        try await withEmulator { desk in try await TestPostgres.withDatabase { source in
             try await TestPostgres.withDatabase { target in
-                let first = try await TestGateway.start(gatewayConfig(database: source, desk: desk))
-                let customer = try await Customer.signIn(first)
-                for index in 0..<6 {
-                    let (ticket, message) = try await waitingMessage(customer, deskPort: desk.port, csat: true, index: index)
-                    let answer = try await customer.send("POST", "/v1/tickets/\(ticket)/feedback",
-                                                         #"{"messageId":\#(message),"score":\#(index % 5 + 1),"comment":"restore \#(index)"}"#)
-                    #expect(answer.status == 200, "\(answer.text)")
+                let (customer, key, before, tickets) = try await TestGateway.running(gatewayConfig(database: source, desk: desk)) { first in
+                    let customer = try await Customer.signIn(first)
+                    for index in 0..<6 {
+                        let (ticket, message) = try await waitingMessage(customer, deskPort: desk.port, csat: true, index: index)
+                        let answer = try await customer.send("POST", "/v1/tickets/\(ticket)/feedback",
+                                                             #"{"messageId":\#(message),"score":\#(index % 5 + 1),"comment":"restore \#(index)"}"#)
+                        #expect(answer.status == 200, "\(answer.text)")
+                    }
+                    let key = try await reporter(first)
+                    let before = try await key.get(Self.query)
+                    #expect(before.status == 200 && before.text.contains("\"responses\":6"), "\(before.text)")
+                    return (customer, key, before, try await customer.send("GET", "/v1/tickets?status=all&limit=50"))
                 }
-                let key = try await reporter(first)
-                let query = "?groupBy=agent"
-                let before = try await key.get(query)
-                #expect(before.status == 200 && before.text.contains("\"responses\":6"), "\(before.text)")
-                let tickets = try await customer.send("GET", "/v1/tickets?status=all&limit=50")
-                await first.stop()
 
                 let dump = FileManager.default.temporaryDirectory.appendingPathComponent("restore-drill-\(UUID().uuidString).dump").path
                 defer { try? FileManager.default.removeItem(atPath: dump) }
@@ -54,7 +51,7 @@ import TestSupport
                 print("restore drill: dump \(bytes) bytes in \(String(format: "%.2f", dumped.seconds)) s, restore \(String(format: "%.2f", restored.seconds)) s")
 
                 try await TestGateway.running(gatewayConfig(database: target, desk: desk)) { second in
-                    let after = try await Reporter(port: second.port, key: key.key).get(query)
+                    let after = try await Reporter(port: second.port, key: key.key).get(Self.query)
                     #expect(after.status == 200)
                     #expect((after.json?["rows"] as? [[String: Any]])?.isEmpty == false)
                     #expect(Self.figures(after.text) == Self.figures(before.text))
@@ -66,8 +63,10 @@ import TestSupport
                             == (tickets.json?["items"] as? [[String: Any]])?.compactMap { $0["id"] as? Int })
                 }
             }
-        }
+        } }
     }
+
+    static let query = "?groupBy=agent"
 
     /// The report without its generation time.
     static func figures(_ text: String) -> String {

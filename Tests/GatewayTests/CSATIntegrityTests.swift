@@ -270,8 +270,7 @@ import TestSupport
             let control = Database.forTests(url, poolSize: 1)
             defer { control.shutdown() }
             try await control.query("SELECT pg_advisory_lock($1)", [CSATStore.zoneLock])
-            let app = try await TestGateway.start(config, waitForZones: false)
-            do {
+            try await TestGateway.running(config, waitForZones: false) { app in
                 // The build's registration, waiting for the zone lock exclusively (the inbox would wait shared).
                 let waiting = "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND NOT granted AND \(lockInThisDatabase)"
                 try #require(try await eventually(within: 30, every: .milliseconds(20)) { try await !control.query(waiting).isEmpty })
@@ -285,11 +284,7 @@ import TestSupport
                 #expect(built)
                 #expect(try await CSATStore(database: app.database).zones() == ["UTC", "Asia/Kolkata"])
                 #expect(try await Self.zonesBuilding(app) == "0")
-            } catch {
-                await app.stop()
-                throw error
             }
-            await app.stop()
         }
     }
 

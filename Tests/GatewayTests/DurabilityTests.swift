@@ -29,17 +29,25 @@ func gatewayConfig(database: String, desk: DeskEmulator) -> GatewayConfig {
     return config
 }
 
-/// An emulator outside the gateway (`externalDesk`) and a fresh database's configuration for gateways on both; the
-/// emulator is stopped afterwards, also when `body` throws.
-func withExternalDesk(_ body: (GatewayConfig, DeskEmulator) async throws -> Void) async throws {
+/// An emulator outside the gateway (`externalDesk`) for `body`, stopped afterwards, also when `body` throws.
+func withEmulator<T>(_ body: (DeskEmulator) async throws -> T) async throws -> T {
     let desk = try externalDesk()
     do {
-        try await TestPostgres.withDatabase { url in try await body(gatewayConfig(database: url, desk: desk), desk) }
+        let result = try await body(desk)
+        await desk.stop()
+        return result
     } catch {
         await desk.stop()
         throw error
     }
-    await desk.stop()
+}
+
+/// An emulator outside the gateway (`externalDesk`) and a fresh database's configuration for gateways on both; the
+/// emulator is stopped afterwards, also when `body` throws.
+func withExternalDesk(_ body: (GatewayConfig, DeskEmulator) async throws -> Void) async throws {
+    try await withEmulator { desk in
+        try await TestPostgres.withDatabase { url in try await body(gatewayConfig(database: url, desk: desk), desk) }
+    }
 }
 
 /// A gateway on a fresh database whose Desk is an emulator outside it (`externalDesk`); both are stopped afterwards,

@@ -300,25 +300,24 @@ import Telemetry
     }
 
     @Test func readyzFailsWhileTheDatabaseIsDownAndRecoversWithoutARestart() async throws {
-        let cluster = try TestPostgres.privateCluster()
-        try await cluster.start()
-        var config = TestGateway.configuration(databaseURL: cluster.connectionString(database: "postgres"))
-        config.dbConnectTimeoutSeconds = 2
-        let app = try await TestGateway.start(config)
-        #expect(try await httpRequest(port: app.port, "GET", "/readyz").status == 200)
+        try await TestPostgres.withPrivateCluster { cluster in
+            var config = TestGateway.configuration(databaseURL: cluster.connectionString(database: "postgres"))
+            config.dbConnectTimeoutSeconds = 2
+            try await TestGateway.running(config) { app in
+                #expect(try await httpRequest(port: app.port, "GET", "/readyz").status == 200)
 
-        await cluster.stop(force: true)
-        let down = try await readyz(app.port, until: { $0.status == 503 })
-        #expect(down.status == 503)
-        #expect(down.json?["status"] as? String == "fail")
-        // Liveness does not depend on the database.
-        #expect(try await httpRequest(port: app.port, "GET", "/livez").status == 200)
+                await cluster.stop(force: true)
+                let down = try await readyz(app.port, until: { $0.status == 503 })
+                #expect(down.status == 503)
+                #expect(down.json?["status"] as? String == "fail")
+                // Liveness does not depend on the database.
+                #expect(try await httpRequest(port: app.port, "GET", "/livez").status == 200)
 
-        try await cluster.start()
-        let up = try await readyz(app.port, until: { $0.status == 200 })
-        #expect(up.status == 200)
-        await app.stop()
-        await cluster.destroy()
+                try await cluster.start()
+                let up = try await readyz(app.port, until: { $0.status == 200 })
+                #expect(up.status == 200)
+            }
+        }
     }
 }
 

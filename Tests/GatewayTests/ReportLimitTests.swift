@@ -311,8 +311,7 @@ final class RatingsLock: Sendable {
         try await withGateway(configure: { $0.reportCacheSeconds = 15 }) { app in
             var config = TestGateway.configuration(databaseURL: try #require(app.config.databaseURL))
             config.reportCacheSeconds = 15
-            let second = try await TestGateway.start(config)
-            do {
+            try await TestGateway.running(config) { second in
                 let created = try await APIKeyStore(database: app.database).create(name: "soon revoked", scopes: ["reports"])
                 let onFirst = Reporter(port: app.port, key: created.key)
                 let onSecond = Reporter(port: second.port, key: created.key)
@@ -327,11 +326,7 @@ final class RatingsLock: Sendable {
                     let refused = try await reporter.get("")
                     #expect(refused.status == 401, "port \(reporter.port): \(refused.status)")
                 }
-            } catch {
-                await second.stop()
-                throw error
             }
-            await second.stop()
         }
     }
 }

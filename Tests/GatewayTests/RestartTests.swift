@@ -44,18 +44,15 @@ import TestSupport
     }
 
     @Test func aSecondDeskIsRefusedUntilTheCacheIsReset() async throws {
-        let deskA = try externalDesk()
-        let deskB = try externalDesk()
-        defer { Task { await deskA.stop(); await deskB.stop() } }
-        try await TestPostgres.withDatabase { url in
-            let first = try await TestGateway.start(gatewayConfig(database: url, desk: deskA))
-            let customer = try await Customer.signIn(first)
-            _ = try await customer.createTicket("kept until the reset")
-            try await first.database.query("""
-                INSERT INTO csat_ratings (ticket_id, message_id, score, agent_id, team_id, channel_type, priority, customer_sendbird_id, rated_at, source)
-                VALUES (1, 1, 5, 501, 11, 'SENDBIRD', 'MEDIUM', 'demo-customer', now(), 'gateway')
-                """)
-            await first.stop()
+        try await withTwoDesks { deskA, deskB, url in
+            try await TestGateway.running(gatewayConfig(database: url, desk: deskA)) { first in
+                let customer = try await Customer.signIn(first)
+                _ = try await customer.createTicket("kept until the reset")
+                try await first.database.query("""
+                    INSERT INTO csat_ratings (ticket_id, message_id, score, agent_id, team_id, channel_type, priority, customer_sendbird_id, rated_at, source)
+                    VALUES (1, 1, 5, 501, 11, 'SENDBIRD', 'MEDIUM', 'demo-customer', now(), 'gateway')
+                    """)
+            }
 
             let error = await #expect(throws: DeskIdentityMismatch.self) {
                 _ = try await TestGateway.start(gatewayConfig(database: url, desk: deskB))
@@ -89,11 +86,8 @@ import TestSupport
     }
 
     @Test func theResetSettingLetsAnotherDeskStart() async throws {
-        let deskA = try externalDesk()
-        let deskB = try externalDesk()
-        defer { Task { await deskA.stop(); await deskB.stop() } }
-        try await TestPostgres.withDatabase { url in
-            await (try await TestGateway.start(gatewayConfig(database: url, desk: deskA))).stop()
+        try await withTwoDesks { deskA, deskB, url in
+            try await TestGateway.running(gatewayConfig(database: url, desk: deskA)) { _ in }
             var config = gatewayConfig(database: url, desk: deskB)
             config.cacheResetOnDeskChange = true
             try await TestGateway.running(config) { app in
@@ -108,11 +102,11 @@ import TestSupport
     @Test func theEmbeddedEmulatorResumesFromTheDatabase() async throws {
         try await TestPostgres.withDatabase { url in
             let config = TestGateway.configuration(databaseURL: url)
-            let first = try await TestGateway.start(config)
-            let customer = try await Customer.signIn(first)
-            let id = try #require(try await customer.createTicket("before the restart")["id"] as? Int)
-            let instance = try #require(first.emulator?.instanceId)
-            await first.stop()
+            let (id, instance) = try await TestGateway.running(config) { first in
+                let customer = try await Customer.signIn(first)
+                return (try #require(try await customer.createTicket("before the restart")["id"] as? Int),
+                        try #require(first.emulator?.instanceId))
+            }
 
             try await TestGateway.running(config) { second in
                 #expect(second.emulator?.instanceId == instance)
@@ -123,5 +117,12 @@ import TestSupport
                 #expect(old.status == 200)
             }
         }
+    }
+}
+
+/// Two emulators outside the gateway and a fresh database; both emulators are stopped afterwards, also when `body` throws.
+private func withTwoDesks(_ body: (DeskEmulator, DeskEmulator, String) async throws -> Void) async throws {
+    try await withEmulator { deskA in
+        try await withEmulator { deskB in try await TestPostgres.withDatabase { url in try await body(deskA, deskB, url) } }
     }
 }

@@ -43,8 +43,7 @@ final class CapturedLogs: Sendable {
             var config = TestGateway.configuration(databaseURL: url)
             config.cacheTTLSeconds = 0   // every read asks Desk
             config.rateLimitBurst = 10_000
-            let app = try await TestGateway.start(config, logger: logs.logger)
-            do {
+            try await TestGateway.running(config, logger: logs.logger) { app in
                 let customer = try await Customer.signIn(app)
                 let id = try #require(try await customer.createTicket("Traced")["id"] as? Int)
                 let trace = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -75,10 +74,6 @@ final class CapturedLogs: Sendable {
                     let id = try #require(started.metadata["trace_id"])
                     #expect(id.count == 32 && id != trace && id != String(repeating: "0", count: 32))
                 }
-                await app.stop()
-            } catch {
-                await app.stop()
-                throw error
             }
         }
     }

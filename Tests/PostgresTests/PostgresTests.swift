@@ -422,21 +422,19 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
     }
 
     @Test func reconnectsAfterTheServerRestarts() async throws {
-        let cluster = try TestPostgres.privateCluster()
-        try await cluster.start()
-        let pool = PostgresPool(configuration: PostgresConfiguration.forTests(
-            cluster.connectionString(database: "postgres"), poolSize: 2, connectTimeoutSeconds: 2))
-        defer { pool.shutdown() }
-        #expect(try await pool.query("SELECT 1")[0].decode(0, as: Int.self) == 1)
-        await cluster.stop(force: true)
-        await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
-        try await cluster.start()
-        // Every connection of the pool was cut; each one comes back on its next use.
-        for _ in 0..<4 {
-            #expect(try await pool.query("SELECT 2")[0].decode(0, as: Int.self) == 2)
+        try await TestPostgres.withPrivateCluster { cluster in
+            let pool = PostgresPool(configuration: PostgresConfiguration.forTests(
+                cluster.connectionString(database: "postgres"), poolSize: 2, connectTimeoutSeconds: 2))
+            defer { pool.shutdown() }
+            #expect(try await pool.query("SELECT 1")[0].decode(0, as: Int.self) == 1)
+            await cluster.stop(force: true)
+            await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
+            try await cluster.start()
+            // Every connection of the pool was cut; each one comes back on its next use.
+            for _ in 0..<4 {
+                #expect(try await pool.query("SELECT 2")[0].decode(0, as: Int.self) == 2)
+            }
         }
-        pool.shutdown()
-        await cluster.destroy()
     }
 
     @Test func racingMigratorsApplyEachMigrationOnce() async throws {

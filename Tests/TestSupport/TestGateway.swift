@@ -59,9 +59,9 @@ public enum TestGateway {
     }
 
     /// Runs `body` with a gateway started on `config` and stops it afterwards, also when `body` throws.
-    public static func running<T: Sendable>(_ config: GatewayConfig,
+    public static func running<T: Sendable>(_ config: GatewayConfig, logger: Logger? = nil, waitForZones: Bool = true,
                                             _ body: (GatewayApplication) async throws -> T) async throws -> T {
-        let app = try await start(config)
+        let app = try await start(config, logger: logger, waitForZones: waitForZones)
         do {
             let result = try await body(app)
             await app.stop()

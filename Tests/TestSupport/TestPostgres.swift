@@ -75,6 +75,19 @@ public enum TestPostgres {
         let directory = NSTemporaryDirectory() + "dg-pg-\(UUID().uuidString.prefix(8))"
         return try EmbeddedPostgres(directory: directory, port: port, durable: false, logger: logger)
     }
+
+    /// `body` with a started private cluster (`privateCluster`), destroyed afterwards, also when `body` throws.
+    public static func withPrivateCluster(_ body: (EmbeddedPostgres) async throws -> Void) async throws {
+        let cluster = try privateCluster()
+        do {
+            try await cluster.start()
+            try await body(cluster)
+        } catch {
+            await cluster.destroy()
+            throw error
+        }
+        await cluster.destroy()
+    }
 }
 
 /// Ports for what the tests listen on: below the kernel's ephemeral range (32768 up), where an outgoing connection
