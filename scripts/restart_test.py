@@ -133,6 +133,27 @@ try:
     status = subprocess.run([binary, "migrate", "--status"], env=environment(), capture_output=True, text=True, timeout=120)
     check("and nothing was applied (no migration of a later release recorded)",
           status.returncode == 0 and "newer" not in status.stdout.splitlines()[-2], status.stdout + status.stderr)
+    # The --json forms, as a deploy script reads them: one document on stdout, the same exit codes.
+    def listing(*arguments, **extra):
+        result = subprocess.run([binary, *arguments, "--json"], env=environment(**extra), capture_output=True, text=True, timeout=120)
+        try:
+            return result.returncode, json.loads(result.stdout), result.stderr
+        except ValueError:
+            return result.returncode, None, result.stdout + result.stderr
+    code, document, detail = listing("migrate", "--status", ASSETS_DIR=str(later))
+    check("migrate --status --json: the later release's migration pending, the counts, exit 3",
+          code == 3 and document and document["migrations"][-1] == {"version": 9999, "name": "add_probe", "status": "pending", "appliedAt": None}
+          and document["counts"] == {"applied": len(migrations), "pending": 1, "changed": 0, "newer": 0, "unknown": 0}, f"{code} {document} {detail}")
+    code, document, detail = listing("api-key", "list")
+    check("api-key list --json: the report key, used, never the key itself",
+          code == 0 and document and [(k["name"], k["state"], k["lastUsedAt"] is not None) for k in document["keys"]] == [("restart", "active", True)]
+          and key not in json.dumps(document), f"{code} {document} {detail}")
+    code, document, detail = listing("csat", "zones")
+    check("csat zones --json: UTC complete with the two ratings' rows",
+          code == 0 and document and [(z["zone"], z["state"], z["listed"], z["rows"] > 0) for z in document["zones"]] == [("UTC", "complete", True, True)],
+          f"{code} {document} {detail}")
+    code, document, detail = listing("outbox", "list")
+    check("outbox list --json: nothing waits after a clean stop", code == 0 and document == {"operations": []}, f"{code} {document} {detail}")
     refused = subprocess.run([binary, "migrate"], env=environment(PORT="eighty", RATE_LIMIT_BURST="-1", DESK_TIMOUT_MS="5"),
                              capture_output=True, text=True, timeout=60)
     check("every refused setting is named at once, then the misspelt one, exit 2",

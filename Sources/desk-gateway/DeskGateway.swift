@@ -149,6 +149,11 @@ struct Migrate: AsyncParsableCommand {
     @Flag(help: ArgumentHelp("List each migration as applied, pending, changed (its file differs from what was applied), "
                              + "newer (applied by a later release) or unknown (recorded, in no file of this release) and exit: 0 when nothing is pending or changed, 3 when something is, "
                              + "1 when the database cannot be read; nothing is applied or written.")) var status = false
+    @Flag(help: "With --status: one JSON document instead of the text (the same exit codes).") var json = false
+
+    func validate() throws {
+        if json, !status { throw ValidationError("--json lists the migrations: use it with --status") }
+    }
 
     func run() async throws {
         if status { return try await listMigrations() }
@@ -169,14 +174,18 @@ extension Migrate {
     func listMigrations() async throws {
         var states: [MigrationState] = []
         try await oneShot { config, logger in states = try await migrationStatus(config, logger: logger) }
-        // As the files are named: sql/0007_add_ticket_fields.sql is 0007_add_ticket_fields.
-        let names = states.map { String(repeating: "0", count: max(0, 4 - "\($0.version)".count)) + "\($0.version)_\($0.name)" }
-        let width = names.map(\.count).max() ?? 0
-        for (name, state) in zip(names, states) {
-            print(name + String(repeating: " ", count: width - name.count + 2) + state.status.rawValue + (state.appliedAt.map { " " + $0 } ?? ""))
-        }
         let count = { (status: MigrationState.Status) in states.filter { $0.status == status }.count }
-        print("\(count(.applied)) applied, \(count(.pending)) pending, \(count(.changed)) changed, \(count(.newer)) newer, \(count(.unknown)) unknown")
+        if json {
+            print(try CommandDocument.text(CommandDocument.migrations(states)))
+        } else {
+            // As the files are named: sql/0007_add_ticket_fields.sql is 0007_add_ticket_fields.
+            let names = states.map { String(repeating: "0", count: max(0, 4 - "\($0.version)".count)) + "\($0.version)_\($0.name)" }
+            let width = names.map(\.count).max() ?? 0
+            for (name, state) in zip(names, states) {
+                print(name + String(repeating: " ", count: width - name.count + 2) + state.status.rawValue + (state.appliedAt.map { " " + $0 } ?? ""))
+            }
+            print("\(count(.applied)) applied, \(count(.pending)) pending, \(count(.changed)) changed, \(count(.newer)) newer, \(count(.unknown)) unknown")
+        }
         if count(.pending) + count(.changed) > 0 { throw ExitCode(3) }
     }
 }
@@ -260,9 +269,12 @@ struct Csat: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List the zones whose rollups every CSAT write keeps up, and whether this environment's REPORT_TIME_ZONES lists each.")
 
+        @Flag(help: "One JSON document instead of the text.") var json = false
+
         func run() async throws {
             try await oneShot { config, logger in
                 let zones = try await reportZones(config, logger: logger)
+                if json { return print(try CommandDocument.text(CommandDocument.zones(zones, listed: config.reportTimeZones))) }
                 for zone in zones {
                     let listed = config.reportTimeZones.contains(zone.zone) ? "listed" : "not listed (desk-gateway csat drop-zone \(zone.zone))"
                     print("\(zone.zone)  \(zone.complete ? "complete" : "being built (\(zone.countedUntil.map { "counted up to \(ISOTimestamp.format($0))" } ?? "nothing counted yet"))")  \(zone.rows) rows  \(listed)")
@@ -366,9 +378,12 @@ struct ApiKey: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List keys (never the keys themselves).")
 
+        @Flag(help: "One JSON document instead of the text.") var json = false
+
         func run() async throws {
             try await oneShot { config, logger in
                 let keys = try await listApiKeys(config, logger: logger)
+                if json { return print(try CommandDocument.text(CommandDocument.apiKeys(keys))) }
                 if keys.isEmpty { tellOperator("no API keys yet (api-key create makes one)") }
                 for key in keys {
                     let state = key.revokedAt == nil ? "active" : "revoked"
@@ -430,6 +445,7 @@ struct Outbox: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "The oldest pending writes: id, kind, ticket, age, attempts, seconds to the next attempt, reason.")
         @Option(help: "At most this many (1-1000).") var limit = 50
+        @Flag(help: "One JSON document instead of the text.") var json = false
 
         func validate() throws {
             guard (1...1000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
@@ -438,8 +454,9 @@ struct Outbox: AsyncParsableCommand {
         func run() async throws {
             try await oneShot { config, logger in
                 let pending = try await pendingOperations(config, logger: logger, limit: limit)
-                print(["id", "kind", "ticket", "age_s", "attempts", "next_s", "reason"].joined(separator: "\t"))
                 let now = Date().timeIntervalSince1970
+                if json { return print(try CommandDocument.text(CommandDocument.outbox(pending, now: now))) }
+                print(["id", "kind", "ticket", "age_s", "attempts", "next_s", "reason"].joined(separator: "\t"))
                 for (operation, due) in pending {
                     print(["\(operation.id)", operation.kind.rawValue, "\(operation.ticketId)", "\(Int(now - operation.createdAt))",
                            "\(operation.attempts)", "\(Int(due.rounded(.up)))", operation.lastError ?? "-"].joined(separator: "\t"))

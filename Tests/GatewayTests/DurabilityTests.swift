@@ -262,6 +262,12 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect(listed.count == 1 && listed.first?.operation.ticketId == id && listed.first?.operation.kind == .close)
             #expect((listed.first?.dueInSeconds ?? 0) > 3_500)
             #expect(listed.first?.operation.lastError?.hasPrefix("desk_unavailable") == true, "\(String(describing: listed.first))")
+            // `outbox list --json`, as a script reads it.
+            let document = try JSONSerialization.jsonObject(with: Data(try CommandDocument.text(CommandDocument.outbox(listed, now: Date().timeIntervalSince1970)).utf8))
+            let row = try #require(((document as? [String: Any])?["operations"] as? [[String: Any]])?.first)
+            #expect(Set(row.keys) == ["id", "kind", "ticketId", "createdAt", "ageSeconds", "attempts", "nextAttemptInSeconds", "reason"])
+            #expect(row["id"] as? Int == queued.json?["id"] as? Int && row["kind"] as? String == "close" && row["ticketId"] as? Int == id)
+            #expect((row["nextAttemptInSeconds"] as? Int ?? 0) > 3_500 && (row["reason"] as? String)?.hasPrefix("desk_unavailable") == true)
             #expect(try await retryOperationsNow(app.config, logger: Logger(label: "test")) == 1)
             try await waitForEmptyOutbox(app.database, seconds: 30)
             let onDesk = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(id)")
