@@ -113,7 +113,9 @@ struct GatewayMiddleware: ClientMiddleware {
             let data = if let responseBody { try await Data(collecting: responseBody, upTo: 1 << 20) } else { Data() }
             let error = DeskGatewayError(response: response, body: data)
             if error.status == 401, error.problem == .unauthorized || error.problem == .deskSessionExpired,
-               operationID != "createSession", !renewed, request.headerFields[.authorization] != nil, let onSessionExpired {
+               // Not for signing in or out: a sign-out renewed first would end the new session instead.
+               !["createSession", "deleteCurrentSession"].contains(operationID), !renewed, request.headerFields[.authorization] != nil,
+               let onSessionExpired {
                 renewed = true
                 if let token = await onSessionExpired(error) {
                     state.token = token

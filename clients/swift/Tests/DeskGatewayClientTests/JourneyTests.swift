@@ -189,6 +189,15 @@ enum Live {
         #expect(try await gateway.tickets.openCount() >= 0)
         #expect(await asked.value == 1)
         #expect(gateway.token != old)
+        // Signing out an ended session says so and forgets it, without asking the hook for a session to end instead.
+        let askedAtSignOut = Counter()
+        let ending = DeskGateway(baseURL: Live.gateway, token: old) { _ in
+            await askedAtSignOut.add()
+            return try? await DeskGateway(baseURL: Live.gateway).authenticate(userId: "demo-customer", accessToken: "demo-token").token
+        }
+        await #expect(throws: DeskGatewayError.self) { try await ending.signOut() }
+        #expect(ending.token == nil)
+        #expect(await askedAtSignOut.value == 0)
     }
 }
 
