@@ -37,6 +37,8 @@ if [ "${1:-}" = "--test" ]; then
   install_missing prometheus
   # pgbouncer for the transaction-pooling test (Debian's 1.18); tsc for the web client's type declarations.
   install_missing pgbouncer node-typescript
+  # The Android client's build and tests: a JDK, OkHttp 3, Android's own org.json, JUnit 4 (all Debian's jars).
+  install_missing default-jdk-headless libokhttp-java libandroid-json-java junit4
   py=(python3 -m pip install -q --disable-pip-version-check)
   python3 -c "import openapi_spec_validator" 2>/dev/null || "${py[@]}" openapi-spec-validator ||
     "${py[@]}" --break-system-packages openapi-spec-validator

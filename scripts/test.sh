@@ -63,6 +63,9 @@ tsc -p clients/web/test/tsconfig.json
 echo "== Swift client: clients/swift built and tested (swift test) against a live gateway and its Desk emulator"
 scripts/swift_client_test.sh "$TEST_DATABASE_URL"
 
+echo "== Android client: clients/android compiled for Java 8 against OkHttp 3 and Android's org.json, JUnit against a live gateway"
+scripts/android_client_test.sh "$TEST_DATABASE_URL"
+
 echo "== report page: sign-in, summary, filters, drill-down and CSV in headless Chromium, numbers against the JSON API"
 python3 scripts/report_page_test.py "$TEST_DATABASE_URL"
 
