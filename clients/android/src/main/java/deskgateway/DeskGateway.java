@@ -5,6 +5,7 @@ import java.io.InterruptedIOException;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 
 import okhttp3.HttpUrl;
 import okhttp3.MediaType;
@@ -50,7 +51,7 @@ public final class DeskGateway {
         public Builder maxRetries(int value) { maxRetries = value; return this; }
         /** The longest wait before a retry, whatever {@code Retry-After} says (default 30 s). */
         public Builder maxRetryDelayMillis(long value) { maxRetryDelayMillis = value; return this; }
-        /** The app's OkHttpClient (its pool, timeouts, interceptors); a new one otherwise. */
+        /** The app's OkHttpClient (its pool, timeouts, interceptors); otherwise one of its own (connect 10 s, read 30 s). */
         public Builder httpClient(OkHttpClient value) { http = value; return this; }
         public Builder onSessionExpired(SessionExpiredHandler handler) { onSessionExpired = handler; return this; }
 
@@ -96,7 +97,9 @@ public final class DeskGateway {
 
     private DeskGateway(Builder settings) {
         baseUrl = settings.baseUrl;
-        http = settings.http != null ? settings.http : new OkHttpClient();
+        // OkHttp's own 10 s read timeout is shorter than a write whose Desk call is tried again may take.
+        http = settings.http != null ? settings.http
+            : new OkHttpClient.Builder().connectTimeout(10, TimeUnit.SECONDS).readTimeout(30, TimeUnit.SECONDS).build();
         maxRetries = settings.maxRetries;
         maxRetryDelayMillis = settings.maxRetryDelayMillis;
         onSessionExpired = settings.onSessionExpired;
