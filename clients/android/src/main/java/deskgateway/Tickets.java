@@ -121,8 +121,9 @@ public final class Tickets {
     public WriteResult submitFeedback(long id, long messageId, Integer score, String comment, String idempotencyKey) throws IOException {
         JSONObject body = new JSONObject();
         Json.put(body, "messageId", messageId);
+        // Both always sent: the gateway takes null for a decline and for no comment, never a missing one.
         Json.put(body, "score", score);
-        if (comment != null) Json.put(body, "comment", comment);
+        Json.put(body, "comment", comment);
         return write("POST", "/v1/tickets/" + id + "/feedback", body, idempotencyKey);
     }
 

@@ -130,6 +130,28 @@ public class JourneyTest {
         assertEquals("solved", gateway.tickets().get(ticket.id()).closeComment());
     }
 
+    @Test public void anEndOfChatConfirmedAKeyReusedAndASurveyDeclined() throws Exception {
+        DeskGateway gateway = signedIn();
+        // The same creation sent twice with one key opens one ticket.
+        String key = DeskGateway.newIdempotencyKey();
+        Ticket ticket = gateway.tickets().create(new NewTicket("Ended by the customer", "Demo"), key);
+        assertEquals(ticket.id(), gateway.tickets().create(new NewTicket("Ended by the customer", "Demo"), key).id());
+        control("/tickets/" + ticket.id() + "/customer-message", "{\"text\":\"Hi\"}");
+        control("/tickets/" + ticket.id() + "/assign", "{\"agentId\":501}");
+        until(gateway, ticket.id(), "ACTIVE");
+        long inquiry = control("/tickets/" + ticket.id() + "/closure-inquiry", "{}").getLong("messageId");
+        WriteResult confirmed = gateway.tickets().confirmEndOfChat(ticket.id(), inquiry, true);
+        assertEquals("CLOSED", confirmed.ticket().status());
+        assertEquals("CONFIRMED", confirmed.ticket().closeStatus());
+        long survey = control("/tickets/" + ticket.id() + "/csat-request", "{}").getLong("messageId");
+        WriteResult declined = gateway.tickets().submitFeedback(ticket.id(), survey, null, null);
+        assertFalse(declined.toString(), declined.isQueued());
+        assertNull(declined.ticket().satisfactionScore());
+        List<Long> closed = new ArrayList<Long>();
+        for (Ticket each : gateway.tickets().closedList(10)) closed.add(each.id());
+        assertTrue(closed.toString(), closed.contains(ticket.id()));
+    }
+
     @Test public void theCustomersOwnFieldsAndAReadsETag() throws Exception {
         DeskGateway gateway = signedIn();
         // Desk keeps the keys its project registered (the emulator: product, plan, region, ... on tickets; tier, company, ...
