@@ -90,11 +90,29 @@ struct GatewayMiddleware: ClientMiddleware {
 
     static let cachedReads: Set<String> = ["getTicket", "getTicketByChannel"]
 
+    /// Request fields the document marks required and nullable: the generated types leave a nil one out of the body
+    /// (swift-openapi-generator encodes optionals only when present), where the gateway needs an explicit null — a
+    /// decline is `"score": null`.
+    static let requiredNullable: [String: [String]] = ["submitFeedback": ["score", "comment"]]
+
+    /// The body with `fields` set to null where they are missing; nil when none is (the body goes as it is).
+    static func withNulls(_ body: Data, for fields: [String]) -> Data? {
+        guard var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { return nil }
+        let missing = fields.filter { object[$0] == nil }
+        guard !missing.isEmpty else { return nil }
+        for field in missing { object[field] = NSNull() }
+        return try? JSONSerialization.data(withJSONObject: object)
+    }
+
     func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
                    next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)) async throws -> (HTTPResponse, HTTPBody?) {
         var request = request
         // Buffered once, so that every attempt sends the same bytes (and the same Idempotency-Key).
-        let bytes: Data? = if let body { try await Data(collecting: body, upTo: 4 << 20) } else { nil }
+        var bytes: Data? = if let body { try await Data(collecting: body, upTo: 4 << 20) } else { nil }
+        if let fields = Self.requiredNullable[operationID], let sent = bytes, let filled = Self.withNulls(sent, for: fields) {
+            bytes = filled
+            request.headerFields[.contentLength] = "\(filled.count)"
+        }
         let path = request.path ?? ""
         let idempotent = request.method == .get || request.headerFields[.idempotencyKey] != nil
         var renewed = false

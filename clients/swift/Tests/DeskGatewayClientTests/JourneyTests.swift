@@ -64,6 +64,19 @@ enum Live {
         #expect(rated.ticket?.satisfaction?.score == 5)
     }
 
+    @Test func aSurveyDeclinedWithoutAComment() async throws {
+        let gateway = try await Live.signedIn()
+        let ticket = try await gateway.tickets.create(title: "Declined", userName: "Demo")
+        try await Live.control("/tickets/\(ticket.id)/customer-message", ["text": "Hi"])
+        try await Live.control("/tickets/\(ticket.id)/assign", ["agentId": 501])
+        _ = try await Live.until(gateway, ticket.id) { $0.status == .active }
+        let closed = try await gateway.tickets.close(ticket.id)
+        #expect(closed.ticket?.status == .closed)
+        let messageId = try #require(try await Live.control("/tickets/\(ticket.id)/csat-request")["messageId"] as? Int)
+        let declined = try await gateway.tickets.submitFeedback(ticket.id, messageId: messageId, score: nil)
+        #expect(declined.ticket?.satisfaction == nil, "\(declined)")
+    }
+
     @Test func aWriteWhileDeskIsDownIsQueuedAndWaitedFor() async throws {
         let gateway = try await Live.signedIn()
         let ticket = try await gateway.tickets.create(title: "Queued write", userName: "Demo")
