@@ -64,6 +64,26 @@ enum Live {
         #expect(rated.ticket?.satisfaction?.score == 5)
     }
 
+    @Test func anEndOfChatConfirmedAndTheFieldsAndChannelsSet() async throws {
+        let gateway = try await Live.signedIn()
+        // Desk keeps the keys its project registered (the emulator: plan, region, … on tickets; company, … on customers).
+        #expect(try await gateway.setCustomerCustomFields(["company": "ios"])["company"] == "ios")
+        let ticket = try await gateway.tickets.create(title: "Ended by the customer", userName: "Demo")
+        let fields = try await gateway.tickets.setCustomFields(ticket.id, ["region": "emea"])
+        #expect(fields.ticket?.customFields.additionalProperties["region"] == "emea", "\(fields)")
+        let related = try await gateway.tickets.setRelatedChannels(ticket.id, ["sendbird_group_channel_related"])
+        #expect(related.ticket?.relatedChannelUrls == ["sendbird_group_channel_related"], "\(related)")
+        try await Live.control("/tickets/\(ticket.id)/customer-message", ["text": "Hi"])
+        try await Live.control("/tickets/\(ticket.id)/assign", ["agentId": 501])
+        _ = try await Live.until(gateway, ticket.id) { $0.status == .active }
+        let inquiry = try #require(try await Live.control("/tickets/\(ticket.id)/closure-inquiry")["messageId"] as? Int)
+        let confirmed = try await gateway.tickets.confirmEndOfChat(ticket.id, messageId: inquiry, confirm: true)
+        #expect(confirmed.ticket?.status == .closed && confirmed.ticket?.closeStatus == "CONFIRMED", "\(confirmed)")
+        var closed: [Int] = []
+        for try await each in gateway.tickets.closedList(pageSize: 10) { closed.append(each.id) }
+        #expect(closed.contains(ticket.id))
+    }
+
     @Test func aSurveyDeclinedWithoutAComment() async throws {
         let gateway = try await Live.signedIn()
         let ticket = try await gateway.tickets.create(title: "Declined", userName: "Demo")
