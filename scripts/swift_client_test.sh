@@ -9,10 +9,11 @@ port=${SWIFT_CLIENT_GATEWAY_PORT:-18350} desk_port=${SWIFT_CLIENT_EMULATOR_PORT:
 database=swift_client_test
 psql "$admin" -qc "DROP DATABASE IF EXISTS $database WITH (FORCE)" -c "CREATE DATABASE $database" >/dev/null
 log=.build/swift-client-gateway.log
-# A small rate-limit budget, so the client's 429 handling is reached in a few calls.
+# A small rate-limit budget, so the client's 429 handling is reached in a few calls; previews may fetch the
+# gateway's own pages on the loopback address.
 DATABASE_URL="${admin/dbname=postgres/dbname=$database}" HOST=127.0.0.1 PORT=$port DESK_EMULATOR_PORT=$desk_port \
 DESK_EMULATOR_STATE=memory SYNC_INTERVAL_S=0 LOG_LEVEL=warning ASSETS_DIR="$PWD" \
-RATE_LIMIT_PER_MINUTE=600 RATE_LIMIT_BURST=40 \
+RATE_LIMIT_PER_MINUTE=600 RATE_LIMIT_BURST=40 LINK_PREVIEW_ALLOW_PRIVATE=true \
   .build/debug/desk-gateway serve >"$log" 2>&1 &
 gateway=$!
 trap 'kill -TERM $gateway 2>/dev/null; wait $gateway 2>/dev/null; psql "$admin" -qc "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null' EXIT

@@ -84,6 +84,17 @@ enum Live {
         #expect(closed.contains(ticket.id))
     }
 
+    @Test func aPagesPreviewAndItsDeskMessage() async throws {
+        // The gateway's own sign-in page (the test's gateway lets previews fetch loopback addresses).
+        let url = Live.gateway.appendingPathComponent("reports").absoluteString
+        let preview = try await Live.signedIn().linkPreview(url: url)
+        #expect(preview.url == url && preview.title == "Sign in · CSAT" && preview.image == nil, "\(preview)")
+        #expect(preview.message.customType == .sendbirdDeskRichMessage)
+        let data = try #require(try JSONSerialization.jsonObject(with: Data(preview.message.data.utf8)) as? [String: Any])
+        #expect(data["type"] as? String == "SENDBIRD_DESK_URL_PREVIEW")
+        #expect((data["body"] as? [String: Any])?["title"] as? String == "Sign in · CSAT")
+    }
+
     @Test func aSurveyDeclinedWithoutAComment() async throws {
         let gateway = try await Live.signedIn()
         let ticket = try await gateway.tickets.create(title: "Declined", userName: "Demo")
