@@ -10,7 +10,9 @@ import TestSupport
         FileManager.default.temporaryDirectory.appendingPathComponent("emulator-state-\(UUID().uuidString)/state.jsonl").path
     }
 
-    static func start(_ path: String) throws -> (DeskEmulator, Bool) {
+    /// `body` with an emulator keeping its world in `path` (and whether it found one there), stopped afterwards, also
+    /// when `body` throws.
+    static func running<T>(_ path: String, _ body: (DeskEmulator, Bool) async throws -> T) async throws -> T {
         var restored = false
         let emulator = try startedEmulator(seeded: false) { configuration in
             let (made, fromFile) = try DeskEmulator.persistent(configuration: configuration, store: EmulatorFileStore(path: path))
@@ -18,7 +20,14 @@ import TestSupport
             restored = fromFile
             return made
         }
-        return (emulator, restored)
+        do {
+            let result = try await body(emulator, restored)
+            await emulator.stop()
+            return result
+        } catch {
+            await emulator.stop()
+            throw error
+        }
     }
 
     static func deskToken(_ port: Int) async throws -> String {
@@ -30,36 +39,36 @@ import TestSupport
     @Test func aRestartedEmulatorKeepsItsWorld() async throws {
         let path = Self.temporaryPath()
         defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
-        let (first, restored) = try Self.start(path)
-        #expect(!restored)
-        let token = try await Self.deskToken(first.port)
-        let created = try await httpRequest(port: first.port, "POST", "/sapi/tickets/", headers: [("sendbirdDeskToken", token)],
-                                            json: #"{"sendbirdAppId":"emulated-app","channelName":"Kept","groupKey":"support"}"#)
-        let id = try #require(created.json?["id"] as? Int)
-        #expect(try await httpRequest(port: first.port, "POST", "/emulator/tickets/\(id)/customer-message", json: "{}").status == 200)
-        #expect(try await httpRequest(port: first.port, "POST", "/emulator/customers",
-                                      json: #"{"sendbirdId":"later","accessToken":"t"}"#).status == 201)
-        let instance = first.instanceId
-        await first.stop()
+        let (id, token, instance) = try await Self.running(path) { first, restored in
+            #expect(!restored)
+            let token = try await Self.deskToken(first.port)
+            let created = try await httpRequest(port: first.port, "POST", "/sapi/tickets/", headers: [("sendbirdDeskToken", token)],
+                                                json: #"{"sendbirdAppId":"emulated-app","channelName":"Kept","groupKey":"support"}"#)
+            let id = try #require(created.json?["id"] as? Int)
+            #expect(try await httpRequest(port: first.port, "POST", "/emulator/tickets/\(id)/customer-message", json: "{}").status == 200)
+            #expect(try await httpRequest(port: first.port, "POST", "/emulator/customers",
+                                          json: #"{"sendbirdId":"later","accessToken":"t"}"#).status == 201)
+            return (id, token, first.instanceId)
+        }
 
-        let (second, again) = try Self.start(path)
-        defer { Task { await second.stop() } }
-        #expect(again)
-        #expect(second.instanceId == instance)
-        // The Desk session from before the restart still works, the ticket kept its state, and ids go on.
-        let ticket = try await httpRequest(port: second.port, "GET", "/sapi/tickets/\(id)", headers: [("sendbirdDeskToken", token)])
-        #expect(ticket.status == 200)
-        #expect(ticket.json?["status2"] as? String == "PENDING")
-        #expect(ticket.json?["channelName"] as? String == "Kept")
-        let next = try await httpRequest(port: second.port, "POST", "/sapi/tickets/", headers: [("sendbirdDeskToken", token)],
-                                         json: #"{"sendbirdAppId":"emulated-app","channelName":"Next"}"#)
-        #expect(next.json?["id"] as? Int == id + 1)
-        let later = try await httpRequest(port: second.port, "POST", "/sapi/customers/auth/", headers: [("sendbirdAccessToken", "t")],
-                                          json: #"{"sendbirdAppId":"emulated-app","sendbirdId":"later"}"#)
-        #expect(later.status == 200)
-        // The demo seed was not applied twice.
-        let teams = try await httpRequest(port: second.port, "GET", "/platform/v1/groups", headers: [("SENDBIRDDESKAPITOKEN", "emulator-api-token")])
-        #expect(teams.json?["count"] as? Int == 2)
+        try await Self.running(path) { second, again in
+            #expect(again)
+            #expect(second.instanceId == instance)
+            // The Desk session from before the restart still works, the ticket kept its state, and ids go on.
+            let ticket = try await httpRequest(port: second.port, "GET", "/sapi/tickets/\(id)", headers: [("sendbirdDeskToken", token)])
+            #expect(ticket.status == 200)
+            #expect(ticket.json?["status2"] as? String == "PENDING")
+            #expect(ticket.json?["channelName"] as? String == "Kept")
+            let next = try await httpRequest(port: second.port, "POST", "/sapi/tickets/", headers: [("sendbirdDeskToken", token)],
+                                             json: #"{"sendbirdAppId":"emulated-app","channelName":"Next"}"#)
+            #expect(next.json?["id"] as? Int == id + 1)
+            let later = try await httpRequest(port: second.port, "POST", "/sapi/customers/auth/", headers: [("sendbirdAccessToken", "t")],
+                                              json: #"{"sendbirdAppId":"emulated-app","sendbirdId":"later"}"#)
+            #expect(later.status == 200)
+            // The demo seed was not applied twice.
+            let teams = try await httpRequest(port: second.port, "GET", "/platform/v1/groups", headers: [("SENDBIRDDESKAPITOKEN", "emulator-api-token")])
+            #expect(teams.json?["count"] as? Int == 2)
+        }
     }
 
     @Test func aJournalLineCutShortByACrashIsIgnored() throws {
