@@ -40,6 +40,9 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
     /// or abandoned): Desk may carry it out later still.
     public private(set) var mayStillTakeEffect = false
 
+    /// Of a conflict: the ticket's status on Desk when it refused (for the problem's `ticketStatus`), when known.
+    public private(set) var ticketStatus: TicketStatus?
+
     public init(_ code: Code, _ message: String, retryAfterSeconds: Int? = nil, internalDetail: String? = nil) {
         self.code = code
         self.message = message
@@ -52,6 +55,13 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
         var error = self
         error.mayHaveTakenEffect = true
         error.mayStillTakeEffect = mayStillTakeEffect || stillUnderWay
+        return error
+    }
+
+    /// The same failure, naming the ticket's status as Desk has it.
+    public func with(ticketStatus status: TicketStatus?) -> DomainError {
+        var error = self
+        error.ticketStatus = status
         return error
     }
 

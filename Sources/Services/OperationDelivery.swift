@@ -77,15 +77,15 @@ public final class OperationDelivery: Sendable {
             return .queued(try await outbox.find(id: operation.id) ?? operation)
         }
         let outcome = await deliver(operation, inline: true)
-        let saved = try await complete(operation, outcome)
+        let booked = try await book(operation, outcome)
         switch outcome {
         case .delivered(let ticket):
             // Saved once by `complete`; only a save that failed there is tried again, so its error reaches the caller.
-            if let saved { return .delivered(saved) }
+            if let saved = booked.saved { return .delivered(saved) }
             return .delivered(try await tickets.save(ticket, customerId: customerId))
         case .failed(let error):
             guard error.code == .conflict else { throw error }
-            throw DomainError(.conflict, kind.stateConflict, internalDetail: error.internalDetail)
+            throw DomainError(.conflict, kind.stateConflict, internalDetail: error.internalDetail).with(ticketStatus: booked.deskState?.status)
         case .retry, .awaitSignIn:
             return .queued(try await outbox.find(id: operation.id) ?? operation)
         }
@@ -220,27 +220,32 @@ public final class OperationDelivery: Sendable {
     /// transient failures come back after a jittered exponential backoff. Returns the delivered ticket as cached.
     @discardableResult
     public func complete(_ operation: OutboxOperation, _ outcome: Outcome) async throws -> CachedTicket? {
+        try await book(operation, outcome).saved
+    }
+
+    /// `complete`, also returning Desk's copy of the ticket read after a refusal.
+    private func book(_ operation: OutboxOperation, _ outcome: Outcome) async throws -> (saved: CachedTicket?, deskState: DeskTicket?) {
         switch outcome {
         case .delivered(let ticket):
             observe("delivered")
             try await outbox.finish(operation, delivered: true, error: nil)
-            return try? await tickets.save(ticket, customerId: operation.customerId)
+            return (try? await tickets.save(ticket, customerId: operation.customerId), nil)
         case .failed(let error):
             observe("failed")
             logger.notice("operation refused by Desk", metadata: ["operation": "\(operation.id)", "kind": "\(operation.kind)",
                                                                   "detail": "\(error.internalDetail ?? error.message)"])
             try await outbox.finish(operation, delivered: false, error: Self.reason(error))
-            if let truth = await ticketAfterRefusal(operation) {
-                _ = try? await tickets.save(truth, customerId: operation.customerId)
-            } else {
+            guard let truth = await ticketAfterRefusal(operation) else {
                 tickets.forget(.id(operation.ticketId))
+                return (nil, nil)
             }
-            return nil
+            _ = try? await tickets.save(truth, customerId: operation.customerId)
+            return (nil, truth)
         case .retry(let error):
             observe("retry")
             try await outbox.reschedule(operation, afterSeconds: Self.backoff(attempts: operation.attempts, ceiling: policy.maxBackoffSeconds),
                                         error: Self.reason(error), awaitingSignIn: false)
-            return nil
+            return (nil, nil)
         case .awaitSignIn:
             observe("awaiting_sign_in")
             if operation.awaitedSignInSeconds == nil {
@@ -249,7 +254,7 @@ public final class OperationDelivery: Sendable {
             }
             try await outbox.reschedule(operation, afterSeconds: min(15, policy.maxBackoffSeconds),
                                         error: "desk_session_expired: waiting for the customer to sign in again", awaitingSignIn: true)
-            return nil
+            return (nil, nil)
         }
     }
 

@@ -81,8 +81,9 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             let earlyClose = try await customer.send("POST", "/v1/tickets/\(id)/close", #"{"comment":"nevermind"}"#)
             #expect(earlyClose.status == 409)
             #expect(earlyClose.json?["code"] as? String == "ticket_state_conflict")
+            #expect(earlyClose.json?["ticketStatus"] as? String == "INITIALIZED", "\(earlyClose.text)")
             let earlyReopen = try await customer.send("POST", "/v1/tickets/\(id)/reopen")
-            #expect(earlyReopen.status == 409)
+            #expect(earlyReopen.status == 409 && earlyReopen.json?["ticketStatus"] as? String == "INITIALIZED", "\(earlyReopen.text)")
 
             try await agent.activate(id)
             let byChannel = try await customer.send("GET", "/v1/tickets/by-channel/\(channel)")

@@ -203,6 +203,8 @@ struct FakeSessions: DeskSessionTokens {
             Issue.record("a refused write was acknowledged")
         } catch let error as DomainError {
             #expect(error.code == .conflict && error.message == OperationKind.reopen.stateConflict)
+            // Desk's status, read after the refusal, for the problem's `ticketStatus`.
+            #expect(error.ticketStatus == .active)
         }
         #expect(outbox.statuses == [.failed])
         #expect(outbox.entries.withLock { $0[0].operation.lastError }?.hasPrefix("ticket_state_conflict") == true)

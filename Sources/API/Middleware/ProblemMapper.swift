@@ -43,7 +43,8 @@ public struct ProblemMapper: Sendable {
         case .notFound:
             return APIError(.notFound, detail: error.message)
         case .conflict:
-            return APIError(.ticketStateConflict, detail: error.message)
+            return APIError(.ticketStateConflict, detail: error.message,
+                            extensions: error.ticketStatus.map { ["ticketStatus": .string($0.rawValue)] } ?? [:])
         case .invalid:
             return APIError(.deskRejected, detail: error.message)
         case .unauthorized:
