@@ -54,6 +54,10 @@ public struct OutboxStore: OutboxQueue {
         try await database.query("UPDATE outbox SET claimed_until = NULL WHERE id = $1 AND claimed_by = $2 AND status = 'pending'", [id, owner])
     }
 
+    /// The kinds this release delivers, as SQL literals: a kind a later release queues is left to instances that know
+    /// it (and holds back the ticket's later operations, which keeps each ticket's writes in order).
+    static let knownKinds = OperationKind.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+
     /// Claims due operations, at most the oldest pending one per ticket, so each ticket's operations go in order.
     public func claimBatch(by owner: String, leaseSeconds: Int, limit: Int) async throws -> [OutboxOperation] {
         try await database.query("""
@@ -62,6 +66,7 @@ public struct OutboxStore: OutboxQueue {
                 SELECT o.id FROM outbox o
                  WHERE o.status = 'pending' AND o.next_attempt_at <= now()
                    AND (o.claimed_until IS NULL OR o.claimed_until < now())
+                   AND o.kind IN (\(Self.knownKinds))
                    AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.ticket_id = o.ticket_id AND e.status = 'pending' AND e.id < o.id)
                  ORDER BY o.id
                  LIMIT $3

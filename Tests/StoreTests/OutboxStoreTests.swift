@@ -42,6 +42,27 @@ import TestSupport
         }
     }
 
+    /// While a later release runs beside this one, an operation of a kind only the later one knows is left to it,
+    /// and its ticket's later operations wait behind it as they would behind any earlier one.
+    @Test func aKindOfALaterReleaseIsLeftToInstancesThatKnowIt() async throws {
+        try await withStore { db in
+            let (customer, session) = try await customerWithSession(db)
+            let outbox = OutboxStore(database: db)
+            var ids: [Int] = []
+            for ticket in [7, 7, 8] {
+                let queued = try await outbox.enqueue(ticketId: ticket, customerId: customer, sessionId: session, kind: .close, payload: "{}",
+                                                      owner: "api", leaseSeconds: 30)
+                try await outbox.release(id: queued.operation.id, owner: "api")
+                ids.append(queued.operation.id)
+            }
+            // What a later release's migration and its enqueue would leave.
+            try await db.query("ALTER TABLE outbox DROP CONSTRAINT outbox_kind_check")
+            try await db.query("UPDATE outbox SET kind = 'a_later_kind' WHERE id = $1", [ids[0]])
+            #expect(try await outbox.claimBatch(by: "relay", leaseSeconds: 30, limit: 10).map(\.id) == [ids[2]])
+            #expect(try await outbox.depth().pending == 3)
+        }
+    }
+
     @Test func aLeaseKeepsOthersOutUntilItRunsOutAndARescheduleWaits() async throws {
         try await withStore { db in
             let (outbox, queued) = try await Self.queued(db, ticket: 5, kind: .feedback)
