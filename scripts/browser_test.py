@@ -192,6 +192,12 @@ def api(browser, console, ticket_id):
         }
         let reopenClosed = null;
         try { await g.reopenTicket(fresh); } catch (error) { reopenClosed = { code: error.code, ticketStatus: error.ticketStatus }; }
+        const raised = await g.setPriority(fresh, 'HIGH');
+        const asked = await g.selectQuestion(fresh, 7, 'How do I reset my password?');
+        let cancelEarly = null;
+        try { await g.cancelAssignment(fresh, { groupKey: 'billing' }); } catch (error) {
+            cancelEarly = { code: error.code, ticketStatus: error.ticketStatus };
+        }
         // An id that is a path of its own stays one path segment: it never reaches the customer's own fields route.
         let traversal = null;
         try { await g.setCustomFields('../customers/me/custom-fields?', { tier: 'platinum' }); traversal = 'answered'; }
@@ -200,7 +206,8 @@ def api(browser, console, ticket_id):
                  hasNext: first.hasNext, all, closedIds: closed.items.map((t) => t.id), count: count.count,
                  etag: read.etag, notModified: again.notModified, sameTicket: again.ticket.id === id, byChannel: byChannel.ticket.id,
                  related: related.ticket ? related.ticket.relatedChannelUrls : null, fields: fields.customFields,
-                 classified: classified.kind, preview, invalid, reopenClosed, traversal };
+                 classified: classified.kind, preview, invalid, reopenClosed, traversal,
+                 raised: raised.ticket ? raised.ticket.priority : null, cancelEarly, asked: asked.id === fresh };
     """, gateway, None, ticket_id)
     console.drain("07-api")
     token = result["token"]
@@ -222,10 +229,14 @@ def api(browser, console, ticket_id):
           and preview.get("requestId"), preview)
     check("validation problems carry their fields", (result["invalid"] or {}).get("code") == "validation_failed"
           and "title" in (result["invalid"] or {}).get("fields", []), result["invalid"])
-    # `ticketStatus` comes with the 409 when the gateway knows it (its cached copy), not when Desk refused first.
-    check("a state conflict surfaces as ticket_state_conflict with the ticket's status when known",
+    # `ticketStatus` is Desk's, read after its refusal.
+    check("a state conflict surfaces as ticket_state_conflict with the ticket's status",
           (result["reopenClosed"] or {}).get("code") == "ticket_state_conflict"
-          and (result["reopenClosed"] or {}).get("ticketStatus") in ("INITIALIZED", None), result["reopenClosed"])
+          and (result["reopenClosed"] or {}).get("ticketStatus") == "INITIALIZED", result["reopenClosed"])
+    check("priority set; a ticket no agent has yet cannot be given back to the queue (409 with its status)",
+          result["raised"] == "HIGH" and result["cancelEarly"] == {"code": "ticket_state_conflict", "ticketStatus": "INITIALIZED"},
+          (result["raised"], result["cancelEarly"]))
+    check("an FAQ bot's question picked (answered with the ticket)", result["asked"] is True, result["asked"])
 
     # A write while Desk is down is queued (202); the client polls the operation until Desk has it.
     fresh = result["firstIds"][0]

@@ -94,6 +94,16 @@ public struct JSONBody {
         return parsed
     }
 
+    /// A Desk team's key: lowercase letters, digits, '-' or '_'.
+    public mutating func groupKey(_ name: String) -> String? {
+        guard let key = string(name, maxLength: 100) else { return nil }
+        guard key.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" }) else {
+            fail(name, "must be lowercase letters, digits, '-' or '_'")
+            return nil
+        }
+        return key
+    }
+
     public mutating func stringArray(_ name: String, required: Bool = false, maxCount: Int, maxLength: Int = 255) -> [String]? {
         guard let value = value(name) else {
             if required { fail(name, "is required") }

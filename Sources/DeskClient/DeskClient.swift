@@ -175,6 +175,15 @@ public final class DeskClient: Sendable {
                                                      body: body, idempotent: false))
     }
 
+    /// `ticket.cancel`: the ticket leaves its agent for the queue (PENDING), into another team when `groupKeyForTransfer`
+    /// names one.
+    public func cancel(_ session: DeskSession, ticketId: Int, groupKeyForTransfer: String?) async throws(DomainError) -> DeskTicket {
+        var fields: [(String, JSONValue)] = [("sendbirdAppId", .string(configuration.appId))]
+        if let groupKeyForTransfer, !groupKeyForTransfer.isEmpty { fields.append(("groupKeyForTransfer", .string(groupKeyForTransfer))) }
+        return try Self.writtenTicket(try await call("cancelTicket", "PATCH", "/sapi/tickets/\(ticketId)/cancel", .customer(session),
+                                                     body: .object(fields), idempotent: false))
+    }
+
     /// Answers a closure inquiry (`confirmEndOfChat`): the message's state becomes CONFIRMED or DECLINED.
     @discardableResult
     public func confirmClosure(_ session: DeskSession, ticketId: Int, messageId: Int, confirm: Bool) async throws(DomainError) -> JSONValue {
@@ -390,6 +399,14 @@ extension DeskClient: DeskTicketWriter {
     public func setRelatedChannels(ticketId: Int, _ urls: [String], deskToken: String) async throws(DomainError) -> DeskTicket {
         try await setRelatedChannels(DeskSession(token: deskToken), ticketId: ticketId, urls)
     }
+
+    public func setPriority(ticketId: Int, _ priority: TicketPriority, deskToken: String) async throws(DomainError) -> DeskTicket {
+        try await setPriority(DeskSession(token: deskToken), ticketId: ticketId, priority)
+    }
+
+    public func cancelAssignment(ticketId: Int, transferTo groupKey: String?, deskToken: String) async throws(DomainError) -> DeskTicket {
+        try await cancel(DeskSession(token: deskToken), ticketId: ticketId, groupKeyForTransfer: groupKey)
+    }
 }
 
 extension DeskClient: DeskCustomerAPI {
@@ -403,6 +420,14 @@ extension DeskClient: DeskCustomerAPI {
 
     public func setCustomerCustomFields(_ fields: [(key: String, value: String)], deskToken: String) async throws(DomainError) -> DeskCustomer {
         try await setCustomerCustomFields(DeskSession(token: deskToken), fields)
+    }
+
+    public func selectQuestion(ticketId: Int, faqFileId: Int, question: String, deskToken: String) async throws(DomainError) {
+        let body: JSONValue = .object([("sendbirdAppId", .string(configuration.appId)), ("faqFileId", .integer(faqFileId)),
+                                       ("question", .string(question))])
+        // Desk's answer carries nothing the gateway uses (the SDK ignores it too); only its status counts.
+        _ = try await call("selectQuestion", "POST", "/sapi/tickets/\(ticketId)/select_question", .customer(DeskSession(token: deskToken)),
+                           body: body, idempotent: false)
     }
 }
 

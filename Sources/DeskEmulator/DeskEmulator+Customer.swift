@@ -41,10 +41,7 @@ extension DeskEmulator {
         add("PATCH", "/tickets/{id}/reopen") { emulator, request throws(EmulatorFailure) in try emulator.reopen(request) }
         add("PATCH", "/tickets/{id}/cancel") { emulator, request throws(EmulatorFailure) in try emulator.cancel(request) }
         add("PATCH", "/tickets/{id}/edit_message") { emulator, request throws(EmulatorFailure) in try emulator.editMessage(request) }
-        add("POST", "/tickets/{id}/select_question") { emulator, request throws(EmulatorFailure) in
-            _ = try emulator.ownTicket(request)
-            return EmulatorResponse.json(.object([]))
-        }
+        add("POST", "/tickets/{id}/select_question") { emulator, request throws(EmulatorFailure) in try emulator.selectQuestion(request) }
     }
 
     /// The customer id behind the request's Desk session token.
@@ -301,6 +298,22 @@ extension DeskEmulator {
         let transfer = try request.jsonBody()["groupKeyForTransfer"]?.stringValue
         return try mutate { world, events throws(EmulatorFailure) in
             EmulatorResponse.json(world.ticketJSON(try world.cancel(id, transferTo: transfer, events: &events), platform: false))
+        }
+    }
+
+    /// The question a customer picked from an FAQ bot's suggestions. Desk's effect is not documented: the emulator
+    /// puts it in the chat as the customer's message (what the customer would have typed) and answers `{}`, which the
+    /// SDK requires to be JSON and ignores.
+    func selectQuestion(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let (_, id) = try ownTicket(request)
+        let body = try request.jsonBody()
+        guard body["faqFileId"]?.intValue != nil else { throw EmulatorFailure.invalid("faqFileId must be a number.") }
+        guard let question = body["question"]?.stringValue, !question.isEmpty else { throw EmulatorFailure.invalid("question must be a string.") }
+        return try mutate { world, _ throws(EmulatorFailure) in
+            guard world.tickets[id]?.status != .closed else { throw EmulatorFailure.state("The ticket is closed.") }
+            let message = Self.textMessage(&world, text: question, sender: "customer")
+            _ = try world.changeTicket(id) { $0.messages.append(message) }
+            return EmulatorResponse.json(.object([]))
         }
     }
 

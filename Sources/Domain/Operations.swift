@@ -6,6 +6,9 @@ public enum OperationKind: String, Sendable, CaseIterable {
     case feedback
     case customFields = "custom_fields"
     case relatedChannels = "related_channels"
+    case priority
+    /// The customer gives the ticket back to the queue (the SDK's `ticket.cancel`), optionally to another team.
+    case cancel
 
     /// As clients see it (`closure-confirmation`).
     public var publicName: String { rawValue.replacingOccurrences(of: "_", with: "-") }
@@ -17,7 +20,8 @@ public enum OperationKind: String, Sendable, CaseIterable {
         case .reopen: return "Only CLOSED tickets can be reopened."
         case .closureConfirmation: return "The closure inquiry is not WAITING for an answer."
         case .feedback: return "The CSAT request is not WAITING for an answer."
-        case .customFields, .relatedChannels: return "The ticket's state does not allow this change."
+        case .customFields, .relatedChannels, .priority: return "The ticket's state does not allow this change."
+        case .cancel: return "Only PENDING, ACTIVE, IDLE or WORK_IN_PROGRESS tickets can be given back to the queue."
         }
     }
 }

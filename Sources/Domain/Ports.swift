@@ -216,6 +216,9 @@ public protocol DeskTicketWriter: DeskTicketSource {
     func reopen(ticketId: Int, deskToken: String) async throws(DomainError) -> DeskTicket
     func setCustomFields(ticketId: Int, _ fields: [(key: String, value: String)], deskToken: String) async throws(DomainError) -> DeskTicket
     func setRelatedChannels(ticketId: Int, _ urls: [String], deskToken: String) async throws(DomainError) -> DeskTicket
+    func setPriority(ticketId: Int, _ priority: TicketPriority, deskToken: String) async throws(DomainError) -> DeskTicket
+    /// Unassigns the ticket (PENDING, routed again), into the team `transferTo` names when given.
+    func cancelAssignment(ticketId: Int, transferTo groupKey: String?, deskToken: String) async throws(DomainError) -> DeskTicket
     /// True while calls fail fast without reaching Desk.
     var isPaused: Bool { get }
 }
@@ -251,6 +254,8 @@ public protocol DeskCustomerAPI: DeskCustomerReader, DeskTicketWriter, DeskTicke
     /// Desk's session token for a Sendbird user (`unauthorized` when Sendbird refuses the access token).
     func signIn(userId: String, accessToken: String) async throws(DomainError) -> String
     func setCustomerCustomFields(_ fields: [(key: String, value: String)], deskToken: String) async throws(DomainError) -> DeskCustomer
+    /// The question the customer picked from an FAQ bot's suggestions (the SDK's `selectQuestion`).
+    func selectQuestion(ticketId: Int, faqFileId: Int, question: String, deskToken: String) async throws(DomainError)
 }
 
 /// Desk as the readiness check sees it.

@@ -173,6 +173,15 @@ public final class OperationDelivery: Sendable {
             return try await desk.setCustomFields(ticketId: id, fields, deskToken: token)
         case .relatedChannels:
             return try await desk.setRelatedChannels(ticketId: id, payload["channelUrls"]?.arrayValue?.compactMap(\.stringValue) ?? [], deskToken: token)
+        case .priority:
+            let priority = payload["priority"]?.stringValue.flatMap(TicketPriority.init(rawValue:)) ?? .medium
+            return try await desk.setPriority(ticketId: id, priority, deskToken: token)
+        case .cancel:
+            // A repeat after an attempt whose answer was lost finds the ticket in the queue, or already routed again
+            // (then it is given back once more: Desk cannot tell the two apart).
+            return try await refusedButDone(repeated, token: token, id: id, { $0.status == .pending }) { () throws(DomainError) in
+                try await desk.cancelAssignment(ticketId: id, transferTo: payload["groupKey"]?.stringValue, deskToken: token)
+            }
         }
     }
 

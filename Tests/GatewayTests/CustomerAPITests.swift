@@ -241,6 +241,89 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
         }
     }
 
+    /// The SDK's `ticket.setPriority` and `ticket.cancel`: the customer raises a ticket's priority and gives the
+    /// assigned ticket back to the queue in another team; Desk's refusals come back as problems naming the ticket's
+    /// status, and bad input changes nothing.
+    @Test func priorityAndGivingATicketBackToTheQueue() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let id = try #require(try await customer.createTicket("Wrong team")["id"] as? Int)
+            let early = try await customer.send("POST", "/v1/tickets/\(id)/cancel")
+            #expect(early.status == 409 && early.json?["ticketStatus"] as? String == "INITIALIZED", "\(early.text)")
+            let raised = try await customer.send("PUT", "/v1/tickets/\(id)/priority", #"{"priority":"URGENT"}"#)
+            #expect(raised.status == 200 && raised.json?["priority"] as? String == "URGENT", "\(raised.text)")
+            let lower = try await customer.send("PUT", "/v1/tickets/\(id)/priority", #"{"priority":"urgent"}"#)
+            #expect(lower.status == 422 && (lower.json?["errors"] as? [[String: Any]])?.first?["field"] as? String == "priority")
+            try await agent.activate(id)
+            let badKey = try await customer.send("POST", "/v1/tickets/\(id)/cancel", #"{"groupKey":"Billing Team"}"#)
+            #expect(badKey.status == 422 && badKey.json?["code"] as? String == "validation_failed", "\(badKey.text)")
+            let unknown = try await customer.send("POST", "/v1/tickets/\(id)/cancel", #"{"groupKey":"no-such-team"}"#)
+            #expect(unknown.status == 422 && unknown.json?["code"] as? String == "desk_rejected", "\(unknown.text)")
+            var onDesk = try await httpRequest(port: agent.port, "GET", "/emulator/tickets/\(id)")
+            #expect(onDesk.json?["status2"] as? String == "ACTIVE" && onDesk.json?["priority"] as? String == "URGENT", "\(onDesk.text)")
+
+            let given = try await customer.send("POST", "/v1/tickets/\(id)/cancel", #"{"groupKey":"billing"}"#)
+            #expect(given.status == 200, "\(given.text)")
+            #expect(given.json?["status"] as? String == "PENDING" && given.json?["agent"] is NSNull)
+            #expect((given.json?["team"] as? [String: Any])?["key"] as? String == "billing")
+            onDesk = try await httpRequest(port: agent.port, "GET", "/emulator/tickets/\(id)")
+            #expect(onDesk.json?["status2"] as? String == "PENDING" && onDesk.json?["recentAssignment"] is NSNull, "\(onDesk.text)")
+
+            try await agent.post("/tickets/\(id)/assign", #"{"agentId":501}"#)
+            try await agent.post("/tickets/\(id)/close")
+            for (method, path) in [("POST", "/cancel"), ("POST", "/close")] {
+                let late = try await customer.send(method, "/v1/tickets/\(id)" + path, "{}")
+                #expect(late.status == 409 && late.json?["ticketStatus"] as? String == "CLOSED", "\(path): \(late.text)")
+            }
+
+            // Queued while Desk is away, delivered when it is back.
+            let next = try #require(try await customer.createTicket("Later")["id"] as? Int)
+            try await agent.post("/faults", #"{"down":true}"#)
+            let queued = try await customer.send("PUT", "/v1/tickets/\(next)/priority", #"{"priority":"LOW"}"#)
+            #expect(queued.status == 202 && queued.json?["kind"] as? String == "priority", "\(queued.text)")
+            try await agent.post("/faults", #"{"down":false}"#)
+            try await waitForEmptyOutbox(app.database, seconds: 30)
+            onDesk = try await httpRequest(port: agent.port, "GET", "/emulator/tickets/\(next)")
+            #expect(onDesk.json?["priority"] as? String == "LOW", "\(onDesk.text)")
+        }
+    }
+
+    /// The SDK's `ticket.selectQuestion`: the question reaches Desk (the emulator shows it in the chat); a question
+    /// missing, a ticket of another customer's, a closed ticket and Desk away are each answered, and change nothing.
+    @Test func aQuestionPickedFromAnFAQBotReachesDesk() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            let id = try #require(try await customer.createTicket("Password")["id"] as? Int)
+            let picked = try await customer.send("POST", "/v1/tickets/\(id)/selected-question",
+                                                 #"{"faqFileId":7,"question":"How do I reset my password?"}"#)
+            #expect(picked.status == 200 && picked.json?["id"] as? Int == id, "\(picked.text)")
+            func questions() async throws -> [String] {
+                let state = try await httpRequest(port: agent.port, "GET", "/emulator/tickets/\(id)")
+                return ((state.json?["messages"] as? [[String: Any]]) ?? []).filter { $0["userType"] as? String == "CUSTOMER" }
+                    .compactMap { $0["message"] as? String }
+            }
+            #expect(try await questions() == ["How do I reset my password?"])
+
+            let blank = try await customer.send("POST", "/v1/tickets/\(id)/selected-question", #"{"faqFileId":"7","question":" "}"#)
+            #expect(blank.status == 422 && Set(((blank.json?["errors"] as? [[String: Any]]) ?? []).compactMap { $0["field"] as? String })
+                        == ["faqFileId", "question"], "\(blank.text)")
+            let other = try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2")
+            let foreign = try await other.send("POST", "/v1/tickets/\(id)/selected-question", #"{"faqFileId":7,"question":"Mine?"}"#)
+            #expect(foreign.status == 404, "\(foreign.text)")
+            try await agent.activate(id)
+            try await agent.post("/tickets/\(id)/close")
+            let closed = try await customer.send("POST", "/v1/tickets/\(id)/selected-question", #"{"faqFileId":7,"question":"Still there?"}"#)
+            #expect(closed.status == 409 && closed.json?["code"] as? String == "ticket_state_conflict", "\(closed.text)")
+            try await agent.post("/faults", #"{"down":true}"#)
+            let away = try await customer.send("POST", "/v1/tickets/\(id)/selected-question", #"{"faqFileId":7,"question":"Hello?"}"#)
+            #expect(away.status == 503 && away.header("Retry-After") != nil, "\(away.text)")
+            try await agent.post("/faults", #"{"down":false}"#)
+            #expect(try await questions() == ["How do I reset my password?", "Hello"])
+        }
+    }
+
     @Test func listsPageNewestFirstFilterAndCount() async throws {
         try await withGateway { app in
             let customer = try await Customer.signIn(app)

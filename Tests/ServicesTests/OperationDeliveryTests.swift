@@ -136,6 +136,16 @@ final class FakeWriter: DeskTicketWriter {
         return try await ticket(.id(ticketId), deskToken: deskToken)
     }
 
+    func setPriority(ticketId: Int, _ priority: TicketPriority, deskToken: String) async throws(DomainError) -> DeskTicket {
+        try write("priority", ticketId, token: deskToken)
+        return try await ticket(.id(ticketId), deskToken: deskToken)
+    }
+
+    func cancelAssignment(ticketId: Int, transferTo groupKey: String?, deskToken: String) async throws(DomainError) -> DeskTicket {
+        try write("cancel", ticketId, token: deskToken)
+        return try await ticket(.id(ticketId), deskToken: deskToken)
+    }
+
     var isPaused: Bool { state.withLock { $0.paused } }
 }
 

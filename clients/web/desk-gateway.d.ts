@@ -170,6 +170,9 @@ export class DeskGateway {
   submitFeedback(id: number, messageId: number, score: number | null, comment?: string | null, options?: WriteOptions): Promise<WriteResult>;
   setCustomFields(id: number, customFields: Record<string, string>, options?: CallOptions): Promise<WriteResult>;
   setRelatedChannels(id: number, channelUrls: string[], options?: CallOptions): Promise<WriteResult>;
+  selectQuestion(id: number, faqFileId: number, question: string, options?: WriteOptions): Promise<Ticket>;
+  setPriority(id: number, priority: Priority, options?: CallOptions): Promise<WriteResult>;
+  cancelAssignment(id: number, options?: WriteOptions & { groupKey?: string | null }): Promise<WriteResult>;
   setCustomerCustomFields(customFields: Record<string, string>, options?: CallOptions): Promise<{ userId: string; customFields: Record<string, string> }>;
 
   linkPreview(url: string, options?: WriteOptions): Promise<LinkPreview>;

@@ -409,6 +409,33 @@ export class DeskGateway {
     return this.#result(await this.request("PUT", DeskGateway.#ticketPath(id, "/related-channels"), { body: { channelUrls }, signal, timeoutMs }));
   }
 
+  /**
+   * Tells Desk which question the customer picked from an FAQ bot's suggestions (the SDK's `selectQuestion`):
+   * `faqFileId` and the question come from the bot's message. Sent at once, never queued.
+   * @param {number} id @param {number} faqFileId @param {string} question
+   * @param {CallOptions & {idempotencyKey?: string}} [options] @returns {Promise<Ticket>}
+   */
+  async selectQuestion(id, faqFileId, question, options = {}) {
+    return (await this.#write("POST", DeskGateway.#ticketPath(id, "/selected-question"), { faqFileId, question }, options)).body;
+  }
+
+  /**
+   * Sets the ticket's priority (the SDK's `ticket.setPriority`).
+   * @param {number} id @param {"LOW"|"MEDIUM"|"HIGH"|"URGENT"} priority @param {CallOptions} [options] @returns {Promise<WriteResult>}
+   */
+  async setPriority(id, priority, { signal, timeoutMs } = {}) {
+    return this.#result(await this.request("PUT", DeskGateway.#ticketPath(id, "/priority"), { body: { priority }, signal, timeoutMs }));
+  }
+
+  /**
+   * Gives the ticket back to the queue (the SDK's `ticket.cancel`): Desk takes it from its agent and routes it again,
+   * into the team `groupKey` names when given.
+   * @param {number} id @param {CallOptions & {groupKey?: ?string, idempotencyKey?: string}} [options] @returns {Promise<WriteResult>}
+   */
+  async cancelAssignment(id, { groupKey = null, ...options } = {}) {
+    return this.#result(await this.#write("POST", DeskGateway.#ticketPath(id, "/cancel"), groupKey == null ? {} : { groupKey }, options));
+  }
+
   /** Merges the customer's own custom fields. @param {Object<string, string>} customFields @param {CallOptions} [options] */
   async setCustomerCustomFields(customFields, { signal, timeoutMs } = {}) {
     return (await this.request("PATCH", "/v1/customers/me/custom-fields", { body: { customFields }, signal, timeoutMs })).body;

@@ -94,6 +94,7 @@ public struct CustomerRoutes: Sendable {
 
     public func register(in routes: inout RouteTable) {
         registerSessionsAndReads(in: &routes)
+        registerQueuedFieldWrites(in: &routes)
         registerQueuedWrites(in: &routes)
         registerCustomerTools(in: &routes)
     }
@@ -127,8 +128,8 @@ public struct CustomerRoutes: Sendable {
         })
     }
 
-    /// Writes that go through the outbox (answered 202 when Desk is away), and their status.
-    private func registerQueuedWrites(in routes: inout RouteTable) {
+    /// The ticket's fields, through the outbox like every customer write.
+    private func registerQueuedFieldWrites(in routes: inout RouteTable) {
         routes.add("PATCH", "/v1/tickets/{id}/custom-fields", .async { request, _ in
             try await queue(request, kind: .customFields) { body in
                 let fields = body.fieldMap("customFields", required: true, maxCount: DeskLimits.maxCustomFields,
@@ -142,6 +143,24 @@ public struct CustomerRoutes: Sendable {
                 let urls = body.stringArray("channelUrls", required: true, maxCount: DeskLimits.maxRelatedChannels)
                 try body.finish()
                 return .object([("channelUrls", .array((urls ?? []).map(JSONValue.string)))])
+            }
+        })
+        routes.add("PUT", "/v1/tickets/{id}/priority", .async { request, _ in
+            try await queue(request, kind: .priority) { body in
+                let priority = body.enumeration("priority", TicketPriority.self, required: true)
+                try body.finish()
+                return .object([("priority", .string((priority ?? .medium).rawValue))])
+            }
+        })
+    }
+
+    /// State changes that go through the outbox (answered 202 when Desk is away), and their status.
+    private func registerQueuedWrites(in routes: inout RouteTable) {
+        routes.add("POST", "/v1/tickets/{id}/cancel", .async { request, _ in
+            try await queue(request, kind: .cancel, bodyOptional: true) { body in
+                let groupKey = body.groupKey("groupKey")
+                try body.finish()
+                return .object(groupKey.map { [("groupKey", .string($0))] } ?? [])
             }
         })
         routes.add("POST", "/v1/tickets/{id}/close", .async { request, _ in
@@ -186,6 +205,17 @@ public struct CustomerRoutes: Sendable {
             let customer = try await desk.setCustomerCustomFields(fields ?? [], deskToken: session.deskToken)
             return .json(.object([("userId", .string(session.sendbirdId)),
                                   ("customFields", .object(customer.customFields.map { ($0.key, .string($0.value)) }))]))
+        })
+        routes.add("POST", "/v1/tickets/{id}/selected-question", .async { request, _ in
+            let session = try await authenticator.authenticate(request)
+            let id = try request.idParameter()
+            var body = try JSONBody(request)
+            let faqFileId = body.integer("faqFileId", required: true, range: 1...Int.max)
+            let question = body.string("question", required: true, maxLength: 1000)
+            try body.finish()
+            try await tickets.confirmOwnership(id, session: session)
+            try await desk.selectQuestion(ticketId: id, faqFileId: faqFileId!, question: question!, deskToken: session.deskToken)
+            return Self.respond(try await tickets.get(id, session: session))
         })
         routes.add("POST", "/v1/link-previews", .async { request, _ in
             _ = try await authenticator.authenticate(request)
@@ -253,10 +283,7 @@ public struct CustomerRoutes: Sendable {
         var body = try JSONBody(request)
         let title = body.string("title", required: true, maxLength: 255)
         let userName = body.string("userName", required: true, maxLength: 100)
-        let groupKey = body.string("groupKey", maxLength: 100)
-        if let groupKey, !groupKey.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "_" }) {
-            body.fail("groupKey", "must be lowercase letters, digits, '-' or '_'")
-        }
+        let groupKey = body.groupKey("groupKey")
         let fields = body.fieldMap("customFields", maxCount: DeskLimits.maxCustomFields, keyLength: DeskLimits.customFieldKeyLength,
                                    valueLength: DeskLimits.customFieldValueLength)
         let priority = body.enumeration("priority", TicketPriority.self)

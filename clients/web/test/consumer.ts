@@ -35,6 +35,10 @@ async function journey(storedSendbirdToken: string): Promise<number> {
   const preview = await gateway.linkPreview("https://example.com/");
   await gateway.setCustomFields(ticket.id, { plan: "gold" });
   await gateway.setRelatedChannels(ticket.id, []);
+  await gateway.setPriority(ticket.id, "URGENT");
+  const asked: Ticket = await gateway.selectQuestion(ticket.id, 7, "How do I reset my password?");
+  count += asked.id;
+  await gateway.cancelAssignment(ticket.id, { groupKey: "billing", idempotencyKey: "k-1" });
   const open = await gateway.openCount();
   try {
     await gateway.reopenTicket(ticket.id);

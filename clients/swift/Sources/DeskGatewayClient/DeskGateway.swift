@@ -172,6 +172,31 @@ public struct Tickets: Sendable {
         try await write { try await client.replaceRelatedChannels(path: .init(id: id), body: .json(.init(channelUrls: channelURLs))) }
     }
 
+    /// The question the customer picked from an FAQ bot's suggestions (the SDK's `selectQuestion`): `faqFileId` and
+    /// the question come from the bot's message. Sent to Desk at once, never queued.
+    public func selectQuestion(_ id: Int, faqFileId: Int, question: String,
+                               idempotencyKey: String = DeskGateway.newIdempotencyKey()) async throws -> Ticket {
+        try await call {
+            try await client.selectQuestion(path: .init(id: id), headers: .init(idempotencyKey: idempotencyKey),
+                                            body: .json(.init(faqFileId: faqFileId, question: question))).ok.body.json
+        }
+    }
+
+    /// The SDK's `ticket.setPriority`.
+    public func setPriority(_ id: Int, _ priority: Priority) async throws -> WriteResult {
+        try await write { try await client.setTicketPriority(path: .init(id: id), body: .json(.init(priority: priority))) }
+    }
+
+    /// The SDK's `ticket.cancel`: Desk takes the ticket from its agent and routes it again, into the team `groupKey`
+    /// names when given.
+    public func cancelAssignment(_ id: Int, transferTo groupKey: String? = nil,
+                                 idempotencyKey: String = DeskGateway.newIdempotencyKey()) async throws -> WriteResult {
+        try await write {
+            try await client.cancelTicketAssignment(path: .init(id: id), headers: .init(idempotencyKey: idempotencyKey),
+                                                    body: .json(.init(groupKey: groupKey)))
+        }
+    }
+
     public func close(_ id: Int, comment: String? = nil, idempotencyKey: String = DeskGateway.newIdempotencyKey()) async throws -> WriteResult {
         try await write {
             try await client.closeTicket(path: .init(id: id), headers: .init(idempotencyKey: idempotencyKey), body: .json(.init(comment: comment)))
@@ -323,5 +348,7 @@ extension Operations.UpdateTicketCustomFields.Output: TicketOrQueued {}
 extension Operations.ReplaceRelatedChannels.Output: TicketOrQueued {}
 extension Operations.CloseTicket.Output: TicketOrQueued {}
 extension Operations.ReopenTicket.Output: TicketOrQueued {}
+extension Operations.SetTicketPriority.Output: TicketOrQueued {}
+extension Operations.CancelTicketAssignment.Output: TicketOrQueued {}
 extension Operations.AnswerClosureInquiry.Output: TicketOrQueued {}
 extension Operations.SubmitFeedback.Output: TicketOrQueued {}

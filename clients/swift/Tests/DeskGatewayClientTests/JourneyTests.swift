@@ -84,6 +84,25 @@ enum Live {
         #expect(closed.contains(ticket.id))
     }
 
+    @Test func aTicketRaisedAndGivenBackToTheQueueInAnotherTeam() async throws {
+        let gateway = try await Live.signedIn()
+        let ticket = try await gateway.tickets.create(title: "A billing question", userName: "Demo")
+        do {
+            _ = try await gateway.tickets.cancelAssignment(ticket.id, transferTo: "billing")
+            Issue.record("a ticket no agent has had was given back to the queue")
+        } catch let error as DeskGatewayError {
+            #expect(error.status == 409 && error.problem == .ticketStateConflict && error.ticketStatus == "INITIALIZED", "\(error)")
+        }
+        #expect(try await gateway.tickets.selectQuestion(ticket.id, faqFileId: 7, question: "Where is my invoice?").id == ticket.id)
+        let raised = try await gateway.tickets.setPriority(ticket.id, .urgent)
+        #expect(raised.ticket?.priority == .urgent, "\(raised)")
+        try await Live.control("/tickets/\(ticket.id)/customer-message", ["text": "About my invoice"])
+        try await Live.control("/tickets/\(ticket.id)/assign", ["agentId": 501])
+        _ = try await Live.until(gateway, ticket.id) { $0.status == .active }
+        let given = try await gateway.tickets.cancelAssignment(ticket.id, transferTo: "billing")
+        #expect(given.ticket?.status == .pending && given.ticket?.agent == nil && given.ticket?.team?.key == "billing", "\(given)")
+    }
+
     @Test func aPagesPreviewAndItsDeskMessage() async throws {
         // The gateway's own sign-in page (the test's gateway lets previews fetch loopback addresses).
         let url = Live.gateway.appendingPathComponent("reports").absoluteString

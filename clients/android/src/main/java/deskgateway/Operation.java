@@ -9,7 +9,7 @@ public final class Operation {
     Operation(JSONObject json) { this.json = json; }
 
     public long id() { return json.optLong("id"); }
-    /** feedback, closure-confirmation, close, reopen, custom-fields or related-channels. */
+    /** feedback, closure-confirmation, close, reopen, cancel, custom-fields, related-channels or priority. */
     public String kind() { return Json.string(json, "kind", null); }
     public long ticketId() { return json.optLong("ticketId"); }
     /** pending, delivered or failed. */

@@ -28,6 +28,8 @@ public final class Ticket {
     public String agentName() { return json.isNull("agent") ? null : Json.string(json.optJSONObject("agent"), "name", null); }
     /** The team's id, or null. */
     public Long teamId() { return json.isNull("team") ? null : Json.number(json.optJSONObject("team"), "id"); }
+    /** The team's key (the {@code groupKey} tickets are created and transferred with), or null. */
+    public String teamKey() { return json.isNull("team") ? null : Json.string(json.optJSONObject("team"), "key", null); }
     public Map<String, String> customFields() { return Json.strings(json.optJSONObject("customFields")); }
     public List<String> relatedChannelUrls() { return Json.strings(json.optJSONArray("relatedChannelUrls")); }
     /** RFC 3339 with milliseconds, UTC. */

@@ -85,14 +85,44 @@ public final class Tickets {
         return write("PUT", "/v1/tickets/" + id + "/related-channels", body, null);
     }
 
+    /**
+     * Tells Desk which question the customer picked from an FAQ bot's suggestions (the SDK's {@code selectQuestion}):
+     * {@code faqFileId} and the question come from the bot's message. Sent at once, never queued.
+     */
+    public Ticket selectQuestion(long id, long faqFileId, String question) throws IOException {
+        return selectQuestion(id, faqFileId, question, DeskGateway.newIdempotencyKey());
+    }
+
+    public Ticket selectQuestion(long id, long faqFileId, String question, String idempotencyKey) throws IOException {
+        JSONObject body = new JSONObject();
+        Json.put(body, "faqFileId", faqFileId);
+        Json.put(body, "question", question);
+        return new Ticket(gateway.send("POST", "/v1/tickets/" + id + "/selected-question", body, idempotencyKey, false).json());
+    }
+
+    /** Sets the ticket's priority, {@code LOW}, {@code MEDIUM}, {@code HIGH} or {@code URGENT} (the SDK's {@code setPriority}). */
+    public WriteResult setPriority(long id, String priority) throws IOException {
+        return write("PUT", "/v1/tickets/" + id + "/priority", field("priority", priority), null);
+    }
+
+    /**
+     * Gives the ticket back to the queue (the SDK's {@code cancel}): Desk takes it from its agent and routes it again,
+     * into the team {@code groupKey} names when it is not null.
+     */
+    public WriteResult cancelAssignment(long id, String groupKey) throws IOException {
+        return cancelAssignment(id, groupKey, DeskGateway.newIdempotencyKey());
+    }
+
+    public WriteResult cancelAssignment(long id, String groupKey, String idempotencyKey) throws IOException {
+        return write("POST", "/v1/tickets/" + id + "/cancel", field("groupKey", groupKey), idempotencyKey);
+    }
+
     public WriteResult close(long id, String comment) throws IOException {
         return close(id, comment, DeskGateway.newIdempotencyKey());
     }
 
     public WriteResult close(long id, String comment, String idempotencyKey) throws IOException {
-        JSONObject body = new JSONObject();
-        if (comment != null) Json.put(body, "comment", comment);
-        return write("POST", "/v1/tickets/" + id + "/close", body, idempotencyKey);
+        return write("POST", "/v1/tickets/" + id + "/close", field("comment", comment), idempotencyKey);
     }
 
     public WriteResult reopen(long id) throws IOException { return reopen(id, DeskGateway.newIdempotencyKey()); }
@@ -139,6 +169,13 @@ public final class Tickets {
         Ticket ticket = new Ticket(answer.json());
         gateway.remember(path, ticket);
         return ticket;
+    }
+
+    /** A body of one field, or an empty one when {@code value} is null. */
+    private static JSONObject field(String name, String value) {
+        JSONObject body = new JSONObject();
+        if (value != null) Json.put(body, name, value);
+        return body;
     }
 
     private WriteResult write(String method, String path, JSONObject body, String idempotencyKey) throws IOException {

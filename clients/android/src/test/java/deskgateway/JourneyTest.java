@@ -234,6 +234,27 @@ public class JourneyTest {
         assertEquals("bronze", gateway.tickets().get(ticket.id()).customFields().get("plan"));
     }
 
+    @Test public void aTicketRaisedAndGivenBackToTheQueueInAnotherTeam() throws Exception {
+        DeskGateway gateway = signedIn();
+        Ticket ticket = gateway.tickets().create(new NewTicket("A billing question", "Demo"));
+        try {
+            gateway.tickets().cancelAssignment(ticket.id(), "billing");
+            fail("a ticket no agent has had was given back to the queue");
+        } catch (DeskGatewayException error) {
+            assertEquals(error.toString(), 409, error.status());
+            assertEquals("INITIALIZED", error.ticketStatus());
+        }
+        assertEquals(ticket.id(), gateway.tickets().selectQuestion(ticket.id(), 7, "Where is my invoice?").id());
+        assertEquals("URGENT", gateway.tickets().setPriority(ticket.id(), "URGENT").ticket().priority());
+        control("/tickets/" + ticket.id() + "/customer-message", "{\"text\":\"About my invoice\"}");
+        control("/tickets/" + ticket.id() + "/assign", "{\"agentId\":501}");
+        until(gateway, ticket.id(), "ACTIVE");
+        Ticket given = gateway.tickets().cancelAssignment(ticket.id(), "billing").ticket();
+        assertEquals("PENDING", given.status());
+        assertNull(given.agentId());
+        assertEquals("billing", given.teamKey());
+    }
+
     @Test public void problemsAreTypedExceptions() throws Exception {
         DeskGateway gateway = signedIn();
         try {
