@@ -84,6 +84,10 @@ public final class OperationDelivery: Sendable {
             if let saved = booked.saved { return .delivered(saved) }
             return .delivered(try await tickets.save(ticket, customerId: customerId))
         case .failed(let error):
+            if error.code == .invalid, kind == .cancel, payload["groupKey"] != nil {
+                // The one value of a cancel Desk can refuse: say which, as its own words are not passed on.
+                throw DomainError(.invalid, "Desk has no team with this groupKey.", internalDetail: error.internalDetail)
+            }
             guard error.code == .conflict else { throw error }
             throw DomainError(.conflict, kind.stateConflict, internalDetail: error.internalDetail).with(ticketStatus: booked.deskState?.status)
         case .retry, .awaitSignIn:
@@ -177,11 +181,9 @@ public final class OperationDelivery: Sendable {
             let priority = payload["priority"]?.stringValue.flatMap(TicketPriority.init(rawValue:)) ?? .medium
             return try await desk.setPriority(ticketId: id, priority, deskToken: token)
         case .cancel:
-            // A repeat after an attempt whose answer was lost finds the ticket in the queue, or already routed again
-            // (then it is given back once more: Desk cannot tell the two apart).
-            return try await refusedButDone(repeated, token: token, id: id, { $0.status == .pending }) { () throws(DomainError) in
-                try await desk.cancelAssignment(ticketId: id, transferTo: payload["groupKey"]?.stringValue, deskToken: token)
-            }
+            // Desk takes a repeat (after an attempt whose answer was lost) while the ticket is open: it cannot be told
+            // from a new request, so a ticket routed to an agent meanwhile is given back once more.
+            return try await desk.cancelAssignment(ticketId: id, transferTo: payload["groupKey"]?.stringValue, deskToken: token)
         }
     }
 

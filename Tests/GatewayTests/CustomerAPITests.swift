@@ -259,7 +259,8 @@ func withGateway<T: Sendable>(configure: (inout GatewayConfig) -> Void = { _ in 
             let badKey = try await customer.send("POST", "/v1/tickets/\(id)/cancel", #"{"groupKey":"Billing Team"}"#)
             #expect(badKey.status == 422 && badKey.json?["code"] as? String == "validation_failed", "\(badKey.text)")
             let unknown = try await customer.send("POST", "/v1/tickets/\(id)/cancel", #"{"groupKey":"no-such-team"}"#)
-            #expect(unknown.status == 422 && unknown.json?["code"] as? String == "desk_rejected", "\(unknown.text)")
+            #expect(unknown.status == 422 && unknown.json?["code"] as? String == "desk_rejected"
+                        && unknown.json?["detail"] as? String == "Desk has no team with this groupKey.", "\(unknown.text)")
             var onDesk = try await httpRequest(port: agent.port, "GET", "/emulator/tickets/\(id)")
             #expect(onDesk.json?["status2"] as? String == "ACTIVE" && onDesk.json?["priority"] as? String == "URGENT", "\(onDesk.text)")
 
