@@ -347,6 +347,46 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
             #expect(rows.first { $0["id"]?.intValue == 501 }?["name"]?.stringValue == "Ada Agent")
         }
     }
+
+    /// A ticket the customer gave back to the queue into another team before it was rated counts for the team and
+    /// agent that had it then; one whose priority the customer changed after the rating keeps the priority it had.
+    @Test func aRatingCountsWhereTheTicketWasWhenRatedAfterCancelsAndPriorityChanges() async throws {
+        try await withGateway { app in
+            let customer = try await Customer.signIn(app)
+            let agent = DeskAgent(app)
+            func rate(_ id: Int, _ score: Int) async throws {
+                try await agent.post("/tickets/\(id)/close")
+                let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
+                let rated = try await customer.send("POST", "/v1/tickets/\(id)/feedback", #"{"messageId":\#(csat),"score":\#(score),"comment":null}"#)
+                #expect(rated.status == 200, "\(rated.text)")
+            }
+            let moved = try #require(try await customer.createTicket("Billing, really", extra: #","priority":"HIGH""#)["id"] as? Int)
+            try await agent.activate(moved, agent: 501)
+            let given = try await customer.send("POST", "/v1/tickets/\(moved)/cancel", #"{"groupKey":"billing"}"#)
+            #expect(given.status == 200, "\(given.text)")
+            try await agent.post("/tickets/\(moved)/assign", #"{"agentId":503}"#)
+            try await rate(moved, 2)
+            let kept = try #require(try await customer.createTicket("Urgent once", extra: #","priority":"URGENT""#)["id"] as? Int)
+            try await agent.activate(kept, agent: 501)
+            try await rate(kept, 5)
+            #expect(try await customer.send("PUT", "/v1/tickets/\(kept)/priority", #"{"priority":"LOW"}"#).status == 200)
+            for _ in 0..<2 { _ = try await app.sync.run() }
+
+            let reporter = try await reporter(app)
+            func responses(_ groupBy: String) async throws -> [String: Int] {
+                let report = try JSONParser.parse(try await reporter.get("?groupBy=\(groupBy)").body)
+                var byId: [String: Int] = [:]
+                for row in report["rows"]?.arrayValue ?? [] {
+                    let id = row["id"]?.intValue.map(String.init) ?? row["id"]?.stringValue ?? "?"
+                    byId[id] = row["responses"]?.intValue
+                }
+                return byId
+            }
+            #expect(try await responses("agent") == ["503": 1, "501": 1])
+            #expect(try await responses("team") == ["12": 1, "11": 1])
+            #expect(try await responses("priority") == ["HIGH": 1, "URGENT": 1])
+        }
+    }
 }
 
 func parseCSVLine(_ line: String) -> [String] {
