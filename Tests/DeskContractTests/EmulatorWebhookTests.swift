@@ -151,8 +151,13 @@ final class SlowWebhookReceiver: HTTPResponder {
         let (server, emulator, client, session) = try await Self.start(receiver, concurrency: 1, capacity: 5)
         for index in 0..<20 { _ = try await client.createTicket(session, .init(title: "Flood \(index)", userName: "D", userId: "demo-customer")) }
         let stats = try await Self.stats(emulator)
-        #expect(stats["queued"] as? Int == 5, "\(stats)")
-        #expect(stats["dropped"] as? Int == 15, "\(stats)")
+        let count = { (name: String) in stats[name] as? Int ?? -1 }
+        // Every event counted once. Admitted ones never outnumber the capacity plus those already sent or given up
+        // (under load the first may end, after its retries, before the last ticket is created; alone: 5 queued,
+        // 15 dropped).
+        #expect(count("queued") + count("delivered") + count("failed") + count("dropped") == 20, "\(stats)")
+        #expect(count("queued") <= 5 && 20 - count("dropped") <= 5 + count("delivered") + count("failed"), "\(stats)")
+        #expect(count("dropped") >= 10, "\(stats)")
         await emulator.stop()
         await server.stop()
     }
