@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 from testlib import call, check, free_port, summary, wait_ready
 
@@ -81,6 +82,27 @@ def rate(auth, ticket, score):
     control(f"/tickets/{ticket}/close")
     _, sent = control(f"/tickets/{ticket}/csat-request")
     return call("POST", f"{gateway}/v1/tickets/{ticket}/feedback", {"messageId": sent["messageId"], "score": score, "comment": "restart"}, auth)
+
+
+def settled(seconds=30):
+    """Desk's webhooks sent and the gateway's inbox applied: what a clean stop before `cache reset` needs (the reset
+    refuses while acknowledged events wait). `webhook_inbox_pending` is refreshed every 5 s, so a reading counts only
+    once a refresh has passed since the emulator's queue emptied."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        _, stats = call("GET", f"{desk}/emulator/webhooks/stats")
+        if stats.get("queued") == 0:
+            break
+        time.sleep(0.2)
+    time.sleep(5.5)
+    while time.time() < deadline:
+        with urllib.request.urlopen(f"{gateway}/metrics", timeout=15) as answer:
+            text = answer.read().decode()
+        pending = [line for line in text.splitlines() if line.startswith("webhook_inbox_pending ")]
+        if pending and float(pending[0].split()[1]) == 0:
+            return True
+        time.sleep(0.5)
+    return False
 
 
 def responses(key, expected, seconds=20):
@@ -193,6 +215,7 @@ try:
     status, _ = rate(carol, carol_ticket, 3)
     check("the new ticket is rated", status == 200, status)
     check("the report counts every rating once (4)", responses(key, 4) == 4)
+    check("Desk's webhooks are all applied before the stop", settled())
     check("second run stops cleanly", stop(second) == 0)
 
     # The same data folder against another Desk: refused until the cache is reset.
