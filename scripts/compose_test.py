@@ -13,9 +13,8 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 
-from testlib import call, check, summary, wait_ready
+from testlib import call, check, metric, summary, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 project = "dgcompose"
@@ -47,17 +46,12 @@ def container(service):
     return f"{project}_{service}_1"
 
 
-def metric(name, labels):
-    """The value of one series on /metrics, 0 when absent."""
+def admin_metric(name, labels):
+    """The value of one series on the admin port's /metrics; 0 when absent or while the gateway is not answering."""
     try:
-        with urllib.request.urlopen(f"{admin}/metrics", timeout=5) as response:
-            text = response.read().decode()
+        return metric(admin, name, labels, timeout=5) or 0
     except OSError:
         return 0
-    for line in text.splitlines():
-        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return 0
 
 
 def main():
@@ -87,11 +81,11 @@ def main():
 
         # The emulator posts TICKET.CREATED to http://gateway:8080/v1/webhooks/desk, signed with the shared secret.
         deadline = time.time() + 30
-        while time.time() < deadline and metric("webhook_events_total", {"outcome": "applied"}) < 1:
+        while time.time() < deadline and admin_metric("webhook_events_total", {"outcome": "applied"}) < 1:
             time.sleep(0.5)
         check("a webhook from the emulator reaches the gateway over the Compose network and is applied",
-              metric("webhook_events_total", {"outcome": "applied"}) >= 1,
-              f"rejected {metric('webhook_events_total', {'outcome': 'rejected'})}")
+              admin_metric("webhook_events_total", {"outcome": "applied"}) >= 1,
+              f"rejected {admin_metric('webhook_events_total', {'outcome': 'rejected'})}")
 
         created = run("exec", container("gateway"), "desk-gateway", "api-key", "create", "--scope", "reports", "--name", "compose")
         key = next((line.split()[1] for line in created.stdout.splitlines() if line.startswith("key")), "")

@@ -10,9 +10,8 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
-from testlib import call, check, free_port, summary, wait_ready
+from testlib import call, check, free_port, metric, summary, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 binary = str(root / ".build/debug/desk-gateway")
@@ -96,10 +95,7 @@ def settled(seconds=30):
         time.sleep(0.2)
     time.sleep(5.5)
     while time.time() < deadline:
-        with urllib.request.urlopen(f"{gateway}/metrics", timeout=15) as answer:
-            text = answer.read().decode()
-        pending = [line for line in text.splitlines() if line.startswith("webhook_inbox_pending ")]
-        if pending and float(pending[0].split()[1]) == 0:
+        if metric(gateway, "webhook_inbox_pending", timeout=15) == 0:
             return True
         time.sleep(0.5)
     return False

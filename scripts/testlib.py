@@ -1,6 +1,7 @@
-"""Helpers shared by the process-level test scripts (scale_out.py, restart_test.py): JSON over HTTP and check lines."""
+"""Helpers shared by the process-level test scripts: JSON over HTTP, /metrics readings and check lines."""
 import json
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -30,6 +31,21 @@ def call(method, url, body=None, headers=None, timeout=15):
             return error.code, json.loads(text)
         except ValueError:
             return error.code, None
+
+
+def metric(base_url, name, labels=None, timeout=10):
+    """The value of the series `name` on base_url's /metrics whose labels include `labels`; None when there is none."""
+    with urllib.request.urlopen(f"{base_url}/metrics", timeout=timeout) as response:
+        text = response.read().decode()
+    for line in text.splitlines():
+        series, _, value = line.rpartition(" ")
+        metric_name, _, label_text = series.partition("{")
+        if metric_name != name:
+            continue
+        found = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', label_text))
+        if all(found.get(key) == str(want) for key, want in (labels or {}).items()):
+            return float(value)
+    return None
 
 
 def wait_ready(base_url, seconds=90, process=None):
