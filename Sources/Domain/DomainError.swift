@@ -25,6 +25,8 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
         public static let storeFailure = Code("store_failure")
         /// A statement ran past `statement_timeout` (SQLSTATE 57014): load, not a defect; a retry later may work.
         public static let storeTimeout = Code("store_timeout")
+        /// A queued write whose stored payload lacks what its kind needs: a defect or a hand edit, never tried on Desk.
+        public static let unreadablePayload = Code("unreadable_payload")
     }
 
     public let code: Code

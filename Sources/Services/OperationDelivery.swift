@@ -97,8 +97,8 @@ public final class OperationDelivery: Sendable {
 
     /// One delivery attempt.
     public func deliver(_ operation: OutboxOperation, inline: Bool) async -> Outcome {
-        let payload = (try? JSONParser.parse(operation.payload)) ?? .object([])
         do throws(DomainError) {
+            let payload = try Self.payload(of: operation)
             let ticket = try await withSessions(operation) { token throws(DomainError) in try await attempt(operation, payload: payload, token: token) }
             // A rating Desk took but the database could not store for now (a zone backfill holding the CSAT writers, a
             // failover) is tried again, Desk's repeated answer recognized: left to Desk's webhook or the sync, it was
@@ -151,17 +151,16 @@ public final class OperationDelivery: Sendable {
         let repeated = operation.attempts > 0
         switch operation.kind {
         case .feedback:
-            if let score = payload["score"]?.intValue {
-                try await visibleAfterRefusal(repeated, token: token, id: id, { $0.satisfactionScore == score }) { () throws(DomainError) in
-                    try await desk.submitFeedback(ticketId: id, messageId: payload["messageId"]?.intValue ?? 0, score: score,
-                                                  comment: payload["comment"]?.stringValue, deskToken: token)
-                }
+            let (score, messageId) = (try payload.queued("score", \.intValue), try payload.queued("messageId", \.intValue))
+            try await visibleAfterRefusal(repeated, token: token, id: id, { $0.satisfactionScore == score }) { () throws(DomainError) in
+                try await desk.submitFeedback(ticketId: id, messageId: messageId, score: score, comment: payload["comment"]?.stringValue,
+                                              deskToken: token)
             }
             return try await desk.ticket(.id(id), deskToken: token)
         case .closureConfirmation:
+            let (messageId, confirm) = (try payload.queued("messageId", \.intValue), try payload.queued("confirm", \.boolValue))
             try await visibleAfterRefusal(repeated, token: token, id: id, nil) { () throws(DomainError) in
-                try await desk.confirmClosure(ticketId: id, messageId: payload["messageId"]?.intValue ?? 0,
-                                              confirm: payload["confirm"]?.boolValue ?? false, deskToken: token)
+                try await desk.confirmClosure(ticketId: id, messageId: messageId, confirm: confirm, deskToken: token)
             }
             return try await desk.ticket(.id(id), deskToken: token)
         case .close:
@@ -173,18 +172,36 @@ public final class OperationDelivery: Sendable {
                 try await desk.reopen(ticketId: id, deskToken: token)
             }
         case .customFields:
-            let fields = (payload["customFields"]?.objectValue ?? []).map { (key: $0.0, value: $0.1.stringValue ?? "") }
+            let fields = try payload.queued("customFields") { fields in
+                fields.objectValue.flatMap { Self.all($0) { key, value in value.stringValue.map { (key: key, value: $0) } } }
+            }
             return try await desk.setCustomFields(ticketId: id, fields, deskToken: token)
         case .relatedChannels:
-            return try await desk.setRelatedChannels(ticketId: id, payload["channelUrls"]?.arrayValue?.compactMap(\.stringValue) ?? [], deskToken: token)
+            let urls = try payload.queued("channelUrls") { $0.arrayValue.flatMap { Self.all($0, \.stringValue) } }
+            return try await desk.setRelatedChannels(ticketId: id, urls, deskToken: token)
         case .priority:
-            let priority = payload["priority"]?.stringValue.flatMap(TicketPriority.init(rawValue:)) ?? .medium
+            let priority = try payload.queued("priority") { $0.stringValue.flatMap(TicketPriority.init(rawValue:)) }
             return try await desk.setPriority(ticketId: id, priority, deskToken: token)
         case .cancel:
             // Desk takes a repeat (after an attempt whose answer was lost) while the ticket is open: it cannot be told
             // from a new request, so a ticket routed to an agent meanwhile is given back once more.
             return try await desk.cancelAssignment(ticketId: id, transferTo: payload["groupKey"]?.stringValue, deskToken: token)
         }
+    }
+
+    /// A queued write's payload. The gateway wrote it from a checked body, so one it cannot read (a value missing or of
+    /// another type) fails the write: sending Desk a guessed value instead could change the ticket in a way nobody asked.
+    static func payload(of operation: OutboxOperation) throws(DomainError) -> JSONValue {
+        guard let payload = try? JSONParser.parse(operation.payload), payload.objectValue != nil else {
+            throw DomainError(.unreadablePayload, "the queued write's payload is not a JSON object")
+        }
+        return payload
+    }
+
+    /// Every element read, or nil when one cannot be.
+    private static func all<Element, T>(_ elements: [Element], _ read: (Element) -> T?) -> [T]? {
+        let read = elements.compactMap(read)
+        return read.count == elements.count ? read : nil
     }
 
     /// Runs `write`; a conflict on a repeated attempt is forgiven when Desk's ticket shows the effect (`done`; any
@@ -309,5 +326,15 @@ public final class OperationDelivery: Sendable {
             try await group.waitForAll()
         }
         return batch.count
+    }
+}
+
+private extension JSONValue {
+    /// A value the gateway always writes into the payload of the operation's kind (`OperationDelivery.payload(of:)`).
+    func queued<T>(_ key: String, _ read: (JSONValue) -> T?) throws(DomainError) -> T {
+        guard let value = self[key].flatMap(read) else {
+            throw DomainError(.unreadablePayload, "the queued write's `\(key)` could not be read")
+        }
+        return value
     }
 }

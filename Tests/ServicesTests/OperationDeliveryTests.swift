@@ -192,7 +192,9 @@ struct FakeSessions: DeskSessionTokens {
         // A later write of the same ticket waits for it without asking Desk, even once Desk is back.
         desk.state.withLock { $0.failures = [:] }
         let before = desk.state.withLock { $0.writes.count }
-        guard case .queued = try await Self.submit(delivery, 1, .customFields) else { Issue.record("jumped the queue"); return }
+        guard case .queued = try await Self.submit(delivery, 1, .customFields, .object([("customFields", .object([("size", .string("L"))]))])) else {
+            Issue.record("jumped the queue"); return
+        }
         #expect(desk.state.withLock { $0.writes.count } == before)
         // Paused Desk: queued without an attempt.
         desk.state.withLock { $0.paused = true }
@@ -203,6 +205,29 @@ struct FakeSessions: DeskSessionTokens {
         while try await delivery.relayOnce() > 0 {}
         #expect(desk.state.withLock { Array($0.writes.suffix(3)) } == ["reopen 1", "close 2", "custom_fields 1"])
         #expect(outbox.statuses == [.delivered, .delivered, .delivered, .delivered])
+    }
+
+    /// What the gateway never writes (a hand edit, a defect) is not guessed at: before, a priority it could not read went
+    /// to Desk as MEDIUM and a closure confirmation without `confirm` as a decline.
+    @Test func aQueuedWriteWhosePayloadCannotBeReadFailsWithoutReachingDesk() async throws {
+        let (desk, outbox) = (FakeWriter(), FakeOutbox())
+        let delivery = Self.delivery(desk, outbox)
+        let payloads: [(OperationKind, String, String)] = [
+            (.priority, #"{"priority":"urgent"}"#, "`priority`"), (.closureConfirmation, #"{"messageId":5}"#, "`confirm`"),
+            (.feedback, #"{"messageId":5,"score":"4"}"#, "`score`"), (.relatedChannels, #"{"channelUrls":["a",3]}"#, "`channelUrls`"),
+            (.customFields, #"{"customFields":{"size":1}}"#, "`customFields`"), (.close, "[]", "not a JSON object"),
+        ]
+        for (ticket, (kind, payload, _)) in payloads.enumerated() {
+            let queued = try await outbox.enqueue(ticketId: ticket + 1, customerId: 7, sessionId: 3, kind: kind, payload: payload, owner: "api", leaseSeconds: 30)
+            try await outbox.release(id: queued.operation.id, owner: "api")
+        }
+        while try await delivery.relayOnce() > 0 {}
+        #expect(desk.state.withLock { $0.writes }.isEmpty)
+        #expect(outbox.statuses == Array(repeating: .failed, count: payloads.count))
+        for (index, (_, _, named)) in payloads.enumerated() {
+            let reason = outbox.entries.withLock { $0[index].operation.lastError } ?? ""
+            #expect(reason.hasPrefix("unreadable_payload: ") && reason.contains(named), "\(reason)")
+        }
     }
 
     @Test func desksRefusalFailsTheWriteNamesTheStateAndResetsTheCache() async throws {

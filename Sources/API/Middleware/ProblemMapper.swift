@@ -66,7 +66,7 @@ public struct ProblemMapper: Sendable {
             return .serviceUnavailable("The database is unavailable; retry shortly.")
         case .storeTimeout:
             return .serviceUnavailable("The database took too long; retry shortly.", retryAfter: error.retryAfterSeconds ?? 2)
-        case .storeFailure:
+        case .storeFailure, .unreadablePayload:
             return .internalError()
         default:
             return APIError(.badGateway, detail: error.mayHaveTakenEffect
