@@ -95,10 +95,19 @@ class Console:
 
 
 def journey(browser, console):
-    """The demo page as a person uses it: sign in, open a ticket, read it, close it, rate it, see a problem."""
+    """The demo page as a person uses it: sign in, open a ticket, read it, raise its priority, give it back to the queue,
+    close it, rate it, see a problem."""
     def step(name):
         browser.screenshot(str(out / f"{name}.png"))
         console.drain(name)
+
+    def reload_until_active():
+        """Desk's webhook reaches the gateway in the background: reload as a person would until it shows."""
+        for _ in range(40):
+            browser.click("#reload")
+            if browser.wait_for("return document.getElementById('ticket-status').textContent === 'ACTIVE'", seconds=0.5):
+                return True
+        return False
 
     # A link naming a gateway is not followed: the field still holds the page's own origin.
     browser.get(f"{page_origin}/demo.html?gateway=http://attacker.invalid")
@@ -132,14 +141,22 @@ def journey(browser, console):
 
     control(f"/tickets/{ticket_id}/customer-message", {"text": "Hello?"})
     control(f"/tickets/{ticket_id}/assign", {"agentId": 501})
-    # Desk's webhook reaches the gateway in the background: reload as a person would until it shows.
-    active = False
-    for _ in range(40):
-        browser.click("#reload")
-        if browser.wait_for("return document.getElementById('ticket-status').textContent === 'ACTIVE'", seconds=0.5):
-            active = True
-            break
-    check("the agent's assignment shows after a reload", active, browser.text("#ticket-status"))
+    check("the agent's assignment shows after a reload", reload_until_active(), browser.text("#ticket-status"))
+    browser.select("#priority", "HIGH")
+    browser.click("#set-priority")
+    check("raise the ticket's priority", browser.wait_for("return document.getElementById('ticket-priority').textContent === 'HIGH'"),
+          browser.text("#error"))
+    browser.click("#give-back")
+    check("give the ticket back to the queue",
+          browser.wait_for("return document.getElementById('ticket-status').textContent === 'PENDING'"
+                           " && document.getElementById('ticket-agent').textContent === 'not assigned yet'"),
+          f"{browser.text('#ticket-status')} {browser.text('#ticket-agent')} {browser.text('#error')}")
+    _, on_desk = call("GET", f"{desk}/emulator/tickets/{ticket_id}")
+    check("Desk has it back in the queue, at the new priority",
+          (on_desk.get("status2"), on_desk.get("priority"), on_desk.get("recentAssignment")) == ("PENDING", "HIGH", None),
+          {k: on_desk.get(k) for k in ("status2", "priority", "recentAssignment")})
+    control(f"/tickets/{ticket_id}/assign", {"agentId": 502})
+    check("another agent takes it", reload_until_active(), browser.text("#ticket-status"))
     browser.click("#close")
     check("close the ticket", browser.wait_for("return document.getElementById('ticket-status').textContent === 'CLOSED'"),
           browser.text("#error"))
