@@ -149,3 +149,8 @@ public func pendingOperations(_ config: GatewayConfig, logger: Logger, limit: In
 public func retryOperationsNow(_ config: GatewayConfig, logger: Logger) async throws -> Int {
     try await withMigratedDatabase(config, logger: logger) { try await OutboxStore(database: $0).retryNow() }
 }
+
+/// `desk-gateway outbox revive`: failed writes pending again (`OutboxStore.revive`); the ids revived.
+public func reviveOperations(_ config: GatewayConfig, logger: Logger, reason: String, withinSeconds: Double) async throws -> [Int] {
+    try await withMigratedDatabase(config, logger: logger) { try await OutboxStore(database: $0).revive(reason: reason, withinSeconds: withinSeconds) }
+}

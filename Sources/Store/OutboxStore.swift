@@ -124,6 +124,32 @@ public struct OutboxStore: OutboxQueue {
             """)[0].decode(0)
     }
 
+    /// Failed operations whose reason starts with `reason`, ended within the last `withinSeconds`, pending again and
+    /// due now (an operator's answer once the cause is gone: customers signed in again after their Desk sessions ended,
+    /// a defect fixed). Only an operation that is still its ticket's latest is revived, so a ticket's writes never
+    /// reach Desk out of order, and none the customer has sent again since. Returns the ids revived.
+    public func revive(reason: String, withinSeconds: Double) async throws -> [Int] {
+        try await database.transaction { tx in
+            let revived = try tx.query("""
+                UPDATE outbox o SET status = 'pending', finished_at = NULL, next_attempt_at = now(), claimed_until = NULL,
+                       awaiting_sign_in_since = NULL
+                 WHERE o.status = 'failed' AND starts_with(o.last_error, $1)
+                   AND o.finished_at >= now() - make_interval(secs => $2)
+                   AND o.kind IN (\(Self.knownKinds))
+                   AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id)
+                RETURNING o.id, o.ticket_id, o.kind
+                """, [reason, withinSeconds])
+            for row in revived {
+                let (id, ticketId, kind): (Int, Int, String) = (try row.decode(0), try row.decode(1), try row.decode(2))
+                try tx.query("""
+                    UPDATE tickets SET pending_operations = pending_operations || jsonb_build_array(jsonb_build_object('id', $2::bigint, 'kind', $3::text))
+                     WHERE id = $1
+                    """, [ticketId, id, kind])
+            }
+            return try revived.map { try $0.decode(0) }.sorted()
+        }
+    }
+
     /// Pending operations and the age of the oldest, in seconds.
     public func depth() async throws -> (pending: Int, oldestSeconds: Double) {
         let row = try await database.query("""

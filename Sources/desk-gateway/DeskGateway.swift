@@ -439,7 +439,7 @@ struct Cache: AsyncParsableCommand {
 
 struct Outbox: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Look at and nudge customer writes queued for Desk.",
-                                                    subcommands: [List.self, RetryNow.self])
+                                                    subcommands: [List.self, RetryNow.self, Revive.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -474,6 +474,26 @@ struct Outbox: AsyncParsableCommand {
             try await oneShot { config, logger in
                 let count = try await retryOperationsNow(config, logger: logger)
                 print("outbox retry-now: \(count) pending writes due now")
+            }
+        }
+    }
+
+    struct Revive: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Put failed writes back in the queue once their cause is gone (by default: customers whose Desk sessions ended have signed in again).",
+            discussion: "Only a write that is still its ticket's latest is revived: one the customer sent again, or followed with another, stays failed.")
+        @Option(help: "Writes whose reason starts with this.") var reason = "desk_session_expired"
+        @Option(help: "Writes that failed within this many hours (1-720).") var withinHours = 24
+
+        func validate() throws {
+            guard (1...720).contains(withinHours) else { throw ValidationError("--within-hours must be from 1 to 720") }
+            guard !reason.isEmpty else { throw ValidationError("--reason must not be empty") }
+        }
+
+        func run() async throws {
+            try await oneShot { config, logger in
+                let ids = try await reviveOperations(config, logger: logger, reason: reason, withinSeconds: Double(withinHours) * 3600)
+                print("outbox revive: \(ids.count) failed writes pending again\(ids.isEmpty ? "" : ": " + ids.map(String.init).joined(separator: " "))")
             }
         }
     }

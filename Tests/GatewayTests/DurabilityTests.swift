@@ -314,6 +314,16 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect((failed.json?["reason"] as? String)?.hasPrefix("desk_session_expired") == true, "\(failed.text)")
             let untouched = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(lost)")
             #expect(untouched.json?["status2"] as? String == "ACTIVE", "\(untouched.text)")
+            // They sign in later; the operator's `outbox revive` puts the write back and it reaches Desk with the new
+            // session. The delivered one is not touched.
+            let back = try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2")
+            #expect(try await reviveOperations(app.config, logger: Logger(label: "test"), reason: "desk_session_expired", withinSeconds: 3_600)
+                    == [operations.1])
+            try await waitForEmptyOutbox(app.database, seconds: 90)
+            let revived = try await back.send("GET", "/v1/operations/\(operations.1)")
+            #expect(revived.json?["status"] as? String == "delivered", "\(revived.text)")
+            let closed = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(lost)")
+            #expect(closed.json?["status2"] as? String == "CLOSED", "\(closed.text)")
         }
     }
 }
