@@ -47,6 +47,15 @@ public enum CommandDocument {
         }]
     }
 
+    /// `outbox list --failed --json`.
+    public static func failedOutbox(_ failed: [(operation: OutboxOperation, revivable: Bool)]) -> [String: Any] {
+        ["operations": failed.map { operation, revivable -> [String: Any] in
+            ["id": operation.id, "kind": operation.kind.rawValue, "ticketId": operation.ticketId,
+             "createdAt": ISOTimestamp.format(operation.createdAt), "failedAt": operation.finishedAt.map(ISOTimestamp.format) ?? NSNull(),
+             "attempts": operation.attempts, "revivable": revivable, "reason": operation.lastError ?? NSNull()]
+        }]
+    }
+
     /// The document as one line of JSON.
     public static func text(_ document: [String: Any]) throws -> String {
         String(decoding: try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes]), as: UTF8.self)

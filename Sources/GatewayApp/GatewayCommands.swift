@@ -154,3 +154,9 @@ public func retryOperationsNow(_ config: GatewayConfig, logger: Logger) async th
 public func reviveOperations(_ config: GatewayConfig, logger: Logger, reason: String, withinSeconds: Double) async throws -> [Int] {
     try await withMigratedDatabase(config, logger: logger) { try await OutboxStore(database: $0).revive(reason: reason, withinSeconds: withinSeconds) }
 }
+
+/// `desk-gateway outbox list --failed`: writes that failed lately, each with whether `revive` could put it back.
+public func failedOperations(_ config: GatewayConfig, logger: Logger, withinSeconds: Double, limit: Int) async throws
+    -> [(operation: OutboxOperation, revivable: Bool)] {
+    try await withMigratedDatabase(config, logger: logger) { try await OutboxStore(database: $0).failed(withinSeconds: withinSeconds, limit: limit) }
+}

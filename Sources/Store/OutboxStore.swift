@@ -124,6 +124,17 @@ public struct OutboxStore: OutboxQueue {
             """)[0].decode(0)
     }
 
+    /// Operations that failed within the last `withinSeconds`, the latest failure first, each with whether it is still
+    /// its ticket's latest (what `revive` needs), for operators.
+    public func failed(withinSeconds: Double, limit: Int) async throws -> [(operation: OutboxOperation, revivable: Bool)] {
+        try await database.query("""
+            SELECT \(Self.columns), NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id)
+              FROM outbox o
+             WHERE status = 'failed' AND finished_at >= now() - make_interval(secs => $1) AND kind IN (\(Self.knownKinds))
+             ORDER BY finished_at DESC, id DESC LIMIT $2
+            """, [withinSeconds, limit]).map { (try Self.decode($0), try $0.decode(12)) }
+    }
+
     /// Failed operations whose reason starts with `reason`, ended within the last `withinSeconds`, pending again and
     /// due now (an operator's answer once the cause is gone: customers signed in again after their Desk sessions ended,
     /// a defect fixed). Only an operation that is still its ticket's latest is revived, so a ticket's writes never

@@ -443,15 +443,20 @@ struct Outbox: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "The oldest pending writes: id, kind, ticket, age, attempts, seconds to the next attempt, reason.")
+            abstract: "The oldest pending writes: id, kind, ticket, age, attempts, seconds to the next attempt, reason.",
+            discussion: "With --failed: the writes that failed lately, the latest first, and whether `outbox revive` could put each back.")
         @Option(help: "At most this many (1-1000).") var limit = 50
         @Flag(help: "One JSON document instead of the text.") var json = false
+        @Flag(help: "Failed writes instead of pending ones.") var failed = false
+        @Option(help: "With --failed: writes that failed within this many hours (1-720).") var withinHours = 24
 
         func validate() throws {
             guard (1...1000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
+            guard (1...720).contains(withinHours) else { throw ValidationError("--within-hours must be from 1 to 720") }
         }
 
         func run() async throws {
+            if failed { return try await listFailed() }
             try await oneShot { config, logger in
                 let pending = try await pendingOperations(config, logger: logger, limit: limit)
                 let now = Date().timeIntervalSince1970
@@ -460,6 +465,19 @@ struct Outbox: AsyncParsableCommand {
                 for (operation, due) in pending {
                     print(["\(operation.id)", operation.kind.rawValue, "\(operation.ticketId)", "\(Int(now - operation.createdAt))",
                            "\(operation.attempts)", "\(Int(due.rounded(.up)))", operation.lastError ?? "-"].joined(separator: "\t"))
+                }
+            }
+        }
+
+        private func listFailed() async throws {
+            try await oneShot { config, logger in
+                let failed = try await failedOperations(config, logger: logger, withinSeconds: Double(withinHours) * 3600, limit: limit)
+                if json { return print(try CommandDocument.text(CommandDocument.failedOutbox(failed))) }
+                let now = Date().timeIntervalSince1970
+                print(["id", "kind", "ticket", "failed_s", "attempts", "revivable", "reason"].joined(separator: "\t"))
+                for (operation, revivable) in failed {
+                    print(["\(operation.id)", operation.kind.rawValue, "\(operation.ticketId)", "\(Int(now - (operation.finishedAt ?? now)))",
+                           "\(operation.attempts)", revivable ? "yes" : "no", operation.lastError ?? "-"].joined(separator: "\t"))
                 }
             }
         }

@@ -317,6 +317,11 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             // They sign in later; the operator's `outbox revive` puts the write back and it reaches Desk with the new
             // session. The delivered one is not touched.
             let back = try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2")
+            let listed = try await failedOperations(app.config, logger: Logger(label: "test"), withinSeconds: 3_600, limit: 10)
+            let document = try JSONSerialization.jsonObject(with: Data(try CommandDocument.text(CommandDocument.failedOutbox(listed)).utf8))
+            let row = try #require(((document as? [String: Any])?["operations"] as? [[String: Any]])?.first)
+            #expect(Set(row.keys) == ["id", "kind", "ticketId", "createdAt", "failedAt", "attempts", "revivable", "reason"])
+            #expect(row["id"] as? Int == operations.1 && row["revivable"] as? Bool == true, "\(row)")
             #expect(try await reviveOperations(app.config, logger: Logger(label: "test"), reason: "desk_session_expired", withinSeconds: 3_600)
                     == [operations.1])
             try await waitForEmptyOutbox(app.database, seconds: 90)

@@ -165,6 +165,10 @@ import TestSupport
             try await db.query("UPDATE outbox SET finished_at = now() - interval '2 days' WHERE id = $1", [old])
             try await db.query("UPDATE outbox SET awaiting_sign_in_since = now() - interval '700 seconds' WHERE id = $1", [revivable])
 
+            // `outbox list --failed`: the recent failures, each with whether it is still its ticket's latest.
+            let listed = try await outbox.failed(withinSeconds: 86_400, limit: 10)
+            #expect(Dictionary(uniqueKeysWithValues: listed.map { ($0.operation.id, $0.revivable) }) == [followed: false, revivable: true, refused: true])
+            #expect(listed.allSatisfy { $0.operation.finishedAt != nil })
             #expect(try await outbox.revive(reason: "desk_session_expired", withinSeconds: 86_400) == [revivable])
             let revived = try #require(try await outbox.find(id: revivable))
             #expect(revived.status == .pending && revived.finishedAt == nil && revived.awaitedSignInSeconds == nil)
