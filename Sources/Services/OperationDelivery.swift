@@ -52,10 +52,14 @@ public final class OperationDelivery: Sendable {
     let logger: Logger
     /// Told each attempt's outcome (`delivered`, `retry`, `awaiting_sign_in`, `failed`), for metrics.
     let observe: @Sendable (String) -> Void
+    /// Told the reason's code (`desk_session_expired`, `ticket_state_conflict`…) of each write that ended failed after
+    /// the customer was told it was queued (202): a change they were promised would reach Desk and did not.
+    let observeQueuedFailure: @Sendable (String) -> Void
     let owner = UUID().uuidString
 
     public init(desk: any DeskTicketWriter, outbox: any OutboxQueue, sessions: any DeskSessionTokens, tickets: any TicketCache,
-                ratings: any RatingStore, policy: OutboxPolicy, logger: Logger, observe: @escaping @Sendable (String) -> Void = { _ in }) {
+                ratings: any RatingStore, policy: OutboxPolicy, logger: Logger, observe: @escaping @Sendable (String) -> Void = { _ in },
+                observeQueuedFailure: @escaping @Sendable (String) -> Void = { _ in }) {
         self.desk = desk
         self.outbox = outbox
         self.sessions = sessions
@@ -64,6 +68,7 @@ public final class OperationDelivery: Sendable {
         self.policy = policy
         self.logger = logger
         self.observe = observe
+        self.observeQueuedFailure = observeQueuedFailure
     }
 
     /// Queues `kind` and tries it once right away when it may go first. Throws Desk's refusal (the operation is then
@@ -77,7 +82,7 @@ public final class OperationDelivery: Sendable {
             return .queued(try await outbox.find(id: operation.id) ?? operation)
         }
         let outcome = await deliver(operation, inline: true)
-        let booked = try await book(operation, outcome)
+        let booked = try await book(operation, outcome, queued: false)
         switch outcome {
         case .delivered(let ticket):
             // Saved once by `complete`; only a save that failed there is tried again, so its error reaches the caller.
@@ -248,11 +253,12 @@ public final class OperationDelivery: Sendable {
     /// transient failures come back after a jittered exponential backoff. Returns the delivered ticket as cached.
     @discardableResult
     public func complete(_ operation: OutboxOperation, _ outcome: Outcome) async throws -> CachedTicket? {
-        try await book(operation, outcome).saved
+        try await book(operation, outcome, queued: true).saved
     }
 
-    /// `complete`, also returning Desk's copy of the ticket read after a refusal.
-    private func book(_ operation: OutboxOperation, _ outcome: Outcome) async throws -> (saved: CachedTicket?, deskState: DeskTicket?) {
+    /// `complete`, also returning Desk's copy of the ticket read after a refusal. `queued`: the attempt is the relay's,
+    /// so the customer was answered 202 before it (an inline attempt's failure is their answer).
+    private func book(_ operation: OutboxOperation, _ outcome: Outcome, queued: Bool) async throws -> (saved: CachedTicket?, deskState: DeskTicket?) {
         switch outcome {
         case .delivered(let ticket):
             observe("delivered")
@@ -262,7 +268,9 @@ public final class OperationDelivery: Sendable {
             observe("failed")
             logger.notice("operation refused by Desk", metadata: ["operation": "\(operation.id)", "kind": "\(operation.kind)",
                                                                   "detail": "\(error.internalDetail ?? error.message)"])
-            try await outbox.finish(operation, delivered: false, error: Self.reason(error))
+            let reason = Self.reason(error)
+            try await outbox.finish(operation, delivered: false, error: reason)
+            if queued { observeQueuedFailure(String(reason.prefix { $0 != ":" })) }
             guard let truth = await ticketAfterRefusal(operation) else {
                 tickets.forget(.id(operation.ticketId))
                 return (nil, nil)
@@ -297,6 +305,10 @@ public final class OperationDelivery: Sendable {
         let top = min(ceiling, pow(2, Double(min(attempts, 20))))
         return Double.random(in: (top / 2)...max(top / 2, top))
     }
+
+    /// The codes `reason` starts with for a failed operation (those a metric may start at zero).
+    public static let failureCodes = ["ticket_state_conflict", "desk_rejected", "not_found", "desk_session_expired", "unreadable_payload",
+                                      "store_failure"]
 
     /// Why an operation failed, as clients read it on `GET /v1/operations/{id}`.
     public static func reason(_ error: DomainError) -> String {

@@ -314,6 +314,10 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect((failed.json?["reason"] as? String)?.hasPrefix("desk_session_expired") == true, "\(failed.text)")
             let untouched = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(lost)")
             #expect(untouched.json?["status2"] as? String == "ACTIVE", "\(untouched.text)")
+            // Counted as a queued write lost (what DeskGatewayQueuedWritesFailed alerts on); the other reasons start at 0.
+            let counted = try await httpRequest(port: app.port, "GET", "/metrics").text.split(separator: "\n").filter { $0.hasPrefix("outbox_queued_writes_failed_total") }
+            #expect(counted.contains(#"outbox_queued_writes_failed_total{reason="desk_session_expired"} 1"#)
+                    && counted.contains(#"outbox_queued_writes_failed_total{reason="ticket_state_conflict"} 0"#), "\(counted)")
             // They sign in later; the operator's `outbox revive` puts the write back and it reaches Desk with the new
             // session. The delivered one is not touched.
             let back = try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2")

@@ -149,6 +149,11 @@ final class FakeWriter: DeskTicketWriter {
     var isPaused: Bool { state.withLock { $0.paused } }
 }
 
+/// What a callback was told, in order.
+final class Recorded: Sendable {
+    let values = Mutex<[String]>([])
+}
+
 struct FakeSessions: DeskSessionTokens {
     /// The database cannot answer a session lookup (a failover, a statement timeout).
     var unreachable = false
@@ -163,9 +168,11 @@ struct FakeSessions: DeskSessionTokens {
 
 @Suite struct OperationDeliveryTests {
     static func delivery(_ desk: FakeWriter, _ outbox: FakeOutbox, _ cache: FakeTicketCache = FakeTicketCache(),
-                         _ ratings: FakeRatings = FakeRatings(), sessions: FakeSessions = FakeSessions()) -> OperationDelivery {
+                         _ ratings: FakeRatings = FakeRatings(), sessions: FakeSessions = FakeSessions(),
+                         queuedFailures: Recorded? = nil) -> OperationDelivery {
         OperationDelivery(desk: desk, outbox: outbox, sessions: sessions, tickets: cache, ratings: ratings,
-                          policy: OutboxPolicy(maxBackoffSeconds: 60, relayConcurrency: 4, signInWaitSeconds: 600), logger: Logger(label: "test"))
+                          policy: OutboxPolicy(maxBackoffSeconds: 60, relayConcurrency: 4, signInWaitSeconds: 600), logger: Logger(label: "test"),
+                          observeQueuedFailure: { reason in queuedFailures?.values.withLock { $0.append(reason) } })
     }
 
     static func submit(_ delivery: OperationDelivery, _ ticket: Int, _ kind: OperationKind,
@@ -210,8 +217,8 @@ struct FakeSessions: DeskSessionTokens {
     /// What the gateway never writes (a hand edit, a defect) is not guessed at: before, a priority it could not read went
     /// to Desk as MEDIUM and a closure confirmation without `confirm` as a decline.
     @Test func aQueuedWriteWhosePayloadCannotBeReadFailsWithoutReachingDesk() async throws {
-        let (desk, outbox) = (FakeWriter(), FakeOutbox())
-        let delivery = Self.delivery(desk, outbox)
+        let (desk, outbox, queuedFailures) = (FakeWriter(), FakeOutbox(), Recorded())
+        let delivery = Self.delivery(desk, outbox, queuedFailures: queuedFailures)
         let payloads: [(OperationKind, String, String)] = [
             (.priority, #"{"priority":"urgent"}"#, "`priority`"), (.closureConfirmation, #"{"messageId":5}"#, "`confirm`"),
             (.feedback, #"{"messageId":5,"score":"4"}"#, "`score`"), (.relatedChannels, #"{"channelUrls":["a",3]}"#, "`channelUrls`"),
@@ -228,13 +235,15 @@ struct FakeSessions: DeskSessionTokens {
             let reason = outbox.entries.withLock { $0[index].operation.lastError } ?? ""
             #expect(reason.hasPrefix("unreadable_payload: ") && reason.contains(named), "\(reason)")
         }
+        // Each was acknowledged as queued: counted for `outbox_queued_writes_failed_total`.
+        #expect(queuedFailures.values.withLock { $0 } == Array(repeating: "unreadable_payload", count: payloads.count))
     }
 
     @Test func desksRefusalFailsTheWriteNamesTheStateAndResetsTheCache() async throws {
-        let (desk, outbox, cache) = (FakeWriter(), FakeOutbox(), FakeTicketCache())
+        let (desk, outbox, cache, queuedFailures) = (FakeWriter(), FakeOutbox(), FakeTicketCache(), Recorded())
         desk.state.withLock { $0.failures["reopen"] = DomainError(.conflict, "Desk: not closed", internalDetail: "HTTP 409") }
         do {
-            _ = try await Self.submit(Self.delivery(desk, outbox, cache), 4, .reopen)
+            _ = try await Self.submit(Self.delivery(desk, outbox, cache, queuedFailures: queuedFailures), 4, .reopen)
             Issue.record("a refused write was acknowledged")
         } catch let error as DomainError {
             #expect(error.code == .conflict && error.message == OperationKind.reopen.stateConflict)
@@ -243,6 +252,8 @@ struct FakeSessions: DeskSessionTokens {
         }
         #expect(outbox.statuses == [.failed])
         #expect(outbox.entries.withLock { $0[0].operation.lastError }?.hasPrefix("ticket_state_conflict") == true)
+        // The refusal was the request's own answer: no queued write was lost.
+        #expect(queuedFailures.values.withLock { $0 }.isEmpty)
         // The cache holds Desk's view again.
         #expect(try await cache.find(.id(4))?.status == "ACTIVE")
     }

@@ -32,12 +32,16 @@ final class CustomerWrites: Sendable {
     init(desk: any DeskTicketWriter, outbox: any OutboxQueue, sessions: any SessionDirectory, tickets: CustomerTickets, ratings: any RatingStore,
          metrics: MetricsRegistry, logger: Logger, settings: OutboxSettings) {
         delivery = OperationDelivery(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, policy: settings.policy,
-                                     logger: logger) { outcome in metrics.increment("outbox_deliveries_total", [("outcome", outcome)]) }
+                                     logger: logger, observe: { metrics.increment("outbox_deliveries_total", [("outcome", $0)]) },
+                                     observeQueuedFailure: { metrics.increment("outbox_queued_writes_failed_total", [("reason", $0)]) })
         self.outbox = outbox
         self.metrics = metrics
         self.logger = logger
         self.settings = settings
         metrics.describe("outbox_deliveries_total", .counter, help: "Outbox delivery attempts by outcome (delivered, retry, awaiting_sign_in, failed).")
+        metrics.describe("outbox_queued_writes_failed_total", .counter,
+                         help: "Writes answered 202 (queued) that ended failed, by the reason's code: changes customers were told would reach Desk.")
+        for reason in OperationDelivery.failureCodes { metrics.increment("outbox_queued_writes_failed_total", [("reason", reason)], by: 0) }
         metrics.describe("outbox_pending", .gauge, help: "Operations waiting for Desk.")
         metrics.describe("outbox_oldest_pending_seconds", .gauge, help: "Age of the oldest operation waiting for Desk.")
     }
