@@ -169,12 +169,20 @@ public protocol OutboxQueue: Sendable {
     /// Due operations, each the oldest pending one of its ticket, claimed for `leaseSeconds`.
     func claimBatch(by owner: String, leaseSeconds: Int, limit: Int) async throws -> [OutboxOperation]
     /// Ends a pending operation, whoever holds it now: it was delivered (or refused for good) once, and a relay whose
-    /// lease ran out meanwhile must not deliver it again.
-    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?) async throws
+    /// lease ran out meanwhile must not deliver it again. `refusedInRequest`: refused while its own request waited, so
+    /// the customer was answered with the refusal (such a write is never revived).
+    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, refusedInRequest: Bool) async throws
     /// Puts an operation back for a later attempt; `awaitingSignIn` starts (or goes on with) its wait for a sign-in.
     func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String, awaitingSignIn: Bool) async throws
     func find(id: Int) async throws -> OutboxOperation?
     func depth() async throws -> (pending: Int, oldestSeconds: Double)
+}
+
+extension OutboxQueue {
+    /// Ends an operation the relay delivered or Desk refused after the customer's request was answered.
+    public func finish(_ operation: OutboxOperation, delivered: Bool, error: String?) async throws {
+        try await finish(operation, delivered: delivered, error: error, refusedInRequest: false)
+    }
 }
 
 /// The Desk session token a queued operation is delivered with.

@@ -269,7 +269,7 @@ public final class OperationDelivery: Sendable {
             logger.notice("operation refused by Desk", metadata: ["operation": "\(operation.id)", "kind": "\(operation.kind)",
                                                                   "detail": "\(error.internalDetail ?? error.message)"])
             let reason = Self.reason(error)
-            try await outbox.finish(operation, delivered: false, error: reason)
+            try await outbox.finish(operation, delivered: false, error: reason, refusedInRequest: !queued)
             if queued { observeQueuedFailure(String(reason.prefix { $0 != ":" })) }
             guard let truth = await ticketAfterRefusal(operation) else {
                 tickets.forget(.id(operation.ticketId))

@@ -76,12 +76,13 @@ public struct OutboxStore: OutboxQueue {
     }
 
     /// Ends an operation (delivered or failed) and drops it from the ticket's pending list.
-    public func finish(_ operation: OutboxOperation, delivered: Bool, error: String?) async throws {
+    public func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, refusedInRequest: Bool) async throws {
         try await database.transaction { tx in
             try tx.query("""
-                UPDATE outbox SET status = $2, finished_at = now(), last_error = $3, attempts = attempts + 1, claimed_until = NULL
+                UPDATE outbox SET status = $2, finished_at = now(), last_error = $3, attempts = attempts + 1, claimed_until = NULL,
+                       refused_in_request = $4
                  WHERE id = $1 AND status = 'pending'
-                """, [operation.id, delivered ? "delivered" : "failed", error])
+                """, [operation.id, delivered ? "delivered" : "failed", error, refusedInRequest])
             try tx.query("""
                 UPDATE tickets SET pending_operations = coalesce(
                     (SELECT jsonb_agg(e) FROM jsonb_array_elements(pending_operations) e WHERE (e->>'id')::bigint <> $2), '[]'::jsonb)
@@ -124,11 +125,12 @@ public struct OutboxStore: OutboxQueue {
             """)[0].decode(0)
     }
 
-    /// Operations that failed within the last `withinSeconds`, the latest failure first, each with whether it is still
-    /// its ticket's latest (what `revive` needs), for operators.
+    /// Operations that failed within the last `withinSeconds`, the latest failure first, each with whether `revive`
+    /// can put it back (answered 202, and still its ticket's latest), for operators.
     public func failed(withinSeconds: Double, limit: Int) async throws -> [(operation: OutboxOperation, revivable: Bool)] {
         try await database.query("""
-            SELECT \(Self.columns), NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id)
+            SELECT \(Self.columns),
+                   NOT refused_in_request AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id)
               FROM outbox o
              WHERE status = 'failed' AND finished_at >= now() - make_interval(secs => $1) AND kind IN (\(Self.knownKinds))
              ORDER BY finished_at DESC, id DESC LIMIT $2
@@ -137,14 +139,15 @@ public struct OutboxStore: OutboxQueue {
 
     /// Failed operations whose reason starts with `reason`, ended within the last `withinSeconds`, pending again and
     /// due now (an operator's answer once the cause is gone: customers signed in again after their Desk sessions ended,
-    /// a defect fixed). Only an operation that is still its ticket's latest is revived, so a ticket's writes never
-    /// reach Desk out of order, and none the customer has sent again since. Returns the ids revived.
+    /// a defect fixed). Only an operation answered 202 (a refusal the customer was answered with stays one) and still
+    /// its ticket's latest is revived, so a ticket's writes never reach Desk out of order, and none the customer has
+    /// sent again since. Returns the ids revived.
     public func revive(reason: String, withinSeconds: Double) async throws -> [Int] {
         try await database.transaction { tx in
             let revived = try tx.query("""
                 UPDATE outbox o SET status = 'pending', finished_at = NULL, next_attempt_at = now(), claimed_until = NULL,
                        awaiting_sign_in_since = NULL
-                 WHERE o.status = 'failed' AND starts_with(o.last_error, $1)
+                 WHERE o.status = 'failed' AND NOT o.refused_in_request AND starts_with(o.last_error, $1)
                    AND o.finished_at >= now() - make_interval(secs => $2)
                    AND o.kind IN (\(Self.knownKinds))
                    AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id)

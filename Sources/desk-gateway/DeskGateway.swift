@@ -499,7 +499,7 @@ struct Outbox: AsyncParsableCommand {
     struct Revive: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Put failed writes back in the queue once their cause is gone (by default: customers whose Desk sessions ended have signed in again).",
-            discussion: "Only a write that is still its ticket's latest is revived: one the customer sent again, or followed with another, stays failed.")
+            discussion: "Only a write answered 202 and still its ticket's latest is revived: one refused while its own request waited, one the customer sent again, or one followed by another write of its ticket stays failed.")
         @Option(help: "Writes whose reason starts with this.") var reason = "desk_session_expired"
         @Option(help: "Writes that failed within this many hours (1-720).") var withinHours = 24
 

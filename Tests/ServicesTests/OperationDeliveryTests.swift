@@ -11,6 +11,7 @@ final class FakeOutbox: OutboxQueue {
         var operation: OutboxOperation
         var claimedBy: String?
         var delay: Double?
+        var refusedInRequest = false
     }
     let entries = Mutex<[Entry]>([])
 
@@ -51,8 +52,11 @@ final class FakeOutbox: OutboxQueue {
         }
     }
 
-    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?) async throws {
-        update(operation.id) { $0.operation = Self.with($0.operation, status: delivered ? .delivered : .failed, attempts: $0.operation.attempts + 1, error: error) }
+    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, refusedInRequest: Bool) async throws {
+        update(operation.id) {
+            $0.operation = Self.with($0.operation, status: delivered ? .delivered : .failed, attempts: $0.operation.attempts + 1, error: error)
+            $0.refusedInRequest = refusedInRequest
+        }
     }
 
     func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String, awaitingSignIn: Bool) async throws {
@@ -237,6 +241,7 @@ struct FakeSessions: DeskSessionTokens {
         }
         // Each was acknowledged as queued: counted for `outbox_queued_writes_failed_total`.
         #expect(queuedFailures.values.withLock { $0 } == Array(repeating: "unreadable_payload", count: payloads.count))
+        #expect(outbox.entries.withLock { $0.allSatisfy { !$0.refusedInRequest } })
     }
 
     @Test func desksRefusalFailsTheWriteNamesTheStateAndResetsTheCache() async throws {
@@ -252,8 +257,9 @@ struct FakeSessions: DeskSessionTokens {
         }
         #expect(outbox.statuses == [.failed])
         #expect(outbox.entries.withLock { $0[0].operation.lastError }?.hasPrefix("ticket_state_conflict") == true)
-        // The refusal was the request's own answer: no queued write was lost.
+        // The refusal was the request's own answer: no queued write was lost, and `outbox revive` leaves it.
         #expect(queuedFailures.values.withLock { $0 }.isEmpty)
+        #expect(outbox.entries.withLock { $0[0].refusedInRequest })
         // The cache holds Desk's view again.
         #expect(try await cache.find(.id(4))?.status == "ACTIVE")
     }

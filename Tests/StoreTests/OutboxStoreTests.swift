@@ -142,18 +142,19 @@ import TestSupport
         }
     }
 
-    /// `outbox revive`: a write that failed for the reason named, lately, and is still its ticket's latest is pending
-    /// and due again, on the ticket's pending list too; one followed by another write of its ticket, one that failed
-    /// for another reason, one that failed too long ago and one already delivered stay as they are.
+    /// `outbox revive`: a write answered 202 that failed for the reason named, lately, and is still its ticket's latest
+    /// is pending and due again, on the ticket's pending list too; one followed by another write of its ticket, one
+    /// refused while its own request waited (the customer saw it fail), one that failed for another reason, one that
+    /// failed too long ago and one already delivered stay as they are.
     @Test func aRevivedWriteIsPendingAgainOnlyWhenItIsStillItsTicketsLatest() async throws {
         try await withStore { db in
             let (customer, session) = try await customerWithSession(db)
             try await TicketStore(database: db).upsert([TicketStoreTests.row(10, customer: customer, status: "ACTIVE", updatedAt: 1_000)])
             let outbox = OutboxStore(database: db)
-            func ended(_ ticket: Int, _ kind: OperationKind, delivered: Bool = false, _ reason: String?) async throws -> Int {
+            func ended(_ ticket: Int, _ kind: OperationKind, delivered: Bool = false, _ reason: String?, inRequest: Bool = false) async throws -> Int {
                 let queued = try await outbox.enqueue(ticketId: ticket, customerId: customer, sessionId: session, kind: kind, payload: "{}",
                                                       owner: "api", leaseSeconds: 30)
-                try await outbox.finish(queued.operation, delivered: delivered, error: reason)
+                try await outbox.finish(queued.operation, delivered: delivered, error: reason, refusedInRequest: inRequest)
                 return queued.operation.id
             }
             let expired = "desk_session_expired: Desk no longer accepts the customer's session"
@@ -162,19 +163,21 @@ import TestSupport
             let revivable = try await ended(10, .close, expired)
             let refused = try await ended(11, .close, "ticket_state_conflict: the ticket's state did not allow this")
             let old = try await ended(12, .close, expired)
+            let answered = try await ended(13, .close, expired, inRequest: true)
             try await db.query("UPDATE outbox SET finished_at = now() - interval '2 days' WHERE id = $1", [old])
             try await db.query("UPDATE outbox SET awaiting_sign_in_since = now() - interval '700 seconds' WHERE id = $1", [revivable])
 
             // `outbox list --failed`: the recent failures, each with whether it is still its ticket's latest.
             let listed = try await outbox.failed(withinSeconds: 86_400, limit: 10)
-            #expect(Dictionary(uniqueKeysWithValues: listed.map { ($0.operation.id, $0.revivable) }) == [followed: false, revivable: true, refused: true])
+            #expect(Dictionary(uniqueKeysWithValues: listed.map { ($0.operation.id, $0.revivable) })
+                    == [followed: false, revivable: true, refused: true, answered: false])
             #expect(listed.allSatisfy { $0.operation.finishedAt != nil })
             #expect(try await outbox.revive(reason: "desk_session_expired", withinSeconds: 86_400) == [revivable])
             let revived = try #require(try await outbox.find(id: revivable))
             #expect(revived.status == .pending && revived.finishedAt == nil && revived.awaitedSignInSeconds == nil)
             #expect(try await TicketStore(database: db).pendingOperations(ticketId: 10).contains("\"id\": \(revivable)"))
             #expect(try await outbox.claimBatch(by: "relay", leaseSeconds: 30, limit: 10).map(\.id) == [revivable])
-            for id in [followed, refused, old] { #expect(try await outbox.find(id: id)?.status == .failed) }
+            for id in [followed, refused, old, answered] { #expect(try await outbox.find(id: id)?.status == .failed) }
             // Run again: nothing more (the revived one is pending, not failed).
             #expect(try await outbox.revive(reason: "desk_session_expired", withinSeconds: 86_400).isEmpty)
         }
