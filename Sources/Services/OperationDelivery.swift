@@ -310,17 +310,25 @@ public final class OperationDelivery: Sendable {
     public static let failureCodes = ["ticket_state_conflict", "desk_rejected", "not_found", "desk_session_expired", "unreadable_payload",
                                       "store_failure"]
 
-    /// Why an operation failed, as clients read it on `GET /v1/operations/{id}`.
+    /// Why an operation failed, as clients read it on `GET /v1/operations/{id}`: a code, a colon, what happened.
     public static func reason(_ error: DomainError) -> String {
+        let (code, text) = reasonParts(error)
+        return "\(code): \(text)"
+    }
+
+    /// The code `reason` starts with.
+    static func reasonCode(_ error: DomainError) -> String { reasonParts(error).code }
+
+    private static func reasonParts(_ error: DomainError) -> (code: String, text: String) {
         switch error.code {
-        case .conflict: return "ticket_state_conflict: the ticket's state did not allow this"
-        case .invalid: return "desk_rejected: Desk refused a value"
-        case .notFound: return "not_found: Desk has no such ticket or message"
-        case .unauthorized: return "desk_session_expired: Desk no longer accepts the customer's session"
-        case .upstreamUnavailable, .rateLimited: return "desk_unavailable: Desk could not be reached"
-        case .upstreamProtocol: return "desk_unreadable: Desk's answer could not be read"
-        case .storeTimeout, .storeUnavailable: return "database_unavailable: \(error.message)"
-        default: return "\(error.code): \(error.message)"
+        case .conflict: return ("ticket_state_conflict", "the ticket's state did not allow this")
+        case .invalid: return ("desk_rejected", "Desk refused a value")
+        case .notFound: return ("not_found", "Desk has no such ticket or message")
+        case .unauthorized: return ("desk_session_expired", "Desk no longer accepts the customer's session")
+        case .upstreamUnavailable, .rateLimited: return ("desk_unavailable", "Desk could not be reached")
+        case .upstreamProtocol: return ("desk_unreadable", "Desk's answer could not be read")
+        case .storeTimeout, .storeUnavailable: return ("database_unavailable", error.message)
+        default: return (error.code.raw, error.message)
         }
     }
 

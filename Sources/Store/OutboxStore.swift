@@ -41,12 +41,17 @@ public struct OutboxStore: OutboxQueue {
             let operation = try Self.decode(row[0])
             let earlier = try tx.query("SELECT 1 FROM outbox WHERE ticket_id = $1 AND status = 'pending' AND id < $2 LIMIT 1",
                                        [ticketId, operation.id])
-            try tx.query("""
-                UPDATE tickets SET pending_operations = pending_operations || jsonb_build_array(jsonb_build_object('id', $2::bigint, 'kind', $3::text))
-                 WHERE id = $1
-                """, [ticketId, operation.id, kind.rawValue])
+            try Self.markPending(tx, ticketId: ticketId, id: operation.id, kind: kind.rawValue)
             return (operation: operation, earlierPending: !earlier.isEmpty)
         }
+    }
+
+    /// Adds a pending operation to its ticket's cached copy (`pendingOperations`), when the ticket is cached.
+    static func markPending(_ tx: PostgresConnection, ticketId: Int, id: Int, kind: String) throws {
+        try tx.query("""
+            UPDATE tickets SET pending_operations = pending_operations || jsonb_build_array(jsonb_build_object('id', $2::bigint, 'kind', $3::text))
+             WHERE id = $1
+            """, [ticketId, id, kind])
     }
 
     /// Hands an operation claimed at enqueue time over to the relays.
@@ -154,11 +159,7 @@ public struct OutboxStore: OutboxQueue {
                 RETURNING o.id, o.ticket_id, o.kind
                 """, [reason, withinSeconds])
             for row in revived {
-                let (id, ticketId, kind): (Int, Int, String) = (try row.decode(0), try row.decode(1), try row.decode(2))
-                try tx.query("""
-                    UPDATE tickets SET pending_operations = pending_operations || jsonb_build_array(jsonb_build_object('id', $2::bigint, 'kind', $3::text))
-                     WHERE id = $1
-                    """, [ticketId, id, kind])
+                try Self.markPending(tx, ticketId: try row.decode(1), id: try row.decode(0), kind: try row.decode(2))
             }
             return try revived.map { try $0.decode(0) }.sorted()
         }
