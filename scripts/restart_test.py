@@ -172,6 +172,13 @@ try:
           f"{code} {document} {detail}")
     code, document, detail = listing("outbox", "list")
     check("outbox list --json: nothing waits after a clean stop", code == 0 and document == {"operations": []}, f"{code} {document} {detail}")
+    code, document, detail = listing("outbox", "list", "--failed", "--within-hours", "720")
+    check("outbox list --failed --json: no write failed", code == 0 and document == {"operations": []}, f"{code} {document} {detail}")
+    for arguments, message in [(["list", "--within-hours", "5"], "--within-hours applies only with --failed"),
+                               (["revive", "--within-hours", "721"], "--within-hours must be from 1 to 720")]:
+        refused = subprocess.run([binary, "outbox", *arguments], env=environment(), capture_output=True, text=True, timeout=60)
+        check(f"outbox {' '.join(arguments)}: refused, exit 64", refused.returncode == 64 and f"Error: {message}" in refused.stderr,
+              f"{refused.returncode} {refused.stderr}")
     refused = subprocess.run([binary, "migrate"], env=environment(PORT="eighty", RATE_LIMIT_BURST="-1", DESK_TIMOUT_MS="5"),
                              capture_output=True, text=True, timeout=60)
     check("every refused setting is named at once, then the misspelt one, exit 2",

@@ -117,7 +117,7 @@ public final class OperationDelivery: Sendable {
             // Desk away, rate limiting, or answering what cannot be read (a proxy's or a maintenance page, after which
             // Desk may even have made the change): tried again later (a repeat refused as done already is booked
             // delivered), with the reason on the operation for as long as it lasts. Any other answer is a refusal.
-            if error.deskGaveNoUsableAnswer || error.code == .storeUnavailable || error.code == .storeTimeout { return .retry(error) }
+            if Self.retried(error) { return .retry(error) }
             // A write the customer made before their Desk session ended is theirs still: one made from the request
             // itself is answered (the app signs in again and retries), a queued one waits a while for the sign-in.
             if error.code == .unauthorized, !inline, (operation.awaitedSignInSeconds ?? 0) < policy.signInWaitSeconds {
@@ -268,9 +268,8 @@ public final class OperationDelivery: Sendable {
             observe("failed")
             logger.notice("operation refused by Desk", metadata: ["operation": "\(operation.id)", "kind": "\(operation.kind)",
                                                                   "detail": "\(error.internalDetail ?? error.message)"])
-            let reason = Self.reason(error)
-            try await outbox.finish(operation, delivered: false, error: reason, refusedInRequest: !queued)
-            if queued { observeQueuedFailure(String(reason.prefix { $0 != ":" })) }
+            try await outbox.finish(operation, delivered: false, error: Self.reason(error), refusedInRequest: !queued)
+            if queued { observeQueuedFailure(Self.reasonParts(error).code) }
             guard let truth = await ticketAfterRefusal(operation) else {
                 tickets.forget(.id(operation.ticketId))
                 return (nil, nil)
@@ -306,30 +305,38 @@ public final class OperationDelivery: Sendable {
         return Double.random(in: (top / 2)...max(top / 2, top))
     }
 
-    /// The codes `reason` starts with for a failed operation (those a metric may start at zero).
-    public static let failureCodes = ["ticket_state_conflict", "desk_rejected", "not_found", "desk_session_expired", "unreadable_payload",
-                                      "store_failure"]
-
     /// Why an operation failed, as clients read it on `GET /v1/operations/{id}`: a code, a colon, what happened.
     public static func reason(_ error: DomainError) -> String {
         let (code, text) = reasonParts(error)
         return "\(code): \(text)"
     }
 
-    /// The code `reason` starts with.
-    static func reasonCode(_ error: DomainError) -> String { reasonParts(error).code }
+    /// Errors after which an attempt is tried again rather than failing the operation: Desk away, rate limiting or
+    /// answering what cannot be read; the database away or slow.
+    private static func retried(_ error: DomainError) -> Bool {
+        error.deskGaveNoUsableAnswer || error.code == .storeUnavailable || error.code == .storeTimeout
+    }
+
+    /// The codes a failed operation's `reason` may start with (those a metric starts at zero).
+    public static let failureCodes = reasons.filter { !retried(DomainError($0.errors[0], "")) }.map(\.code)
+
+    /// Each error's reason code and text (nil: the error's own message). An error not here gives its own code and
+    /// message.
+    private static let reasons: [(errors: [DomainError.Code], code: String, text: String?)] = [
+        ([.conflict], "ticket_state_conflict", "the ticket's state did not allow this"),
+        ([.invalid], "desk_rejected", "Desk refused a value"),
+        ([.notFound], "not_found", "Desk has no such ticket or message"),
+        ([.unauthorized], "desk_session_expired", "Desk no longer accepts the customer's session"),
+        ([.unreadablePayload], DomainError.Code.unreadablePayload.raw, nil),
+        ([.storeFailure], DomainError.Code.storeFailure.raw, nil),
+        ([.upstreamUnavailable, .rateLimited], "desk_unavailable", "Desk could not be reached"),
+        ([.upstreamProtocol], "desk_unreadable", "Desk's answer could not be read"),
+        ([.storeTimeout, .storeUnavailable], "database_unavailable", nil),
+    ]
 
     private static func reasonParts(_ error: DomainError) -> (code: String, text: String) {
-        switch error.code {
-        case .conflict: return ("ticket_state_conflict", "the ticket's state did not allow this")
-        case .invalid: return ("desk_rejected", "Desk refused a value")
-        case .notFound: return ("not_found", "Desk has no such ticket or message")
-        case .unauthorized: return ("desk_session_expired", "Desk no longer accepts the customer's session")
-        case .upstreamUnavailable, .rateLimited: return ("desk_unavailable", "Desk could not be reached")
-        case .upstreamProtocol: return ("desk_unreadable", "Desk's answer could not be read")
-        case .storeTimeout, .storeUnavailable: return ("database_unavailable", error.message)
-        default: return (error.code.raw, error.message)
-        }
+        guard let entry = reasons.first(where: { $0.errors.contains(error.code) }) else { return (error.code.raw, error.message) }
+        return (entry.code, entry.text ?? error.message)
     }
 
     /// One relay pass over due operations; returns how many it handled. A batch holds at most one operation per

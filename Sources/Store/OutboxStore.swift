@@ -130,12 +130,17 @@ public struct OutboxStore: OutboxQueue {
             """)[0].decode(0)
     }
 
+    /// Whether a failed operation `o` may be revived: answered 202 (a refusal its own request was answered with stays
+    /// one) and still its ticket's latest. `failed` shows it and `revive` acts on it, so both read this one rule.
+    private static let revivable = """
+        (NOT o.refused_in_request AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id))
+        """
+
     /// Operations that failed within the last `withinSeconds`, the latest failure first, each with whether `revive`
     /// can put it back (answered 202, and still its ticket's latest), for operators.
     public func failed(withinSeconds: Double, limit: Int) async throws -> [(operation: OutboxOperation, revivable: Bool)] {
         try await database.query("""
-            SELECT \(Self.columns),
-                   NOT refused_in_request AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id)
+            SELECT \(Self.columns), \(Self.revivable)
               FROM outbox o
              WHERE status = 'failed' AND finished_at >= now() - make_interval(secs => $1) AND kind IN (\(Self.knownKinds))
              ORDER BY finished_at DESC, id DESC LIMIT $2
@@ -152,10 +157,9 @@ public struct OutboxStore: OutboxQueue {
             let revived = try tx.query("""
                 UPDATE outbox o SET status = 'pending', finished_at = NULL, next_attempt_at = now(), claimed_until = NULL,
                        awaiting_sign_in_since = NULL
-                 WHERE o.status = 'failed' AND NOT o.refused_in_request AND starts_with(o.last_error, $1)
+                 WHERE o.status = 'failed' AND \(Self.revivable) AND starts_with(o.last_error, $1)
                    AND o.finished_at >= now() - make_interval(secs => $2)
                    AND o.kind IN (\(Self.knownKinds))
-                   AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id)
                 RETURNING o.id, o.ticket_id, o.kind
                 """, [reason, withinSeconds])
             for row in revived {

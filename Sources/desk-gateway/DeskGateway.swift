@@ -448,11 +448,11 @@ struct Outbox: AsyncParsableCommand {
         @Option(help: "At most this many (1-1000).") var limit = 50
         @Flag(help: "One JSON document instead of the text.") var json = false
         @Flag(help: "Failed writes instead of pending ones.") var failed = false
-        @Option(help: "With --failed: writes that failed within this many hours (1-720).") var withinHours = 24
+        @OptionGroup var window: FailureWindow
 
         func validate() throws {
             guard (1...1000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
-            guard (1...720).contains(withinHours) else { throw ValidationError("--within-hours must be from 1 to 720") }
+            guard failed || window.withinHours == nil else { throw ValidationError("--within-hours applies only with --failed") }
         }
 
         func run() async throws {
@@ -471,7 +471,7 @@ struct Outbox: AsyncParsableCommand {
 
         private func listFailed() async throws {
             try await oneShot { config, logger in
-                let failed = try await failedOperations(config, logger: logger, withinSeconds: Double(withinHours) * 3600, limit: limit)
+                let failed = try await failedOperations(config, logger: logger, withinSeconds: window.seconds, limit: limit)
                 if json { return print(try CommandDocument.text(CommandDocument.failedOutbox(failed))) }
                 let now = Date().timeIntervalSince1970
                 print(["id", "kind", "ticket", "failed_s", "attempts", "revivable", "reason"].joined(separator: "\t"))
@@ -480,6 +480,17 @@ struct Outbox: AsyncParsableCommand {
                            "\(operation.attempts)", revivable ? "yes" : "no", operation.lastError ?? "-"].joined(separator: "\t"))
                 }
             }
+        }
+    }
+
+    /// How far back `list --failed` and `revive` look (failed writes are kept `RETENTION_OUTBOX_DAYS` in any case).
+    struct FailureWindow: ParsableArguments {
+        @Option(help: "Writes that failed within this many hours (1-720; default 24).") var withinHours: Int?
+
+        var seconds: Double { Double(withinHours ?? 24) * 3600 }
+
+        func validate() throws {
+            guard (1...720).contains(withinHours ?? 24) else { throw ValidationError("--within-hours must be from 1 to 720") }
         }
     }
 
@@ -501,16 +512,15 @@ struct Outbox: AsyncParsableCommand {
             abstract: "Put failed writes back in the queue once their cause is gone (by default: customers whose Desk sessions ended have signed in again).",
             discussion: "Only a write answered 202 and still its ticket's latest is revived: one refused while its own request waited, one the customer sent again, or one followed by another write of its ticket stays failed.")
         @Option(help: "Writes whose reason starts with this.") var reason = "desk_session_expired"
-        @Option(help: "Writes that failed within this many hours (1-720).") var withinHours = 24
+        @OptionGroup var window: FailureWindow
 
         func validate() throws {
-            guard (1...720).contains(withinHours) else { throw ValidationError("--within-hours must be from 1 to 720") }
             guard !reason.isEmpty else { throw ValidationError("--reason must not be empty") }
         }
 
         func run() async throws {
             try await oneShot { config, logger in
-                let ids = try await reviveOperations(config, logger: logger, reason: reason, withinSeconds: Double(withinHours) * 3600)
+                let ids = try await reviveOperations(config, logger: logger, reason: reason, withinSeconds: window.seconds)
                 print("outbox revive: \(ids.count) failed writes pending again\(ids.isEmpty ? "" : ": " + ids.map(String.init).joined(separator: " "))")
             }
         }

@@ -290,6 +290,16 @@ struct FakeSessions: DeskSessionTokens {
         #expect(desk.state.withLock { $0.writes.isEmpty })
     }
 
+    /// The queued-failure metric starts every code a refusal can end with at zero, and no code of an error retried.
+    @Test func everyReasonAFailureEndsWithIsAFailureCode() {
+        let ending: [DomainError.Code] = [.conflict, .invalid, .notFound, .unauthorized, .unreadablePayload, .storeFailure]
+        let retried: [DomainError.Code] = [.upstreamUnavailable, .rateLimited, .upstreamProtocol, .storeUnavailable, .storeTimeout]
+        let code = { (error: DomainError.Code) in String(OperationDelivery.reason(DomainError(error, "x")).prefix { $0 != ":" }) }
+        #expect(ending.map(code) == OperationDelivery.failureCodes)
+        #expect(retried.allSatisfy { !OperationDelivery.failureCodes.contains(code($0)) })
+        #expect(OperationDelivery.reason(DomainError(.storeFailure, "the statement was refused")) == "store_failure: the statement was refused")
+    }
+
     @Test func aRepeatedAttemptWhoseEffectIsAlreadyVisibleCountsAsDelivered() async throws {
         let (desk, outbox) = (FakeWriter(), FakeOutbox())
         let delivery = Self.delivery(desk, outbox)
