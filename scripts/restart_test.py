@@ -174,6 +174,9 @@ try:
     check("outbox list --json: nothing waits after a clean stop", code == 0 and document == {"operations": []}, f"{code} {document} {detail}")
     code, document, detail = listing("outbox", "list", "--failed", "--within-hours", "720")
     check("outbox list --failed --json: no write failed", code == 0 and document == {"operations": []}, f"{code} {document} {detail}")
+    dry = subprocess.run([binary, "outbox", "revive", "--dry-run"], env=environment(), capture_output=True, text=True, timeout=120)
+    check("outbox revive --dry-run: nothing to revive, nothing changed", dry.returncode == 0
+          and dry.stdout.strip() == "outbox revive --dry-run: 0 failed writes would be pending again", f"{dry.returncode} {dry.stdout} {dry.stderr}")
     for arguments, message in [(["list", "--within-hours", "5"], "--within-hours applies only with --failed"),
                                (["revive", "--within-hours", "721"], "--within-hours must be from 1 to 720")]:
         refused = subprocess.run([binary, "outbox", *arguments], env=environment(), capture_output=True, text=True, timeout=60)

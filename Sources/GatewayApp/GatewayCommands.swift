@@ -150,9 +150,12 @@ public func retryOperationsNow(_ config: GatewayConfig, logger: Logger) async th
     try await withMigratedDatabase(config, logger: logger) { try await OutboxStore(database: $0).retryNow() }
 }
 
-/// `desk-gateway outbox revive`: failed writes pending again (`OutboxStore.revive`); the ids revived.
-public func reviveOperations(_ config: GatewayConfig, logger: Logger, reason: String, withinSeconds: Double) async throws -> [Int] {
-    try await withMigratedDatabase(config, logger: logger) { try await OutboxStore(database: $0).revive(reason: reason, withinSeconds: withinSeconds) }
+/// `desk-gateway outbox revive`: failed writes pending again (`OutboxStore.revive`); the ids revived (`dryRun`: the ids
+/// it would revive).
+public func reviveOperations(_ config: GatewayConfig, logger: Logger, reason: String, withinSeconds: Double, dryRun: Bool = false) async throws -> [Int] {
+    try await withMigratedDatabase(config, logger: logger) {
+        try await OutboxStore(database: $0).revive(reason: reason, withinSeconds: withinSeconds, dryRun: dryRun)
+    }
 }
 
 /// `desk-gateway outbox list --failed`: writes that failed lately, each with whether `revive` could put it back.

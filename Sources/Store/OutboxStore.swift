@@ -151,15 +151,20 @@ public struct OutboxStore: OutboxQueue {
     /// due now (an operator's answer once the cause is gone: customers signed in again after their Desk sessions ended,
     /// a defect fixed). Only an operation answered 202 (a refusal the customer was answered with stays one) and still
     /// its ticket's latest is revived, so a ticket's writes never reach Desk out of order, and none the customer has
-    /// sent again since. Returns the ids revived.
-    public func revive(reason: String, withinSeconds: Double) async throws -> [Int] {
-        try await database.transaction { tx in
+    /// sent again since. Returns the ids revived (`dryRun`: the ids it would revive, nothing changed).
+    public func revive(reason: String, withinSeconds: Double, dryRun: Bool = false) async throws -> [Int] {
+        let chosen = """
+            o.status = 'failed' AND \(Self.revivable) AND starts_with(o.last_error, $1)
+            AND o.finished_at >= now() - make_interval(secs => $2) AND o.kind IN (\(Self.knownKinds))
+            """
+        if dryRun {
+            return try await database.query("SELECT o.id FROM outbox o WHERE \(chosen) ORDER BY o.id", [reason, withinSeconds]).map { try $0.decode(0) }
+        }
+        return try await database.transaction { tx in
             let revived = try tx.query("""
                 UPDATE outbox o SET status = 'pending', finished_at = NULL, next_attempt_at = now(), claimed_until = NULL,
                        awaiting_sign_in_since = NULL
-                 WHERE o.status = 'failed' AND \(Self.revivable) AND starts_with(o.last_error, $1)
-                   AND o.finished_at >= now() - make_interval(secs => $2)
-                   AND o.kind IN (\(Self.knownKinds))
+                 WHERE \(chosen)
                 RETURNING o.id, o.ticket_id, o.kind
                 """, [reason, withinSeconds])
             for row in revived {

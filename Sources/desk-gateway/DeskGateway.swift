@@ -513,6 +513,7 @@ struct Outbox: AsyncParsableCommand {
             discussion: "Only a write answered 202 and still its ticket's latest is revived: one refused while its own request waited, one the customer sent again, or one followed by another write of its ticket stays failed.")
         @Option(help: "Writes whose reason starts with this.") var reason = "desk_session_expired"
         @OptionGroup var window: FailureWindow
+        @Flag(help: "Print which writes would be revived, and change nothing.") var dryRun = false
 
         func validate() throws {
             guard !reason.isEmpty else { throw ValidationError("--reason must not be empty") }
@@ -520,8 +521,10 @@ struct Outbox: AsyncParsableCommand {
 
         func run() async throws {
             try await oneShot { config, logger in
-                let ids = try await reviveOperations(config, logger: logger, reason: reason, withinSeconds: window.seconds)
-                print("outbox revive: \(ids.count) failed writes pending again\(ids.isEmpty ? "" : ": " + ids.map(String.init).joined(separator: " "))")
+                let ids = try await reviveOperations(config, logger: logger, reason: reason, withinSeconds: window.seconds, dryRun: dryRun)
+                let listed = ids.isEmpty ? "" : ": " + ids.map(String.init).joined(separator: " ")
+                print(dryRun ? "outbox revive --dry-run: \(ids.count) failed writes would be pending again\(listed)"
+                             : "outbox revive: \(ids.count) failed writes pending again\(listed)")
             }
         }
     }

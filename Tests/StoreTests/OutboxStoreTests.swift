@@ -172,6 +172,8 @@ import TestSupport
             #expect(Dictionary(uniqueKeysWithValues: listed.map { ($0.operation.id, $0.revivable) })
                     == [followed: false, revivable: true, refused: true, answered: false])
             #expect(listed.allSatisfy { $0.operation.finishedAt != nil })
+            #expect(try await outbox.revive(reason: "desk_session_expired", withinSeconds: 86_400, dryRun: true) == [revivable])
+            #expect(try await outbox.find(id: revivable)?.status == .failed, "a dry run changed the write")
             #expect(try await outbox.revive(reason: "desk_session_expired", withinSeconds: 86_400) == [revivable])
             let revived = try #require(try await outbox.find(id: revivable))
             #expect(revived.status == .pending && revived.finishedAt == nil && revived.awaitedSignInSeconds == nil)
