@@ -131,9 +131,12 @@ public struct OutboxStore: OutboxQueue {
     }
 
     /// Whether a failed operation `o` may be revived: answered 202 (a refusal its own request was answered with stays
-    /// one) and still its ticket's latest. `failed` shows it and `revive` acts on it, so both read this one rule.
+    /// one) and still its ticket's latest. `failed` shows it and `revive` acts on it, so both read this one rule. Later
+    /// writes are looked for pending and ended apart, each through its own index by ticket (migration 0026).
     private static let revivable = """
-        (NOT o.refused_in_request AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id))
+        (NOT o.refused_in_request
+         AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id AND l.status = 'pending')
+         AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id AND l.status <> 'pending'))
         """
 
     /// Operations that failed within the last `withinSeconds`, the latest failure first, each with whether `revive`

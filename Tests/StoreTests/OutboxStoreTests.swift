@@ -164,13 +164,17 @@ import TestSupport
             let refused = try await ended(11, .close, "ticket_state_conflict: the ticket's state did not allow this")
             let old = try await ended(12, .close, expired)
             let answered = try await ended(13, .close, expired, inRequest: true)
+            // Followed by a write still queued, rather than by one that has ended.
+            let waitedOn = try await ended(14, .close, expired)
+            _ = try await outbox.enqueue(ticketId: 14, customerId: customer, sessionId: session, kind: .reopen, payload: "{}", owner: "api",
+                                         leaseSeconds: 30)
             try await db.query("UPDATE outbox SET finished_at = now() - interval '2 days' WHERE id = $1", [old])
             try await db.query("UPDATE outbox SET awaiting_sign_in_since = now() - interval '700 seconds' WHERE id = $1", [revivable])
 
             // `outbox list --failed`: the recent failures, each with whether it is still its ticket's latest.
             let listed = try await outbox.failed(withinSeconds: 86_400, limit: 10)
             #expect(Dictionary(uniqueKeysWithValues: listed.map { ($0.operation.id, $0.revivable) })
-                    == [followed: false, revivable: true, refused: true, answered: false])
+                    == [followed: false, revivable: true, refused: true, answered: false, waitedOn: false])
             #expect(listed.allSatisfy { $0.operation.finishedAt != nil })
             #expect(try await outbox.revive(reason: "desk_session_expired", withinSeconds: 86_400, dryRun: true) == [revivable])
             #expect(try await outbox.find(id: revivable)?.status == .failed, "a dry run changed the write")
@@ -179,7 +183,7 @@ import TestSupport
             #expect(revived.status == .pending && revived.finishedAt == nil && revived.awaitedSignInSeconds == nil)
             #expect(try await TicketStore(database: db).pendingOperations(ticketId: 10).contains("\"id\": \(revivable)"))
             #expect(try await outbox.claimBatch(by: "relay", leaseSeconds: 30, limit: 10).map(\.id) == [revivable])
-            for id in [followed, refused, old, answered] { #expect(try await outbox.find(id: id)?.status == .failed) }
+            for id in [followed, refused, old, answered, waitedOn] { #expect(try await outbox.find(id: id)?.status == .failed) }
             // Run again: nothing more (the revived one is pending, not failed).
             #expect(try await outbox.revive(reason: "desk_session_expired", withinSeconds: 86_400).isEmpty)
         }
