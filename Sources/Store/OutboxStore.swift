@@ -139,14 +139,20 @@ public struct OutboxStore: OutboxQueue {
          AND NOT EXISTS (SELECT 1 FROM outbox l WHERE l.ticket_id = o.ticket_id AND l.id > o.id AND l.status <> 'pending'))
         """
 
+    /// A failed operation `o` of a kind this release knows, ended within the last `$1` seconds: what `failed` lists and
+    /// `revive` chooses from.
+    private static let failedWithin = """
+        o.status = 'failed' AND o.finished_at >= now() - make_interval(secs => $1) AND o.kind IN (\(knownKinds))
+        """
+
     /// Operations that failed within the last `withinSeconds`, the latest failure first, each with whether `revive`
     /// can put it back (answered 202, and still its ticket's latest), for operators.
     public func failed(withinSeconds: Double, limit: Int) async throws -> [(operation: OutboxOperation, revivable: Bool)] {
         try await database.query("""
             SELECT \(Self.columns), \(Self.revivable)
               FROM outbox o
-             WHERE status = 'failed' AND finished_at >= now() - make_interval(secs => $1) AND kind IN (\(Self.knownKinds))
-             ORDER BY finished_at DESC, id DESC LIMIT $2
+             WHERE \(Self.failedWithin)
+             ORDER BY o.finished_at DESC, o.id DESC LIMIT $2
             """, [withinSeconds, limit]).map { (try Self.decode($0), try $0.decode(12)) }
     }
 
@@ -156,12 +162,9 @@ public struct OutboxStore: OutboxQueue {
     /// its ticket's latest is revived, so a ticket's writes never reach Desk out of order, and none the customer has
     /// sent again since. Returns the ids revived (`dryRun`: the ids it would revive, nothing changed).
     public func revive(reason: String, withinSeconds: Double, dryRun: Bool = false) async throws -> [Int] {
-        let chosen = """
-            o.status = 'failed' AND \(Self.revivable) AND starts_with(o.last_error, $1)
-            AND o.finished_at >= now() - make_interval(secs => $2) AND o.kind IN (\(Self.knownKinds))
-            """
+        let chosen = "\(Self.failedWithin) AND \(Self.revivable) AND starts_with(o.last_error, $2)"
         if dryRun {
-            return try await database.query("SELECT o.id FROM outbox o WHERE \(chosen) ORDER BY o.id", [reason, withinSeconds]).map { try $0.decode(0) }
+            return try await database.query("SELECT o.id FROM outbox o WHERE \(chosen) ORDER BY o.id", [withinSeconds, reason]).map { try $0.decode(0) }
         }
         return try await database.transaction { tx in
             let revived = try tx.query("""
@@ -169,7 +172,7 @@ public struct OutboxStore: OutboxQueue {
                        awaiting_sign_in_since = NULL
                  WHERE \(chosen)
                 RETURNING o.id, o.ticket_id, o.kind
-                """, [reason, withinSeconds])
+                """, [withinSeconds, reason])
             for row in revived {
                 try Self.markPending(tx, ticketId: try row.decode(1), id: try row.decode(0), kind: try row.decode(2))
             }
