@@ -2,12 +2,14 @@
 # Two builds' report work side by side on the database `make bench` leaves behind (1,000,000 ratings): both gateways
 # up at once on it with the report cache off, and wrk at one connection alternating between them ROUNDS times on the
 # weekly and the unbucketed agents' report and the 30-day report page, which build goes first swapped each round.
-# Prints the gateway's µs of CPU per request (from /proc) per round, the medians, and in how many rounds the new build
-# was the cheaper. The answers are compared first: a change that alters a report is not a speed-up.
+# Prints the gateway's µs of CPU per request (from /proc), requests/s and p99 per round, the medians, and in how many
+# rounds the new build was the cheaper. The answers are compared first: a change that alters a report is not a speed-up.
+# COMPARE_CONNECTIONS (1) sets wrk's connections: 4 is the issue's "reports at four connections" (the page is then
+# left out).
 #   bench/compare-reports.sh OLD_BINARY NEW_BINARY [ROUNDS]   (after one `make bench`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-old_bin=$1 new_bin=$2 rounds=${3:-7} seconds=${COMPARE_SECONDS:-4}
+old_bin=$1 new_bin=$2 rounds=${3:-7} seconds=${COMPARE_SECONDS:-4} connections=${COMPARE_CONNECTIONS:-1}
 [ -d .build/bench-postgres/data ] || { echo "no bench database in .build/bench-postgres: run make bench first"; exit 1; }
 pids=()
 cleanup() {
@@ -40,6 +42,10 @@ range="from=$(date -u -d "$to - 89 days" +%F)&to=$to&tz=UTC"
 scenarios=("week|/v1/reports/csat?groupBy=agent&$range&bucket=week|Authorization: Bearer $key"
            "agents|/v1/reports/csat?groupBy=agent&$range|Authorization: Bearer $key"
            "page|/reports?tz=UTC|Cookie: dg_reports=$cookie")
+# The page's comments are a raw listing, one at a time per key (REPORT_RAW_CONCURRENCY_PER_KEY): more connections
+# than one would measure its 429s.
+((connections == 1)) || unset 'scenarios[2]'
+
 for scenario in "${scenarios[@]}"; do
   IFS='|' read -r name path header <<<"$scenario"
   old_body=$(curl -fs -H "$header" "http://127.0.0.1:18641$path" | sed 's/"requestId":"[^"]*"//' | md5sum)
@@ -47,13 +53,16 @@ for scenario in "${scenarios[@]}"; do
   [ "$old_body" = "$new_body" ] || { echo "$name: the two builds answer differently"; exit 1; }
 done
 
-measure() {  # pid port path header -> µs of gateway CPU per request
+measure() {  # pid port path header -> µs of gateway CPU per request, requests/s, p99 in ms
   local file=.build/compare-reports-wrk.txt c0 c1
-  wrk -t1 -c1 -d1s -H "$4" "http://127.0.0.1:$2$3" >/dev/null
+  wrk -t1 -c"$connections" -d1s -H "$4" "http://127.0.0.1:$2$3" >/dev/null
   c0=$(awk '{print $14 + $15}' "/proc/$1/stat")
-  wrk -t1 -c1 -d"${seconds}s" -H "$4" "http://127.0.0.1:$2$3" >"$file"
+  wrk -t1 -c"$connections" -d"${seconds}s" --latency -H "$4" "http://127.0.0.1:$2$3" >"$file"
   c1=$(awk '{print $14 + $15}' "/proc/$1/stat")
-  awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" '/requests in/ {n = $1} END {printf "%.0f\n", (b - a) / hz * 1e6 / n}' "$file"
+  awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" '
+    function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
+    /requests in/ {n = $1} /Requests\/sec/ {r = $2} $1 == "99%" {p = ms($2)}
+    END {printf "%.0f %.1f %.2f\n", (b - a) / hz * 1e6 / n, r, p}' "$file"
 }
 results=.build/compare-reports-results.txt
 : >"$results"
@@ -65,16 +74,17 @@ for round in $(seq 1 "$rounds"); do
     else
       new=$(measure "${pids[1]}" 18642 "$path" "$header"); old=$(measure "${pids[0]}" 18641 "$path" "$header")
     fi
-    echo "$name $old $new" | tee -a "$results"
+    echo "$name $old $new" | tee -a "$results"   # name, then cpu rps p99 of each
   done
 done
 python3 - "$results" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
 for name in dict.fromkeys(r[0] for r in rows):
-    old = [float(r[1]) for r in rows if r[0] == name]
-    new = [float(r[2]) for r in rows if r[0] == name]
-    o, n = statistics.median(old), statistics.median(new)
-    cheaper = sum(1 for a, b in zip(old, new) if b < a)
-    print(f"{name}: old {o:.0f} µs, new {n:.0f} µs of gateway CPU a request ({(n / o - 1) * 100:+.1f} %), new cheaper in {cheaper} of {len(old)}")
+    old = [[float(v) for v in r[1:4]] for r in rows if r[0] == name]
+    new = [[float(v) for v in r[4:7]] for r in rows if r[0] == name]
+    o, n = ([statistics.median(x[i] for x in runs) for i in range(3)] for runs in (old, new))
+    cheaper = sum(1 for a, b in zip(old, new) if b[0] < a[0])
+    print(f"{name}: old {o[0]:.0f} µs, new {n[0]:.0f} µs of gateway CPU a request ({(n[0] / o[0] - 1) * 100:+.1f} %), "
+          f"new cheaper in {cheaper} of {len(old)}; requests/s {o[1]:.0f} / {n[1]:.0f}, p99 {o[2]:.2f} / {n[2]:.2f} ms")
 PY
