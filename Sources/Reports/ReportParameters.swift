@@ -20,6 +20,19 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         dayNumber = Self.days(year: year, month: month, day: day)
     }
 
+    /// What is wrong with `text` as a report's date, nil when nothing is. A date written right that the calendar does
+    /// not have (2026-02-29) says so: the general rule would read as if the caller had broken it.
+    public static func problem(with text: String) -> String? {
+        guard LocalDate(text) == nil else { return nil }
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        if parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+           let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+           (1970...9999).contains(year), (1...12).contains(month), (29...31).contains(day) {
+            return "is not a day of the calendar: \(parts[0])-\(parts[1]) has \(daysIn(month: month, year: year)) days"
+        }
+        return "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31"
+    }
+
     public static func < (lhs: LocalDate, rhs: LocalDate) -> Bool { lhs.dayNumber < rhs.dayNumber }
 
     public func adding(days: Int) -> LocalDate { LocalDate(dayNumber: dayNumber + days) }
@@ -244,16 +257,12 @@ struct QueryReader {
             }
             zoneOK = false
         }
-        var to = zoneOK ? today(zone) : nil
-        if let text = single("to") {
-            to = LocalDate(text)
-            if to == nil { problems.append(("to", "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31")) }
+        let (fromText, toText) = (single("from"), single("to"))
+        for (field, text) in [("from", fromText), ("to", toText)] {
+            if let text, let problem = LocalDate.problem(with: text) { problems.append((field, problem)) }
         }
-        var from = to?.adding(days: -29)
-        if let text = single("from") {
-            from = LocalDate(text)
-            if from == nil { problems.append(("from", "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31")) }
-        }
+        let to = toText.map { LocalDate($0) } ?? (zoneOK ? today(zone) : nil)
+        let from = fromText.map { LocalDate($0) } ?? to?.adding(days: -29)
         if let from, let to {
             if from > to { problems.append(("from", "must not be after to")) }
             else if to.dayNumber - from.dayNumber + 1 > maxDays { problems.append(("to", "must be at most \(maxDays - 1) days after from (a range spans at most \(maxDays) days)")) }

@@ -78,6 +78,19 @@ import Testing
         #expect(try parse([("from", "9999-12-01"), ("to", "9999-12-31")]).to.description == "9999-12-31")
     }
 
+    /// A date written right that the calendar does not have says so, and both dates' problems come in the order the
+    /// range is written, from first.
+    @Test func aDayTheCalendarDoesNotHaveIsNamed() throws {
+        let error = #expect(throws: ReportParameterError.self) { try parse([("from", "2026-02-29"), ("to", "2026-04-31")]) }
+        #expect(error?.problems.map(\.field) == ["from", "to"])
+        #expect(error?.problems.map(\.message) == ["is not a day of the calendar: 2026-02 has 28 days",
+                                                    "is not a day of the calendar: 2026-04 has 30 days"])
+        #expect(try parse([("from", "2024-02-29"), ("to", "2024-03-31")]).from.description == "2024-02-29")
+        let malformed = #expect(throws: ReportParameterError.self) { try parse([("from", "2026-02-32"), ("to", "2026-13-01")]) }
+        #expect(malformed?.problems.map(\.message) == ["must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31",
+                                                        "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31"])
+    }
+
     @Test func aZoneInTheWrongCaseIsNamedAsItIsSpelled() throws {
         for (asked, spelled) in [("asia/kolkata", "Asia/Kolkata"), ("utc", "UTC"), ("ASIA/KOLKATA", "Asia/Kolkata")] {
             let error = #expect(throws: ReportParameterError.self) { try parse([("tz", asked)]) }

@@ -434,8 +434,9 @@ struct PageFilters {
         self.range = "custom"
         to = toText.flatMap(LocalDate.init) ?? today
         from = fromText.flatMap(LocalDate.init) ?? to.adding(days: -29)
-        if let fromText, LocalDate(fromText) == nil { problems.append(("from", "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31")) }
-        if let toText, LocalDate(toText) == nil { problems.append(("to", "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31")) }
+        for (field, text) in [("from", fromText), ("to", toText)] {
+            if let text, let problem = LocalDate.problem(with: text) { problems.append((field, problem)) }
+        }
         return problems
     }
 
