@@ -9,11 +9,17 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     public init(dayNumber: Int) { self.dayNumber = dayNumber }
 
     public init?(_ text: String) {
+        guard let (year, month, day) = Self.fields(text), (1...12).contains(month), day >= 1,
+              day <= Self.daysIn(month: month, year: year), year >= 1970, year <= 9999 else { return nil }
+        dayNumber = Self.days(year: year, month: month, day: day)
+    }
+
+    /// The numbers of a text shaped `YYYY-MM-DD`, not yet checked against the calendar.
+    private static func fields(_ text: String) -> (year: Int, month: Int, day: Int)? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-              (1...12).contains(month), day >= 1, day <= Self.daysIn(month: month, year: year), year >= 1970, year <= 9999 else { return nil }
-        dayNumber = Self.days(year: year, month: month, day: day)
+              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]) else { return nil }
+        return (year, month, day)
     }
 
     public init(year: Int, month: Int, day: Int) {
@@ -24,11 +30,8 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     /// not have (2026-02-29) says so: the general rule would read as if the caller had broken it.
     public static func problem(with text: String) -> String? {
         guard LocalDate(text) == nil else { return nil }
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        if parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-           let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-           (1970...9999).contains(year), (1...12).contains(month), (29...31).contains(day) {
-            return "is not a day of the calendar: \(parts[0])-\(parts[1]) has \(daysIn(month: month, year: year)) days"
+        if let (year, month, day) = fields(text), (1970...9999).contains(year), (1...12).contains(month), (29...31).contains(day) {
+            return "is not a day of the calendar: \(text.prefix(7)) has \(daysIn(month: month, year: year)) days"
         }
         return "must be a date YYYY-MM-DD from 1970-01-01 to 9999-12-31"
     }
