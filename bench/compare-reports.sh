@@ -5,11 +5,12 @@
 # Prints the gateway's µs of CPU per request (from /proc), requests/s and p99 per round, the medians, and in how many
 # rounds the new build was the cheaper. The answers are compared first: a change that alters a report is not a speed-up.
 # COMPARE_CONNECTIONS (1) sets wrk's connections: 4 is the issue's "reports at four connections" (the page is then
-# left out).
+# left out). COMPARE_BESIDE=1 reads a customer's open list at one connection beside each run, from the same gateway,
+# and prints its requests/s and p99 too: what the reports leave to the gateway's other work.
 #   bench/compare-reports.sh OLD_BINARY NEW_BINARY [ROUNDS]   (after one `make bench`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-old_bin=$1 new_bin=$2 rounds=${3:-7} seconds=${COMPARE_SECONDS:-4} connections=${COMPARE_CONNECTIONS:-1}
+old_bin=$1 new_bin=$2 rounds=${3:-7} seconds=${COMPARE_SECONDS:-4} connections=${COMPARE_CONNECTIONS:-1} beside=${COMPARE_BESIDE:-0}
 [ -d .build/bench-postgres/data ] || { echo "no bench database in .build/bench-postgres: run make bench first"; exit 1; }
 pids=()
 cleanup() {
@@ -46,6 +47,17 @@ scenarios=("week|/v1/reports/csat?groupBy=agent&$range&bucket=week|Authorization
 # than one would measure its 429s.
 ((connections == 1)) || unset 'scenarios[2]'
 
+# A signed-in demo customer with one ticket, for the open list read beside the reports: the session's token.
+customer() {
+  local base=http://127.0.0.1:$1 token
+  token=$(curl -fs -X POST -H 'Content-Type: application/json' -d '{"userId":"demo-customer","accessToken":"demo-token"}' \
+    "$base/v1/sessions" | python3 -c 'import sys, json; print(json.load(sys.stdin)["token"])')
+  curl -fs -o /dev/null -X POST -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+    -d '{"title":"compare","userName":"C"}' "$base/v1/tickets"
+  echo "$token"
+}
+((beside)) && tokens=([18641]=$(customer 18641) [18642]=$(customer 18642))
+
 for scenario in "${scenarios[@]}"; do
   IFS='|' read -r name path header <<<"$scenario"
   old_body=$(curl -fs -H "$header" "http://127.0.0.1:18641$path" | sed 's/"requestId":"[^"]*"//' | md5sum)
@@ -53,16 +65,27 @@ for scenario in "${scenarios[@]}"; do
   [ "$old_body" = "$new_body" ] || { echo "$name: the two builds answer differently"; exit 1; }
 done
 
-measure() {  # pid port path header -> µs of gateway CPU per request, requests/s, p99 in ms
-  local file=.build/compare-reports-wrk.txt c0 c1
+# wrk's output -> requests, requests/s, p99 in ms
+rate() {
+  awk 'function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
+    /requests in/ {n = $1} /Requests\/sec/ {r = $2} $1 == "99%" {p = ms($2)} END {print n, r, p}' "$1"
+}
+measure() {  # pid port path header -> µs of gateway CPU per request, requests/s, p99 in ms [, the same two beside]
+  local file=.build/compare-reports-wrk.txt c0 c1 n r p side="" other
   wrk -t1 -c"$connections" -d1s -H "$4" "http://127.0.0.1:$2$3" >/dev/null
   c0=$(awk '{print $14 + $15}' "/proc/$1/stat")
+  if ((beside)); then
+    wrk -t1 -c1 -d"${seconds}s" --latency -H "Authorization: Bearer ${tokens[$2]}" \
+      "http://127.0.0.1:$2/v1/tickets?status=open" >.build/compare-reports-beside.txt &
+    other=$!
+  fi
   wrk -t1 -c"$connections" -d"${seconds}s" --latency -H "$4" "http://127.0.0.1:$2$3" >"$file"
   c1=$(awk '{print $14 + $15}' "/proc/$1/stat")
-  awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" '
-    function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
-    /requests in/ {n = $1} /Requests\/sec/ {r = $2} $1 == "99%" {p = ms($2)}
-    END {printf "%.0f %.1f %.2f\n", (b - a) / hz * 1e6 / n, r, p}' "$file"
+  if ((beside)); then wait "$other"; side=$(rate .build/compare-reports-beside.txt | awk '{printf " %.1f %.2f", $2, $3}'); fi
+  read -r n r p < <(rate "$file")
+  # The CPU is the gateway's for both loads when the list runs beside: per report request all the same.
+  awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" -v n="$n" -v r="$r" -v p="$p" -v side="$side" \
+    'BEGIN {printf "%.0f %.1f %.2f%s\n", (b - a) / hz * 1e6 / n, r, p, side}'
 }
 results=.build/compare-reports-results.txt
 : >"$results"
@@ -74,17 +97,21 @@ for round in $(seq 1 "$rounds"); do
     else
       new=$(measure "${pids[1]}" 18642 "$path" "$header"); old=$(measure "${pids[0]}" 18641 "$path" "$header")
     fi
-    echo "$name $old $new" | tee -a "$results"   # name, then cpu rps p99 of each
+    echo "$name $old $new" | tee -a "$results"   # name, then cpu rps p99 [beside rps p99] of each
   done
 done
 python3 - "$results" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
 for name in dict.fromkeys(r[0] for r in rows):
-    old = [[float(v) for v in r[1:4]] for r in rows if r[0] == name]
-    new = [[float(v) for v in r[4:7]] for r in rows if r[0] == name]
-    o, n = ([statistics.median(x[i] for x in runs) for i in range(3)] for runs in (old, new))
+    width = (len(rows[0]) - 1) // 2
+    old = [[float(v) for v in r[1:1 + width]] for r in rows if r[0] == name]
+    new = [[float(v) for v in r[1 + width:]] for r in rows if r[0] == name]
+    o, n = ([statistics.median(x[i] for x in runs) for i in range(width)] for runs in (old, new))
     cheaper = sum(1 for a, b in zip(old, new) if b[0] < a[0])
-    print(f"{name}: old {o[0]:.0f} µs, new {n[0]:.0f} µs of gateway CPU a request ({(n[0] / o[0] - 1) * 100:+.1f} %), "
-          f"new cheaper in {cheaper} of {len(old)}; requests/s {o[1]:.0f} / {n[1]:.0f}, p99 {o[2]:.2f} / {n[2]:.2f} ms")
+    line = (f"{name}: old {o[0]:.0f} µs, new {n[0]:.0f} µs of gateway CPU a request ({(n[0] / o[0] - 1) * 100:+.1f} %), "
+            f"new cheaper in {cheaper} of {len(old)}; requests/s {o[1]:.0f} / {n[1]:.0f}, p99 {o[2]:.2f} / {n[2]:.2f} ms")
+    if width == 5:
+        line += f"; the open list beside: requests/s {o[3]:.0f} / {n[3]:.0f}, p99 {o[4]:.2f} / {n[4]:.2f} ms"
+    print(line)
 PY
