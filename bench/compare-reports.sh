@@ -83,7 +83,7 @@ measure() {  # pid port path header -> µs of gateway CPU per request, requests/
   c1=$(awk '{print $14 + $15}' "/proc/$1/stat")
   if ((beside)); then wait "$other"; side=$(rate .build/compare-reports-beside.txt | awk '{printf " %.1f %.2f", $2, $3}'); fi
   read -r n r p < <(rate "$file")
-  # The CPU is the gateway's for both loads when the list runs beside: per report request all the same.
+  # With the list beside, the gateway's CPU is both loads' but still divided by the reports: a paired comparison only.
   awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" -v n="$n" -v r="$r" -v p="$p" -v side="$side" \
     'BEGIN {printf "%.0f %.1f %.2f%s\n", (b - a) / hz * 1e6 / n, r, p, side}'
 }
@@ -103,8 +103,8 @@ done
 python3 - "$results" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
+width = (len(rows[0]) - 1) // 2  # cpu rps p99, and the list's rps p99 when it ran beside
 for name in dict.fromkeys(r[0] for r in rows):
-    width = (len(rows[0]) - 1) // 2
     old = [[float(v) for v in r[1:1 + width]] for r in rows if r[0] == name]
     new = [[float(v) for v in r[1 + width:]] for r in rows if r[0] == name]
     o, n = ([statistics.median(x[i] for x in runs) for i in range(width)] for runs in (old, new))
