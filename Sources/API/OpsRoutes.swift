@@ -39,7 +39,7 @@ public struct OpsRoutes: Sendable {
                 let stats = database.statistics
                 return [([("state", "in_use")], Double(stats.inUse)), ([("state", "idle")], Double(stats.idle))]
             }
-            metrics.gauge("db_pool_waiting", help: "Callers waiting for a database connection.") {
+            metrics.gauge("db_pool_waiting", help: "Callers waiting for a database connection (reports from rollups also while they hold their share, REPORT_CONCURRENCY).") {
                 [([], Double(database.statistics.waiting))]
             }
             metrics.gauge("db_pool_timeouts_total", help: "Callers whose wait for a database connection ran out (answered 503).",

@@ -83,7 +83,7 @@ func openDatabase(_ config: GatewayConfig, logger: Logger) async throws -> (Data
                             connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
                             statementTimeoutMilliseconds: config.dbStatementTimeoutMilliseconds,
                             acquireTimeoutMilliseconds: config.dbAcquireTimeoutMilliseconds,
-                            transactionPooling: config.dbTransactionPooling)
+                            transactionPooling: config.dbTransactionPooling, cappedConnections: config.reportConnections)
     return (database, embedded)
 }
 

@@ -44,6 +44,10 @@ extension GatewayConfig {
         return OutboxSettings(policy: policy, warnAgeSeconds: Double(self.outboxWarnAgeSeconds))
     }
 
+    /// Reports from rollups wait their turn for at most half the pool's connections, as raw reports do: a burst of
+    /// dashboards leaves the customers theirs.
+    public var reportConnections: Int { min(self.reportConcurrency, max(1, self.dbPoolSize / 2)) }
+
     public var reportSettings: ReportSettings {
         // Raw reports share at most half the pool's connections, so customers always keep the other half.
         ReportSettings(zones: self.reportTimeZones, maxDays: self.reportMaxDays, cacheSeconds: self.reportCacheSeconds,

@@ -165,6 +165,9 @@ public struct GatewaySettings: Sendable {
         "REPORT_CACHE_MAX_MB", 32, 0...4096, .reports, "memory the cached reports may hold (`report_cache_bytes`)")
     public let reportMaxCells = Setting.integer(
         "REPORT_MAX_CELLS", 10_000, 10...1_000_000, .reports, "most rows (groups × buckets) in one report; more is 400")
+    public let reportConcurrency = Setting.integer(
+        "REPORT_CONCURRENCY", 2, 1...64, .reports,
+        "connections reports from rollups may hold at once per instance on the primary (at most half of DB_POOL_SIZE); more wait their turn")
     public let reportRawConcurrency = Setting.integer(
         "REPORT_RAW_CONCURRENCY", 2, 1...64, .reports,
         "connections raw reports and responses listings may hold at once per instance (at most half of DB_POOL_SIZE)")

@@ -11,11 +11,14 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// transaction, so statements go unnamed (no prepared statements) and no `options` startup parameter is sent
     /// (the statement timeout then comes from the role, the database or the proxy).
     public var transactionPooling: Bool
+    /// Connections that statements run inside `PostgresPool.capped` may hold at once (0: no cap); the others wait their
+    /// turn in the queue, and the rest of the pool stays for everything else.
+    public var cappedConnections: Int
 
     /// No limit has a default here: the gateway's come from its settings table, tests and tools pass their own.
     public init(connectionString: String, poolSize: Int, connectTimeoutSeconds: Int,
                 statementTimeoutMilliseconds: Int, acquireTimeoutMilliseconds: Int,
-                applicationName: String = "desk-gateway", transactionPooling: Bool = false) {
+                applicationName: String = "desk-gateway", transactionPooling: Bool = false, cappedConnections: Int = 0) {
         self.connectionString = connectionString
         self.poolSize = poolSize
         self.connectTimeoutSeconds = connectTimeoutSeconds
@@ -23,6 +26,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         self.acquireTimeoutMilliseconds = acquireTimeoutMilliseconds
         self.applicationName = applicationName
         self.transactionPooling = transactionPooling
+        self.cappedConnections = cappedConnections
     }
 
     /// Never prints the connection string: it may hold a password.

@@ -19,7 +19,7 @@ public final class PostgresPool: Sendable {
 
     public init(configuration: PostgresConfiguration) {
         self.configuration = configuration
-        queue = JobQueue(acquireTimeout: .milliseconds(configuration.acquireTimeoutMilliseconds))
+        queue = JobQueue(acquireTimeout: .milliseconds(configuration.acquireTimeoutMilliseconds), cap: configuration.cappedConnections)
         for index in 0..<max(1, configuration.poolSize) {
             queue.threadStarted()
             Threads.start("postgres-\(index)") { [queue] in
@@ -45,10 +45,21 @@ public final class PostgresPool: Sendable {
         return PostgresPoolStatistics(size: size, inUse: busy, idle: size - busy, waiting: waiting, timedOut: timedOut)
     }
 
+    /// Set inside `capped`.
+    @TaskLocal static var isCapped = false
+
+    /// Runs `body` with its statements capped: on a pool with `cappedConnections`, they hold no more connections than
+    /// that at once, whatever else runs (a burst of dashboards' reports leaves the customers' reads their connections,
+    /// and on a database sharing the machine's cores, fewer statements at once answer each sooner).
+    public static func capped<T>(_ body: () async throws -> T) async rethrows -> T {
+        try await $isCapped.withValue(true) { try await body() }
+    }
+
     /// Runs `body` with a connection on one of the pool's threads.
     public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            queue.submit(Job(enqueued: .now, run: { connection in
+        let capped = Self.isCapped && configuration.cappedConnections > 0
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            queue.submit(Job(enqueued: .now, capped: capped, run: { connection in
                 connection.statementsInJob = 0
                 let result = Result { try body(connection) }
                 return { continuation.resume(with: result) }
@@ -107,16 +118,62 @@ extension PostgresConnection {
 
 struct Job: Sendable {
     let enqueued: ContinuousClock.Instant
+    /// Taken only while fewer than the queue's cap of capped jobs run.
+    let capped: Bool
     /// Does the work on the pool thread; the returned closure hands the result over once the slot is released.
     let run: @Sendable (PostgresConnection) -> @Sendable () -> Void
     let fail: @Sendable (PostgresError) -> Void
 }
 
+/// Jobs in the order they came, taken from `head`: a query's hand-over is an append and an index.
+struct JobFIFO {
+    private var jobs: [Job] = []
+    private var head = 0
+
+    var isEmpty: Bool { head == jobs.count }
+    var waiting: Int { jobs.count - head }
+    /// Entries held, taken and waiting; for tests.
+    var held: Int { jobs.count }
+    /// When the first waiting job came (the job itself is not copied: that would retain its closures).
+    var firstEnqueued: ContinuousClock.Instant? { isEmpty ? nil : jobs[head].enqueued }
+
+    mutating func append(_ job: Job) { jobs.append(job) }
+
+    mutating func take() -> Job {
+        defer { head += 1 }
+        return jobs[head]
+    }
+
+    /// Takes the jobs waiting longer than `timeout`.
+    mutating func expired(at now: ContinuousClock.Instant, after timeout: Duration) -> [Job] {
+        var expired: [Job] = []
+        while !isEmpty, now - jobs[head].enqueued > timeout { expired.append(take()) }
+        return expired
+    }
+
+    /// Takes every waiting job.
+    mutating func removeAll() -> ArraySlice<Job> {
+        defer { (jobs, head) = ([], 0) }
+        return jobs[head...]
+    }
+
+    /// Drops the entries before `head` once they are many and most of the array (not per job).
+    mutating func compact() {
+        if head > 1024, head * 2 > jobs.count {
+            jobs.removeFirst(head)
+            head = 0
+        }
+    }
+}
+
 /// The pool's job queue. Thread safety: all state is guarded by `condition`.
 final class JobQueue: @unchecked Sendable {
     private let condition = NSCondition()
-    private var jobs: [Job] = []
-    private var head = 0
+    private var jobs = JobFIFO()
+    /// Capped jobs wait apart, so a job behind them is not held while the cap is reached.
+    private var cappedJobs = JobFIFO()
+    private let cap: Int
+    private var cappedRunning = 0
     private var busy = 0
     /// Kept apart from `condition`: counted off the lock, read by scrapes.
     private let timedOut = Atomic<Int>(0)
@@ -124,14 +181,15 @@ final class JobQueue: @unchecked Sendable {
     private var threads = 0
     private let acquireTimeout: Duration
 
-    init(acquireTimeout: Duration) {
+    init(acquireTimeout: Duration, cap: Int = 0) {
         self.acquireTimeout = acquireTimeout
+        self.cap = cap
     }
 
     var counts: (busy: Int, waiting: Int, timedOut: Int) {
         condition.lock()
         defer { condition.unlock() }
-        return (busy, jobs.count - head, timedOut.load(ordering: .relaxed))
+        return (busy, jobs.waiting + cappedJobs.waiting, timedOut.load(ordering: .relaxed))
     }
 
     func submit(_ job: Job) {
@@ -141,19 +199,19 @@ final class JobQueue: @unchecked Sendable {
             job.fail(PostgresError(code: .poolClosed, detail: "the pool is shut down"))
             return
         }
-        jobs.append(job)
+        // A capped job that must wait for its share wakes no thread: one ending a capped job takes it.
+        let runnable = !job.capped || cappedRunning < cap
+        if job.capped { cappedJobs.append(job) } else { jobs.append(job) }
         condition.unlock()
         // After the unlock: signalled under the lock, the woken thread found it held, slept on it and was woken a
         // second time when it was released (two context switches a query for one).
-        condition.signal()
+        if runnable { condition.signal() }
     }
 
     func close() {
         condition.lock()
         closed = true
-        let pending = jobs[head...]
-        jobs = []
-        head = 0
+        let pending = Array(jobs.removeAll()) + Array(cappedJobs.removeAll())
         condition.broadcast()
         condition.unlock()
         for job in pending { job.fail(PostgresError(code: .poolClosed, detail: "the pool is shut down")) }
@@ -186,8 +244,8 @@ final class JobQueue: @unchecked Sendable {
     }
 
     /// Fails the jobs that have waited longer than the acquire timeout while every connection stays busy (statements
-    /// running long, a server that stopped answering): their callers hear so after the timeout, not whenever a
-    /// connection frees. Returns when the pool closes.
+    /// running long, a server that stopped answering) or the cap is reached: their callers hear so after the timeout,
+    /// not whenever a connection frees. Returns when the pool closes.
     func expireWaiting() {
         let step = min(max(acquireTimeout / 4, .milliseconds(10)), .milliseconds(250))
         let pause = Double(step.components.seconds) + Double(step.components.attoseconds) / 1e18
@@ -197,15 +255,12 @@ final class JobQueue: @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            var expired: [Job] = []
             let now = ContinuousClock.now
-            while head < jobs.count, now - jobs[head].enqueued > acquireTimeout {
-                expired.append(jobs[head])
-                head += 1
-            }
+            let expired = jobs.expired(at: now, after: acquireTimeout) + cappedJobs.expired(at: now, after: acquireTimeout)
             // No pool thread may take a job for as long as the server stalls: the spent entries (each holding its
             // statement and values) are let go here too.
-            compact()
+            jobs.compact()
+            cappedJobs.compact()
             condition.unlock()
             timedOut.add(expired.count, ordering: .relaxed)
             for job in expired { job.fail(timeoutError) }
@@ -213,41 +268,47 @@ final class JobQueue: @unchecked Sendable {
         }
     }
 
-    /// Drops the entries before `head` once they are many and most of the array (not per job: a query's hand-over
-    /// stays an append and an index). Called with the lock held.
-    private func compact() {
-        if head > 1024, head * 2 > jobs.count {
-            jobs.removeFirst(head)
-            head = 0
-        }
-    }
-
     /// Entries the queue holds, taken and waiting; for tests.
     var held: Int {
         condition.lock()
         defer { condition.unlock() }
-        return jobs.count
+        return jobs.held + cappedJobs.held
     }
 
     private var timeoutError: PostgresError {
         PostgresError(code: .poolTimeout, detail: "waited longer than \(acquireTimeout) for a connection")
     }
 
+    /// The older of the two queues' first jobs that may run now; nil when none may. Called with the lock held.
+    private func next() -> Job? {
+        if cappedRunning < cap, let capped = cappedJobs.firstEnqueued {
+            guard let other = jobs.firstEnqueued, other <= capped else { return cappedJobs.take() }
+        }
+        return jobs.isEmpty ? nil : jobs.take()
+    }
+
     /// The loop of one pool thread; returns when the pool closes.
     func work(with connection: PostgresConnection) {
         while true {
             condition.lock()
-            while head == jobs.count, !closed { condition.wait() }
-            if closed {
+            var taken = closed ? nil : next()
+            while taken == nil, !closed {
+                condition.wait()
+                taken = next()
+            }
+            guard let job = taken else {
                 condition.unlock()
                 connection.close()
                 return
             }
-            let job = jobs[head]
-            head += 1
-            compact()
+            jobs.compact()
+            cappedJobs.compact()
             busy += 1
+            if job.capped { cappedRunning += 1 }
+            // With a cap, a wake may have gone to a job of the other queue: what still may run gets one of its own.
+            let more = cap > 0 && (!jobs.isEmpty || (cappedRunning < cap && !cappedJobs.isEmpty))
             condition.unlock()
+            if more { condition.signal() }
 
             var complete: @Sendable () -> Void
             if ContinuousClock.now - job.enqueued > acquireTimeout {
@@ -260,6 +321,8 @@ final class JobQueue: @unchecked Sendable {
 
             condition.lock()
             busy -= 1
+            // Capped jobs waiting are this thread's to take next (or another's, woken when this one takes other work).
+            if job.capped { cappedRunning -= 1 }
             condition.unlock()
             complete()
         }

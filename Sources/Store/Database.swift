@@ -16,11 +16,11 @@ public final class Database: DatabaseProbe {
     /// Every limit is the caller's: the gateway passes its settings, tests their own.
     public convenience init(connectionString: String, poolSize: Int, connectTimeoutSeconds: Int,
                             statementTimeoutMilliseconds: Int, acquireTimeoutMilliseconds: Int,
-                            transactionPooling: Bool) {
+                            transactionPooling: Bool, cappedConnections: Int = 0) {
         self.init(pool: PostgresPool(configuration: PostgresConfiguration(
             connectionString: connectionString, poolSize: poolSize, connectTimeoutSeconds: connectTimeoutSeconds,
             statementTimeoutMilliseconds: statementTimeoutMilliseconds, acquireTimeoutMilliseconds: acquireTimeoutMilliseconds,
-            transactionPooling: transactionPooling)))
+            transactionPooling: transactionPooling, cappedConnections: cappedConnections)))
     }
 
     public var connectionString: String { pool.configuration.connectionString }

@@ -87,7 +87,8 @@ public struct ReportStore: ReportReader {
                 """
         }
         sql += Self.noRollupsRow
-        let result = try await reads.run { try await $0.query(sql, binds) }
+        // Capped: on the primary, reports from rollups hold at most REPORT_CONCURRENCY connections at once.
+        let result = try await PostgresPool.capped { try await reads.run { try await $0.query(sql, binds) } }
         // Sized once: grown by doubling, a weekly report's 3,000 entries were copied about twice over.
         var current: [Entry] = []
         current.reserveCapacity(result.count)

@@ -282,6 +282,58 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
         }
     }
 
+    /// Capped statements hold no more connections than the cap at once, in turn; the others take theirs meanwhile.
+    @Test func cappedStatementsWaitForTheirShareAndLeaveTheRest() async throws {
+        try await withTheCappedConnectionBusy(poolSize: 3, acquireTimeoutMilliseconds: TestLimits.acquireTimeoutMilliseconds) { pool in
+            let waiting = Task { try await PostgresPool.capped { try await pool.query("SELECT 7")[0].decode(0, as: Int.self) } }
+            try #require(await eventually(within: 30, every: .milliseconds(5)) { pool.statistics.waiting == 1 })
+            // Uncapped statements pass it: two connections are free.
+            let (a, b) = (try await pool.query("SELECT 2")[0].decode(0, as: Int.self), try await pool.query("SELECT 3")[0].decode(0, as: Int.self))
+            #expect((a, b) == (2, 3))
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(pool.statistics.waiting == 1, "the capped statement ran while the cap was held")
+            #expect(pool.statistics.inUse == 1)
+            return waiting
+        }
+    }
+
+    /// A capped statement waits no longer for its share than any statement waits for a connection.
+    @Test func aCappedStatementWaitsNoLongerThanTheAcquireTimeout() async throws {
+        try await withTheCappedConnectionBusy(poolSize: 2, acquireTimeoutMilliseconds: 300) { pool in
+            let before = pool.statistics.timedOut
+            do {
+                _ = try await PostgresPool.capped { try await pool.query("SELECT 1") }
+                Issue.record("the capped statement ran while the cap was held")
+            } catch let error as PostgresError {
+                #expect(error.code == .poolTimeout)
+                #expect(pool.statistics.timedOut - before == 1)
+            }
+            #expect(try await pool.query("SELECT 2")[0].decode(0, as: Int.self) == 2)
+            return nil
+        }
+    }
+
+    /// A pool capping its capped statements at one connection, that one held by a capped statement waiting on a lock
+    /// another pool holds until `body` ends; then the statement `body` left waiting (if any) must run, answering 7.
+    private func withTheCappedConnectionBusy(poolSize: Int, acquireTimeoutMilliseconds: Int,
+                                             _ body: (PostgresPool) async throws -> Task<Int, any Error>?) async throws {
+        try await TestPostgres.withDatabase { url in
+            let pool = PostgresPool(configuration: PostgresConfiguration(
+                connectionString: url, poolSize: poolSize, connectTimeoutSeconds: TestLimits.connectTimeoutSeconds,
+                statementTimeoutMilliseconds: 60_000, acquireTimeoutMilliseconds: acquireTimeoutMilliseconds, cappedConnections: 1))
+            let blocker = PostgresPool(configuration: PostgresConfiguration.forTests(url, poolSize: 1))
+            defer { pool.shutdown(); blocker.shutdown() }
+            try #require(await eventually(within: 60, every: .milliseconds(50)) { (try? await pool.query("SELECT 1")) != nil })
+            try await blocker.query("SELECT pg_advisory_lock(44)")
+            let holder = Task { try await PostgresPool.capped { try await pool.query("SELECT pg_advisory_xact_lock_shared(44)") } }
+            try #require(await eventually(within: 60, every: .milliseconds(5)) { pool.statistics.inUse == 1 })
+            let left = try await body(pool)
+            try await blocker.query("SELECT pg_advisory_unlock(44)")
+            _ = try await holder.value
+            if let left { #expect(try await left.value == 7) }
+        }
+    }
+
     /// A pool of one whose connection waits on a lock another pool holds (let go after `body`, or after 20 s in any
     /// case, so a pool that waits for the connection still ends the test); the pool answers again afterwards.
     private func withTheOnlyConnectionBusy(acquireTimeoutMilliseconds: Int, _ body: (PostgresPool) async throws -> Void) async throws {
