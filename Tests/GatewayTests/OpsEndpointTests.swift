@@ -329,6 +329,17 @@ import Telemetry
         #expect(config.httpBodyLimitBytes == 1 << 20)
     }
 
+    /// Reports from rollups and from raw ratings each leave at least half the pool to everything else.
+    @Test func reportsHoldAtMostHalfThePool() throws {
+        for (pool, asked, raw, expected) in [("4", nil, nil, (2, 2)), ("16", "6", "3", (6, 3)), ("8", "6", "6", (4, 4)), ("1", "2", "2", (1, 1))] {
+            var env = ["DB_POOL_SIZE": pool]
+            env["REPORT_CONCURRENCY"] = asked
+            env["REPORT_RAW_CONCURRENCY"] = raw
+            let config = try GatewayConfig.fromEnvironment(env)
+            #expect((config.reportConnections, config.reportSettings.rawConcurrency) == expected, "DB_POOL_SIZE=\(pool)")
+        }
+    }
+
     @Test func invalidValuesNameTheVariable() throws {
         for (name, value) in [("PORT", "eighty"), ("PORT", "70000"), ("DB_POOL_SIZE", "0"), ("HOST", "localhost"),
                               ("LOG_LEVEL", "loud"), ("HTTP_BODY_LIMIT_BYTES", "-1"), ("RETENTION_IDEMPOTENCY_HOURS", "0"),
