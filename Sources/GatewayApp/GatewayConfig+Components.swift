@@ -44,15 +44,17 @@ extension GatewayConfig {
         return OutboxSettings(policy: policy, warnAgeSeconds: Double(self.outboxWarnAgeSeconds))
     }
 
-    /// Reports from rollups wait their turn for at most half the pool's connections, as raw reports do: a burst of
-    /// dashboards leaves the customers theirs.
-    public var reportConnections: Int { min(self.reportConcurrency, max(1, self.dbPoolSize / 2)) }
+    /// Reports (from rollups, from raw ratings) each hold at most half the pool's connections: a burst of dashboards
+    /// leaves the customers the other half.
+    private func atMostHalfThePool(_ asked: Int) -> Int { min(asked, max(1, self.dbPoolSize / 2)) }
+
+    /// Connections reports from rollups may hold at once; more wait their turn.
+    public var reportConnections: Int { atMostHalfThePool(self.reportConcurrency) }
 
     public var reportSettings: ReportSettings {
-        // Raw reports share at most half the pool's connections, so customers always keep the other half.
         ReportSettings(zones: self.reportTimeZones, maxDays: self.reportMaxDays, cacheSeconds: self.reportCacheSeconds,
                        cacheMaxBytes: self.reportCacheMaxMegabytes << 20, maxCells: self.reportMaxCells,
-                       rawConcurrency: min(self.reportRawConcurrency, max(1, self.dbPoolSize / 2)), rawConcurrencyPerKey: self.reportRawConcurrencyPerKey)
+                       rawConcurrency: atMostHalfThePool(self.reportRawConcurrency), rawConcurrencyPerKey: self.reportRawConcurrencyPerKey)
     }
 
     public var reportPageSettings: ReportPageSettings {
