@@ -330,3 +330,53 @@ final class RatingsLock: Sendable {
         }
     }
 }
+
+extension ReportLimitTests {
+    /// Reports from rollups hold at most REPORT_CONCURRENCY of the pool's connections: with one of two held by a report
+    /// that cannot finish, a second report waits its turn (and gives up at the acquire timeout) while a customer's
+    /// read takes the other connection. Without the cap the second report takes it and the customer waits instead.
+    @Test func aReportWaitsForItsShareOfThePoolWhileCustomersAreServed() async throws {
+        try await withGateway(configure: {
+            $0.reportTimeZones = ["UTC"]
+            $0.dbPoolSize = 2
+            $0.reportConcurrency = 1
+            $0.dbAcquireTimeoutMilliseconds = 1500
+            // Longer than the test holds the lock, short enough to end a report that never gets it.
+            $0.dbStatementTimeoutMilliseconds = 10_000
+            $0.reportCacheSeconds = 0
+        }) { app in
+            let store = CSATStore(database: app.database)
+            for month in 1...6 {
+                let at = ISOTimestamp.parse("2026-0\(month)-15T12:00:00Z")!
+                try await store.record(RatingRecord(ticketId: 7000 + month, messageId: 1, score: 1 + month % 5, comment: nil,
+                                                    agentId: 501, teamId: 11, channelType: "SENDBIRD", priority: .medium,
+                                                    customerSendbirdId: "c", ratedAt: at, source: .webhook))
+            }
+            let first = try await reporter(app), second = try await reporter(app)
+            let customer = try await Customer.signIn(app)
+            #expect(try await first.get("?from=2026-01-01&to=2026-06-30&tz=UTC").status == 200)
+
+            let holder = PostgresPool(configuration: PostgresConfiguration.forTests(app.database.connectionString, poolSize: 1))
+            defer { holder.shutdown() }
+            try await holder.query("BEGIN")
+            try await holder.query("LOCK TABLE csat_blocks IN ACCESS EXCLUSIVE MODE")
+            async let held = first.get("?from=2026-01-01&to=2026-03-31&tz=UTC")
+            // The first report waits on the lock, holding its connection.
+            let blocked = try await eventually {
+                try await holder.query("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'csat_blocks'::regclass "
+                                       + "AND \(lockInThisDatabase)")[0].decode(0, as: Int.self) == 1
+            }
+            #expect(blocked)
+            async let refused = second.get("?from=2026-04-01&to=2026-06-30&tz=UTC")
+            let read = try await customer.send("GET", "/v1/tickets/open-count")
+            #expect(read.status == 200, "the customer waited for a report's connection: \(read.text)")
+            let waited = try await refused
+            #expect(waited.status == 503, "the second report did not wait for its share: \(waited.status) \(waited.text.prefix(300))")
+            #expect(waited.header("Retry-After") != nil)
+            try await holder.query("ROLLBACK")
+            let answered = try await held
+            #expect(answered.status == 200, "\(answered.text.prefix(300))")
+            #expect(try await second.get("?from=2026-04-01&to=2026-06-30&tz=UTC").status == 200)
+        }
+    }
+}
