@@ -129,6 +129,25 @@ echo "webhook backlog applied $(( $(date +%s) - drained )) s after seeding"
 scenario "GET /v1/tickets/{id} (cached)" "http://127.0.0.1:$port" -s "$out/tickets.lua"
 engine_scenario 3
 BENCH_MODE=list scenario "GET /v1/tickets?status=open" "http://127.0.0.1:$port" -s "$out/tickets.lua"
+# The issue's ratios are medians of interleaved runs: BENCH_ENGINE_ROUNDS more rounds of the bare server, /livez, the
+# bare server, the cached read, each ratio taken against the bare runs on either side of it (a single run of either
+# moves by a fifth on this host within minutes).
+rps_run() {  # URL [wrk args...] -> requests/s of one measured run, after the same warm-up as a scenario
+  local threads=$(( connections < 2 ? connections : 2 ))
+  wrk -t"$threads" -c"$connections" -d2s "${@:2}" "$1" >/dev/null 2>&1 || true
+  wrk -t"$threads" -c"$connections" -d"$duration" "${@:2}" "$1" 2>&1 | awk '/Requests\/sec/ {print $2}'
+}
+livez_ratios=() cached_ratios=()
+bare_before=${engine_runs[2]}
+for _ in $(seq 1 "${BENCH_ENGINE_ROUNDS:-3}"); do
+  livez=$(rps_run "http://127.0.0.1:$port/livez")
+  bare_between=$(rps_run "http://127.0.0.1:$engine_port/livez")
+  cached=$(BENCH_MODE=ticket rps_run "http://127.0.0.1:$port" -s "$out/tickets.lua")
+  bare_after=$(rps_run "http://127.0.0.1:$engine_port/livez")
+  livez_ratios+=("$(awk -v a="$livez" -v b="$bare_before" -v c="$bare_between" 'BEGIN { printf "%.2f", 2 * a / (b + c) }')")
+  cached_ratios+=("$(awk -v a="$cached" -v b="$bare_between" -v c="$bare_after" 'BEGIN { printf "%.2f", 2 * a / (b + c) }')")
+  bare_before=$bare_after
+done
 kill -TERM "$engine" 2>/dev/null || true
 
 if [ "${BENCH_REPORTS:-1}" = 1 ]; then
@@ -212,6 +231,12 @@ echo "  engine, answer made per request $(ratio "engine, answer made per request
 echo "  GET /livez                      $(ratio "GET /livez" "$(around "${engine_runs[0]}" "${engine_runs[1]}")")"
 echo "  GET /v1/tickets/{id} (cached)   $(ratio "GET /v1/tickets/{id} (cached)" "$(around "${engine_runs[1]}" "${engine_runs[2]}")")"
 echo "  GET /v1/tickets?status=open     $(ratio "GET /v1/tickets?status=open" "${engine_runs[2]}")"
+if [ "${#livez_ratios[@]}" -gt 0 ]; then
+  median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+  echo "Interleaved rounds after the table (${#livez_ratios[@]}; the bare server's runs between them), each against its neighbours:"
+  echo "  GET /livez                      ${livez_ratios[*]}  median $(median "${livez_ratios[@]}")"
+  echo "  GET /v1/tickets/{id} (cached)   ${cached_ratios[*]}  median $(median "${cached_ratios[@]}")"
+fi
 if [ -n "${weekly_rows:-}" ]; then
   per_row() { awk -v c="${cpu_of[$1]:-0}" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", c / n; else print "-" }'; }
   weekly=$(per_row "reports agent by week (rollup) c1" "$weekly_rows")
