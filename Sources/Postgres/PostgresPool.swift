@@ -57,7 +57,7 @@ public final class PostgresPool: Sendable {
 
     /// Runs `body` with a connection on one of the pool's threads.
     public func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
-        let capped = Self.isCapped && configuration.cappedConnections > 0
+        let capped = configuration.cappedConnections > 0 && Self.isCapped
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             queue.submit(Job(enqueued: .now, capped: capped, run: { connection in
                 connection.statementsInJob = 0

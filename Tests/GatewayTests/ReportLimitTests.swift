@@ -202,7 +202,7 @@ extension Sequence where Element: Sendable {
                                                     ratedAt: now - Double(ticket) * 60, source: .webhook))
             }
             // A listing that waits on a table lock holds the first key's one admission while it waits.
-            let lock = try RatingsLock(app)
+            let lock = try TableLock(app)
             try await lock.wait(waiters: 0)
             async let waiting = first.get("/responses?agentId=999")
             let queued = try await lock.wait(waiters: 1)
@@ -239,7 +239,7 @@ extension Sequence where Element: Sendable {
             let other = try await reporter(app)
             let page = ReportPageTests()
             let session = try #require(page.cookie(try await page.signIn(app, key: lead.key)))
-            let lock = try RatingsLock(app)
+            let lock = try TableLock(app)
             try await lock.wait(waiters: 0)
             // The lead's page computes from raw ratings (a zone without rollups) and waits on the lock.
             async let shown = page.page(app, "/reports?tz=Europe/Paris", cookie: session)
@@ -257,19 +257,26 @@ extension Sequence where Element: Sendable {
     }
 }
 
-/// Holds csat_ratings locked on a connection of its own until released: whatever reads it meanwhile waits, holding
-/// its admission. Waits are observed in `pg_locks`, not guessed with sleeps, so a loaded machine cannot reorder them.
-final class RatingsLock: Sendable {
+/// Holds a table (csat_ratings unless told) locked on a connection of its own until released: whatever reads it
+/// meanwhile waits, holding its admission and its connection. Waits are observed in `pg_locks`, not guessed with
+/// sleeps, so a loaded machine cannot reorder them.
+final class TableLock: Sendable {
+    private let table: String
     private let released = Atomic<Bool>(false)
     private let watcher: Database
+    /// Its own connection, not one of the gateway's pool: the tests count the gateway's connections.
+    private let locker: Database
     private var holder: Task<Void, any Error> { task.withLock { $0! } }
     private let task = Mutex<Task<Void, any Error>?>(nil)
 
-    init(_ app: GatewayApplication) throws {
-        watcher = Database.forTests(try #require(app.config.databaseURL), poolSize: 1)
+    init(_ app: GatewayApplication, table: String = "csat_ratings") throws {
+        self.table = table
+        let url = try #require(app.config.databaseURL)
+        watcher = Database.forTests(url, poolSize: 1)
+        locker = Database.forTests(url, poolSize: 1)
         task.withLock { $0 = Task { [self] in
-            try await app.database.transaction { tx in
-                try tx.query("LOCK TABLE csat_ratings IN ACCESS EXCLUSIVE MODE")
+            try await locker.transaction { tx in
+                try tx.query("LOCK TABLE \(self.table) IN ACCESS EXCLUSIVE MODE")
                 let deadline = Date().addingTimeInterval(60)
                 while !self.released.load(ordering: .acquiring), Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
             }
@@ -286,7 +293,7 @@ final class RatingsLock: Sendable {
         while ContinuousClock.now < deadline {
             let rows = try await watcher.query("""
                 SELECT count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted)
-                  FROM pg_locks WHERE relation = 'csat_ratings'::regclass
+                  FROM pg_locks WHERE relation = '\(table)'::regclass
                 """)
             let (held, queued) = try rows.first.map { (try $0.decode(0, as: Int.self), try $0.decode(1, as: Int.self)) } ?? (0, 0)
             if queued != seen { (seen, steadySince) = (queued, ContinuousClock.now) }
@@ -299,7 +306,7 @@ final class RatingsLock: Sendable {
 
     func release() async throws {
         released.store(true, ordering: .releasing)
-        defer { watcher.shutdown() }
+        defer { watcher.shutdown(); locker.shutdown() }
         try await holder.value
     }
 }
@@ -356,24 +363,18 @@ extension ReportLimitTests {
             let customer = try await Customer.signIn(app)
             #expect(try await first.get("?from=2026-01-01&to=2026-06-30&tz=UTC").status == 200)
 
-            let holder = PostgresPool(configuration: PostgresConfiguration.forTests(app.database.connectionString, poolSize: 1))
-            defer { holder.shutdown() }
-            try await holder.query("BEGIN")
-            try await holder.query("LOCK TABLE csat_blocks IN ACCESS EXCLUSIVE MODE")
+            let lock = try TableLock(app, table: "csat_blocks")
+            try await lock.wait(waiters: 0)
             async let held = first.get("?from=2026-01-01&to=2026-03-31&tz=UTC")
             // The first report waits on the lock, holding its connection.
-            let blocked = try await eventually {
-                try await holder.query("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'csat_blocks'::regclass "
-                                       + "AND \(lockInThisDatabase)")[0].decode(0, as: Int.self) == 1
-            }
-            #expect(blocked)
+            try await lock.wait(waiters: 1)
             async let refused = second.get("?from=2026-04-01&to=2026-06-30&tz=UTC")
             let read = try await customer.send("GET", "/v1/tickets/open-count")
             #expect(read.status == 200, "the customer waited for a report's connection: \(read.text)")
             let waited = try await refused
             #expect(waited.status == 503, "the second report did not wait for its share: \(waited.status) \(waited.text.prefix(300))")
             #expect(waited.header("Retry-After") != nil)
-            try await holder.query("ROLLBACK")
+            try await lock.release()
             let answered = try await held
             #expect(answered.status == 200, "\(answered.text.prefix(300))")
             #expect(try await second.get("?from=2026-04-01&to=2026-06-30&tz=UTC").status == 200)
