@@ -37,8 +37,8 @@ if [ "${1:-}" = "--test" ]; then
   install_missing prometheus
   # pgbouncer for the transaction-pooling test (Debian's 1.18); tsc for the web client's type declarations.
   install_missing pgbouncer node-typescript
-  # nginx and openssl for docs/tls.md's server block in front of live gateways (a certificate made by the test).
-  install_missing nginx openssl
+  # nginx, Caddy and openssl for docs/tls.md's proxies in front of live gateways (a certificate made by the test).
+  install_missing nginx caddy openssl
   # The Android client's build and tests: a JDK, OkHttp 3, Android's own org.json, JUnit 4 (all Debian's jars).
   install_missing default-jdk-headless libokhttp-java libandroid-json-java junit4
   py=(python3 -m pip install -q --disable-pip-version-check)

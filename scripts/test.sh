@@ -69,7 +69,7 @@ scripts/android_client_test.sh "$TEST_DATABASE_URL"
 echo "== report page: sign-in, summary, filters, drill-down and CSV in headless Chromium, numbers against the JSON API"
 python3 scripts/report_page_test.py "$TEST_DATABASE_URL"
 
-echo "== nginx: docs/tls.md's server block in front of two gateways (TLS, HTTP/2, gzip, forwarded addresses)"
+echo "== proxies: docs/tls.md's nginx block and Caddyfile in front of two gateways (TLS, HTTP/2, gzip, forwarded addresses)"
 python3 scripts/proxy_test.py "$TEST_DATABASE_URL"
 
 echo "== pgbouncer: two gateways through a transaction-pooling pgbouncer, a journey and a report"
