@@ -4,7 +4,7 @@ and a Desk emulator, clients on loopback addresses of their own, every request t
 and HTTP/2. For each proxy: a customer's journey with an Idempotency-Key replay, both instances used, gzip for those
 asking and the 304 of the tag the proxy gave, reports equal to a gateway's own answer, the client's address behind
 the proxy (the sign-in limit per address, a forged X-Forwarded-For ignored), the report page's Secure cookie signed
-in from the proxy's own origin and port, and /livez kept private.
+in from the proxy's own origin and port, its streamed export passed on whole, and /livez kept private.
 Usage: proxy_test.py ADMIN_CONNINFO. Prints one line per check and 'proxy: N passed, N failed'."""
 import base64
 import gzip
@@ -243,7 +243,7 @@ def reports(proxy, key, ratings):
           f"{through.status} {own.status} {counted}")
 
 
-def report_page(proxy, key):
+def report_page(proxy, key, ratings):
     """Signing in to the report page through the proxy: the Origin a browser sends (this port), a Secure cookie."""
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     through = proxy.get("/reports/sign-in", method="POST", body="key=" + key,
@@ -259,6 +259,14 @@ def report_page(proxy, key):
     html = gzip.decompress(page.body) if page.header("content-encoding") == "gzip" else page.body
     check(f"{proxy.name}: the report page is served gzipped", page.status == 200 and page.header("content-encoding") == "gzip"
           and b'id="card-responses"' in html, f"{page.status} {page.headers}")
+    # The ratings' export is streamed by the gateway (chunked, page after page): the proxy passes it on whole.
+    export = "/reports/export/responses.csv?range=30d&tz=UTC"
+    streamed = proxy.get(export, headers={"Cookie": cookie.split(";")[0], "Accept-Encoding": "gzip"})
+    csv = gzip.decompress(streamed.body) if streamed.header("content-encoding") == "gzip" else streamed.body
+    own = direct(export, headers={"Cookie": cookie.split(";")[0]})
+    check(f"{proxy.name}: the streamed ratings export equals the gateway's own", streamed.status == own.status == 200
+          and csv == own.body and own.header("transfer-encoding") == "chunked" and csv.count(b"\r\n") == 1 + ratings,
+          f"{streamed.status} {own.status} {own.headers} {csv[:300]}")
 
 
 def client_addresses(proxy, user):
@@ -286,7 +294,7 @@ def through(proxy, key, ratings):
         return
     compression(proxy, auth)
     reports(proxy, key, ratings)
-    report_page(proxy, key)
+    report_page(proxy, key, ratings)
     client_addresses(proxy, f"{proxy.name}-customer")
     check(f"{proxy.name}: both instances answered", len(proxy.instances) == 2, proxy.instances)
 
