@@ -6,7 +6,8 @@ set -euo pipefail
 install_missing() {
   local missing=()
   for p in "$@"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    # Installed means installed: a package removed but not purged still has a record ("deinstall ok config-files").
+    [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
   done
   [ ${#missing[@]} -gt 0 ] || return 0
   echo "installing: ${missing[*]}"
