@@ -72,8 +72,8 @@ image: deps
 	@scripts/image.sh
 
 # The image run with podman against a private PostgreSQL: readiness, a journey, a report, non-root, read-only root,
-# SIGTERM (scripts/image_test.py); then deploy/compose.yaml with podman-compose (scripts/compose_test.py). make test
-# ends with both.
+# SIGTERM (scripts/image_test.py); then deploy/compose.yaml with podman-compose (scripts/compose_test.py), and the
+# systemd unit under systemd in a container made from the image (scripts/systemd_test.py). make test ends with them.
 image-test: image
 	@scripts/image-test.sh
 
