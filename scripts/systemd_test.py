@@ -3,8 +3,9 @@ whose PID 1 is systemd (Debian's, added to the gateway's image), the binary and 
 configuration in /etc/desk-gateway/env (0600), `useradd --system --no-create-home desk-gateway && systemctl enable
 --now desk-gateway`; PostgreSQL and a Desk emulator on the host, reached by name. Checks the migration before the
 start, readiness, a customer journey (Desk reached through a host name under RestrictAddressFamilies), the sandbox
-the unit asks for as the process sees it (user, no capabilities, no new privileges, a read-only system), a restart
-after a crash, and a stop that drains within TimeoutStopSec. Needs `make image` (scripts/image.sh) first.
+the unit asks for as the process sees it (user, no capabilities, no new privileges, a read-only system, its own
+/tmp), a restart after a crash, and a stop that drains within TimeoutStopSec. Needs `make image` (scripts/image.sh)
+first.
 Usage: systemd_test.py ADMIN_CONNINFO. Prints one line per check and 'systemd: N passed, N failed'."""
 import os
 import pathlib
@@ -91,6 +92,70 @@ def sandbox():
     check("its /tmp is its own (PrivateTmp)", "systemd-private-" in mount("/tmp")[3], mount("/tmp")[3])
 
 
+def journal():
+    return inside("journalctl", "-u", "desk-gateway", "--no-pager", "-o", "cat").stdout
+
+
+def install(pg_port):
+    """systemd up as PID 1, then the unit's header: the configuration in /etc/desk-gateway/env (0600), the user, and
+    enable --now. True once the gateway answers /readyz."""
+    # CAP_SYS_ADMIN for systemd itself, as on a VM: without it systemd in a container leaves out the unit's mount
+    # sandbox (ProtectSystem, PrivateTmp) without a word. The gateway's own bounding set stays empty (checked).
+    started = run("run", "-d", "--name", name, "--network=host", "--systemd=always", "--cap-add", "SYS_ADMIN", "--no-healthcheck",
+                  "--ulimit", "nofile=16384:16384", "--ulimit", "nproc=4096:4096", "--stop-timeout", "40", image)
+    check("systemd starts as the container's PID 1", started.returncode == 0 and wait_for(
+        lambda: inside("systemctl", "is-system-running").stdout.strip() in ("running", "degraded"), 60), started.stderr[-500:])
+    key = subprocess.run(["openssl", "rand", "-base64", "32"], capture_output=True, text=True).stdout.strip()
+    (out / "env").write_text(f"DATABASE_URL=host=localhost port={pg_port} user=postgres dbname={database}\n"
+                             f"PORT={port}\nHOST=127.0.0.1\nDESK_BASE_URL=http://localhost:{emulator_port}\nDESK_APP_ID=emulated-app\n"
+                             "DESK_API_TOKEN=emulator-api-token\nDESK_WEBHOOK_SECRET=systemd-secret\nSYNC_INTERVAL_S=0\n"
+                             f"SHUTDOWN_DRAIN_S=10\nSESSION_KEY={key}\n")
+    inside("mkdir", "-p", "/etc/desk-gateway")
+    run("cp", str(out / "env"), f"{name}:/etc/desk-gateway/env")
+    inside("chmod", "600", "/etc/desk-gateway/env")
+    installed = inside("sh", "-c", "useradd --system --no-create-home desk-gateway && systemctl enable --now desk-gateway")
+    check("useradd and systemctl enable --now, as the unit's header says", installed.returncode == 0, installed.stderr[-500:])
+    ready = wait_ready(gateway, seconds=90)
+    check("the unit migrates first, then serves: /readyz 200", ready and "schema is current" in journal(), journal()[-1500:])
+    if ready:
+        check("systemd calls it active, started after its ExecStartPre", unit_property("ActiveState") == "active"
+              and unit_property("ExecMainStatus") == "0" and "ExecStartPre" in inside("systemctl", "status", "desk-gateway").stdout,
+              inside("systemctl", "status", "desk-gateway", "--no-pager").stdout[-800:])
+    return ready
+
+
+def customer():
+    """A customer's sign-in and ticket; the bearer header and the ticket."""
+    call("POST", f"http://127.0.0.1:{emulator_port}/emulator/customers",
+         {"sendbirdId": "systemd-user", "accessToken": "t", "displayName": "Systemd"})
+    status, session = call("POST", f"{gateway}/v1/sessions", {"userId": "systemd-user", "accessToken": "t"})
+    check("sign in (Desk reached at localhost: name resolution inside the sandbox)", status == 201, session)
+    auth = {"Authorization": f"Bearer {(session or {}).get('token', '')}"}
+    status, ticket = call("POST", f"{gateway}/v1/tickets", {"title": "from systemd", "userName": "Systemd"}, auth)
+    check("create a ticket", status == 201, ticket)
+    return auth, ticket or {}
+
+
+def crash_and_stop(auth, ticket):
+    """Restart=on-failure brings a killed gateway back; systemctl stop drains and ends it within TimeoutStopSec."""
+    crashed = main_pid()
+    inside("sh", "-c", f"kill -KILL {crashed}")
+    back = wait_for(lambda: main_pid() not in ("0", "", crashed) and unit_property("ActiveState") == "active", 30)
+    check("killed, it is started again (Restart=on-failure)", back and wait_ready(gateway, seconds=60), unit_property("NRestarts"))
+    status, listed = call("GET", f"{gateway}/v1/tickets?status=all", headers=auth)
+    check("after the restart the customer's session and ticket are there", status == 200
+          and any(t["id"] == ticket.get("id") for t in listed["items"]), status)
+    began = time.time()
+    stopped = inside("systemctl", "stop", "desk-gateway")
+    took = time.time() - began
+    check("systemctl stop ends it cleanly within TimeoutStopSec (30 s)", stopped.returncode == 0 and took < 30
+          and unit_property("ActiveState") == "inactive" and unit_property("Result") == "success",
+          f"{took:.1f} s, {unit_property('Result')}, {journal()[-600:]}")
+    lines = journal()
+    check("it drained on SIGTERM and said so", '"msg":"stopping"' in lines and '"drain_s":"10"' in lines and '"msg":"stopped"' in lines,
+          lines[-600:])
+
+
 def main():
     if out.exists():
         shutil.rmtree(out)
@@ -99,65 +164,13 @@ def main():
     check("an image with systemd as init, from the gateway's", built.returncode == 0, (built.stdout + built.stderr)[-800:])
     if built.returncode != 0:
         return summary("systemd")
-    pg_port = re.search(r"port=(\d+)", admin).group(1)
     psql(admin, f"CREATE DATABASE {database}")
     emulator = subprocess.Popen([str(root / ".build/debug/desk-emulator"), "--port", str(emulator_port), "--demo"],
                                 stdout=open(out / "emulator.log", "w"), stderr=subprocess.STDOUT)
     try:
-        # CAP_SYS_ADMIN for systemd itself, as on a VM: without it systemd in a container leaves out the unit's mount
-        # sandbox (ProtectSystem, PrivateTmp) without a word. The gateway's own bounding set stays empty (checked).
-        started = run("run", "-d", "--name", name, "--network=host", "--systemd=always", "--cap-add", "SYS_ADMIN", "--no-healthcheck",
-                      "--ulimit", "nofile=16384:16384", "--ulimit", "nproc=4096:4096", "--stop-timeout", "40", image)
-        check("systemd starts as the container's PID 1", started.returncode == 0 and wait_for(
-            lambda: inside("systemctl", "is-system-running").stdout.strip() in ("running", "degraded"), 60), started.stderr[-500:])
-        # The unit's header: the configuration in /etc/desk-gateway/env (0600), the user, then enable --now.
-        env = out / "env"
-        env.write_text(f"DATABASE_URL=host=localhost port={pg_port} user=postgres dbname={database}\n"
-                       f"PORT={port}\nHOST=127.0.0.1\nDESK_BASE_URL=http://localhost:{emulator_port}\nDESK_APP_ID=emulated-app\n"
-                       f"DESK_API_TOKEN=emulator-api-token\nDESK_WEBHOOK_SECRET=systemd-secret\nSYNC_INTERVAL_S=0\n"
-                       f"SHUTDOWN_DRAIN_S=10\nSESSION_KEY={subprocess.run(['openssl', 'rand', '-base64', '32'], capture_output=True, text=True).stdout.strip()}\n")
-        inside("mkdir", "-p", "/etc/desk-gateway")
-        run("cp", str(env), f"{name}:/etc/desk-gateway/env")
-        inside("chmod", "600", "/etc/desk-gateway/env")
-        installed = inside("sh", "-c", "useradd --system --no-create-home desk-gateway && systemctl enable --now desk-gateway")
-        check("useradd and systemctl enable --now, as the unit's header says", installed.returncode == 0, installed.stderr[-500:])
-        ready = wait_ready(gateway, seconds=90)
-        journal = lambda: inside("journalctl", "-u", "desk-gateway", "--no-pager", "-o", "cat").stdout
-        check("the unit migrates first, then serves: /readyz 200", ready and "schema is current" in journal(), journal()[-1500:])
-        if not ready:
-            return summary("systemd")
-        check("systemd calls it active, started after its ExecStartPre", unit_property("ActiveState") == "active"
-              and unit_property("ExecMainStatus") == "0" and "ExecStartPre" in inside("systemctl", "status", "desk-gateway").stdout,
-              inside("systemctl", "status", "desk-gateway", "--no-pager").stdout[-800:])
-        sandbox()
-
-        call("POST", f"http://127.0.0.1:{emulator_port}/emulator/customers",
-             {"sendbirdId": "systemd-user", "accessToken": "t", "displayName": "Systemd"})
-        status, session = call("POST", f"{gateway}/v1/sessions", {"userId": "systemd-user", "accessToken": "t"})
-        check("sign in (Desk reached at localhost: name resolution inside the sandbox)", status == 201, session)
-        auth = {"Authorization": f"Bearer {(session or {}).get('token', '')}"}
-        status, ticket = call("POST", f"{gateway}/v1/tickets", {"title": "from systemd", "userName": "Systemd"}, auth)
-        check("create a ticket", status == 201, ticket)
-
-        # Restart=on-failure: a crash brings it back.
-        crashed = main_pid()
-        inside("sh", "-c", f"kill -KILL {crashed}")
-        back = wait_for(lambda: main_pid() not in ("0", "", crashed) and unit_property("ActiveState") == "active", 30)
-        check("killed, it is started again (Restart=on-failure)", back and wait_ready(gateway, seconds=60), unit_property("NRestarts"))
-        status, listed = call("GET", f"{gateway}/v1/tickets?status=all", headers=auth)
-        check("after the restart the customer's session and ticket are there", status == 200
-              and any(t["id"] == (ticket or {}).get("id") for t in listed["items"]), status)
-
-        # systemctl stop: SIGTERM, the drain, an exit of its own well within TimeoutStopSec (30 s).
-        began = time.time()
-        stopped = inside("systemctl", "stop", "desk-gateway")
-        took = time.time() - began
-        check("systemctl stop ends it cleanly within TimeoutStopSec", stopped.returncode == 0 and took < 30
-              and unit_property("ActiveState") == "inactive" and unit_property("Result") == "success",
-              f"{took:.1f} s, {unit_property('Result')}, {journal()[-600:]}")
-        lines = journal()
-        check("it drained on SIGTERM and said so", '"msg":"stopping"' in lines and '"drain_s":"10"' in lines and '"msg":"stopped"' in lines,
-              lines[-600:])
+        if install(re.search(r"port=(\d+)", admin).group(1)):
+            sandbox()
+            crash_and_stop(*customer())
     finally:
         run("rm", "-f", "-t", "5", name)
         terminate(emulator)
