@@ -1,7 +1,8 @@
 """The documents' examples held to what they show: the JavaScript of docs/api.md type-checked (tsc, strict) against
 the web client's declarations; the Swift of clients/swift/README.md the same, line for line, as the function in
-clients/swift/Tests that the client's tests build; every `desk-gateway …` command in the documents a subcommand with
-options the built CLI has (its --experimental-dump-help). Run by make test after the build; exit 1 with each problem.
+clients/swift/Tests that the client's tests build; the Kotlin of clients/android/README.md compiled (kotlinc) against
+the Java client; every `desk-gateway …` command in the documents a subcommand with options the built CLI has (its
+--experimental-dump-help). Run by make test after the build; exit 1 with each problem.
 Usage: check_doc_examples.py [CLI] (default .build/debug/desk-gateway)."""
 import json
 import pathlib
@@ -49,6 +50,35 @@ def swift():
     if [line for line in shown if line.strip()] != [line[4:] for line in body if line.strip()]:
         problems.append("clients/swift/README.md: the example differs from readmeExample in "
                         "clients/swift/Tests/DeskGatewayClientTests/ReadmeExample.swift")
+
+
+def kotlin():
+    """clients/android/README.md's example compiled by Debian's kotlinc against the client built here (javac, Java 8).
+    kotlinx.coroutines is not among Debian's jars: withContext and Dispatchers are stood in for, as plain calls."""
+    (example,) = fenced(root / "clients" / "android" / "README.md", "kotlin")
+    body = "\n".join(("    " + line) if line else "" for line in example.splitlines())
+    libraries = "/usr/share/java/okhttp.jar:/usr/share/java/okio.jar:/usr/share/java/com.android.json.jar"
+    with tempfile.TemporaryDirectory() as folder:
+        folder = pathlib.Path(folder)
+        sources = sorted(str(path) for path in (root / "clients" / "android" / "src" / "main" / "java" / "deskgateway").glob("*.java"))
+        subprocess.run(["javac", "--release", "8", "-d", str(folder / "client"), "-cp", libraries, *sources], check=True)
+        (folder / "Example.kt").write_text(f"""import deskgateway.*
+import okhttp3.OkHttpClient
+
+object Dispatchers {{ val IO = Unit }}
+@Suppress("UNUSED_PARAMETER")
+fun <T> withContext(context: Any, block: () -> T): T = block()
+
+fun example(savedToken: String?, appOkHttpClient: OkHttpClient, url: String, userId: String, sendbirdToken: String,
+            sendbirdUserId: String, sendbirdAccessToken: String, csatMessageId: Long) {{
+{body}
+}}
+""")
+        done = subprocess.run(["kotlinc", str(folder / "Example.kt"), "-cp", f"{folder / 'client'}:{libraries}", "-d", str(folder / "out")],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            problems.append("clients/android/README.md: the Kotlin example does not compile against the client:\n"
+                            + "\n".join(line for line in (done.stdout + done.stderr).splitlines() if "error:" in line))
 
 
 def option_names(command):
@@ -99,8 +129,10 @@ def check_command(tree, text):
 
 javascript()
 swift()
+kotlin()
 count = commands()
 for problem in problems:
     print(problem)
-print(f"examples: docs/api.md's JavaScript, clients/swift/README.md's Swift, {count} desk-gateway commands; {len(problems)} problems")
+print(f"examples: docs/api.md's JavaScript, the Swift and Kotlin of the clients' READMEs, {count} desk-gateway commands; "
+      f"{len(problems)} problems")
 sys.exit(1 if problems else 0)

@@ -42,6 +42,8 @@ if [ "${1:-}" = "--test" ]; then
   install_missing nginx caddy openssl
   # The Android client's build and tests: a JDK, OkHttp 3, Android's own org.json, JUnit 4 (all Debian's jars).
   install_missing default-jdk-headless libokhttp-java libandroid-json-java junit4
+  # Debian's Kotlin compiler (1.3) for the Android README's Kotlin example, compiled against the client.
+  install_missing kotlin
   py=(python3 -m pip install -q --disable-pip-version-check)
   python3 -c "import openapi_spec_validator" 2>/dev/null || "${py[@]}" openapi-spec-validator ||
     "${py[@]}" --break-system-packages openapi-spec-validator

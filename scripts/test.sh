@@ -60,7 +60,7 @@ echo "== web client as a package: its package.json, and a strict TypeScript cons
 python3 -c "import json; p = json.load(open('clients/web/package.json')); assert p['type'] == 'module' and p['types'] == p['exports']['.']['types'] == './desk-gateway.d.ts', p"
 tsc -p clients/web/test/tsconfig.json
 
-echo "== the documents' examples: docs/api.md's JavaScript (tsc), clients/swift/README.md's Swift, every desk-gateway command"
+echo "== the documents' examples: docs/api.md's JavaScript (tsc), the clients' Swift and Kotlin, every desk-gateway command"
 python3 scripts/check_doc_examples.py
 
 echo "== Swift client: clients/swift built and tested (swift test) against a live gateway and its Desk emulator"
