@@ -1,10 +1,11 @@
 """The gateway behind docs/tls.md's nginx server block and its Caddyfile, each run as it is written there (Debian's
-nginx and Caddy, a certificate made here; the upstream addresses, the port and the certificate replaced): two gateways
-and a Desk emulator, clients on loopback addresses of their own, every request through the proxy with curl over TLS
-and HTTP/2. For each proxy: a customer's journey with an Idempotency-Key replay, both instances used, gzip for those
-asking and the 304 of the tag the proxy gave, reports equal to a gateway's own answer, the client's address behind
-the proxy (the sign-in limit per address, a forged X-Forwarded-For ignored), the report page's Secure cookie signed
-in from the proxy's own origin and port, its streamed export passed on whole, and /livez kept private.
+nginx and Caddy, a certificate made here; the upstream addresses, the port and the certificate replaced): two
+gateways and a Desk emulator, clients on loopback addresses of their own, every request through the proxy with curl
+over TLS and HTTP/2. For each proxy: a customer's journey with an Idempotency-Key replay, both instances used, gzip
+for those asking and the 304 of the tag the proxy gave, a body over the gateway's limit answered with its 413
+problem, reports equal to a gateway's own answer, the client's address behind the proxy (the sign-in limit per
+address, a forged X-Forwarded-For ignored), the report page's Secure cookie signed in from the proxy's own origin and
+port, its streamed export passed on whole, and /livez kept private.
 Usage: proxy_test.py ADMIN_CONNINFO. Prints one line per check and 'proxy: N passed, N failed'."""
 import base64
 import gzip
@@ -220,6 +221,11 @@ def compression(proxy, auth):
     check(f"{proxy.name}: a problem passes through as application/problem+json", problem.status == 404
           and (problem.header("content-type") or "").startswith("application/problem+json") and problem.json()["status"] == 404,
           problem.body[:200])
+    # A body over the gateway's limit (HTTP_BODY_LIMIT_BYTES, 1 MiB) is refused by the gateway, as problem+json.
+    large = proxy.get("/v1/tickets", method="POST", headers=auth,
+                      body={"title": "large", "userName": "Proxied", "customFields": {"notes": "x" * 1_500_000}})
+    check(f"{proxy.name}: a body over the gateway's limit is its 413 problem, not the proxy's page", large.status == 413
+          and (large.header("content-type") or "").startswith("application/problem+json"), f"{large.status} {large.body[:200]}")
     spec = proxy.get("/openapi.yaml", headers={"Accept-Encoding": "gzip"})
     spec_body = gzip.decompress(spec.body) if spec.header("content-encoding") == "gzip" else spec.body
     check(f"{proxy.name}: openapi.yaml served" + (", gzipped" if proxy.name == "nginx" else ""),

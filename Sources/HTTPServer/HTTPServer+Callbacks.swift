@@ -182,14 +182,34 @@ extension HTTPServer {
                                   lowercasedHeaders: headers(of: connection, version: version, checks: &checks),
                                   remoteAddress: clientAddress(of: connection))
         let refusal = refusal(of: request, version: version, checks: checks)
+        let oversized = (Self.declaredLength(request, checks: checks) ?? 0) > configuration.bodyLimitBytes
         // The request's last use: moved into the context, not copied.
         let context = RequestContext(request: consume request)
         context.connection = connection
         conCls.pointee = Unmanaged.passRetained(context).toOpaque()
         liveContexts.add(1, ordering: .relaxed)
-        guard let refusal else { return .YES }
+        guard let refusal else {
+            // Over the limit, but read and dropped (`drainsOversizedBody`): 413 once it is in, the connection kept.
+            context.tooLarge = oversized
+            return .YES
+        }
         context.tooLarge = true
         return queue(refusal, on: connection, close: true)
+    }
+
+    /// The Content-Length a request declares (`Int.max` for more than 18 digits), or nil without one.
+    static func declaredLength(_ request: HTTPRequest, checks: HeaderChecks) -> Int? {
+        guard checks.framing.lengths > 0, let length = request.header("content-length") else { return nil }
+        return length.utf8.count > 18 ? .max : Int(length) ?? .max
+    }
+
+    /// Whether a body declared over the limit is read and dropped before the 413 rather than refused at once. A
+    /// client that sends its body without waiting for an answer (no `Expect: 100-continue`: proxies, most HTTP
+    /// libraries) loses an answer sent while it is still writing: the connection closed under it resets, and the
+    /// reset drops the unread 413 (a proxy then answers 502). Up to four times the limit the body is read (as a
+    /// chunked one always is); beyond that, or for a client waiting to be told, the 413 comes at once.
+    func drainsOversizedBody(_ request: HTTPRequest, declared: Int) -> Bool {
+        request.header("expect") == nil && declared <= configuration.bodyLimitBytes * 4
     }
 
     /// The answer for a request refused before its body is read (the connection is closed after it), or nil.
@@ -208,7 +228,8 @@ extension HTTPServer {
             return responder.badRequest(request, reason: problem)
         }
         // More than 18 digits is refused as too large too (libmicrohttpd is never shown such a length).
-        if checks.framing.lengths > 0, let length = request.header("content-length"), length.utf8.count > 18 || (Int(length) ?? .max) > configuration.bodyLimitBytes {
+        if let declared = Self.declaredLength(request, checks: checks), declared > configuration.bodyLimitBytes,
+           !drainsOversizedBody(request, declared: declared) {
             return responder.bodyTooLarge(request, limit: configuration.bodyLimitBytes)
         }
         return nil

@@ -321,6 +321,46 @@ func withServer<T>(gate: Gate = Gate(), bodyLimit: Int = 1024,
         }
     }
 
+    /// A client that sends its whole body without waiting (a proxy, most libraries) gets the 413 after it: closing
+    /// under its writes would reset the connection and drop the answer unread. The connection is kept.
+    @Test func aBodyUpToFourTimesTheLimitIsReadAndAnswered413OnAKeptConnection() async throws {
+        try await withServer(bodyLimit: 1024) { server in
+            let port = server.port
+            let (refused, next) = try await onBlockingThread { () -> (TestResponse?, TestResponse?) in
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send(RawHTTPConnection.requestBytes("POST", "/echo", body: [UInt8](repeating: 65, count: 4096)))
+                let refused = try connection.readResponse()
+                // The same connection answers the next request.
+                try connection.send(RawHTTPConnection.requestBytes("GET", "/hello"))
+                return (refused, try connection.readResponse())
+            }
+            #expect(refused?.status == 413)
+            #expect(refused?.text.contains("payload_too_large") == true)
+            #expect(refused?.header("connection")?.lowercased() != "close")
+            #expect(next?.text == "hello")
+        }
+    }
+
+    /// Beyond four times the limit, or when the client waits for `100 Continue`, the 413 comes before the body and
+    /// the connection is closed: no body is asked for or read.
+    @Test func aFarLargerBodyOrOneAwaitingContinueIsRefusedAtOnce() async throws {
+        try await withServer(bodyLimit: 1024) { server in
+            let port = server.port
+            for (length, expect) in [(4097, false), (2000, true)] {
+                let (response, closed) = try await onBlockingThread { () -> (TestResponse?, Bool) in
+                    let connection = try RawHTTPConnection(port: port)
+                    let head = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(length)\r\n"
+                        + (expect ? "Expect: 100-continue\r\n" : "") + "\r\n"
+                    try connection.send(Array(head.utf8))
+                    return (try connection.readResponse(), connection.isClosedByPeer())
+                }
+                #expect(response?.status == 413, "\(length)")
+                #expect(response?.header("connection")?.lowercased() == "close", "\(length)")
+                #expect(closed, "\(length)")
+            }
+        }
+    }
+
     @Test func oversizedChunkedBodyIs413() async throws {
         try await withServer(bodyLimit: 1024) { server in
             let port = server.port
