@@ -206,8 +206,8 @@ extension HTTPServer {
     /// Whether a body declared over the limit is read and dropped before the 413 rather than refused at once. A
     /// client that sends its body without waiting for an answer (no `Expect: 100-continue`: proxies, most HTTP
     /// libraries) loses an answer sent while it is still writing: the connection closed under it resets, and the
-    /// reset drops the unread 413 (a proxy then answers 502). Up to four times the limit the body is read (as a
-    /// chunked one always is); beyond that, or for a client waiting to be told, the 413 comes at once.
+    /// reset drops the unread 413 (a proxy is left with no answer to pass on). Up to four times the limit the body
+    /// is read (as a chunked one always is); beyond that, or for a client waiting to be told, the 413 comes at once.
     func drainsOversizedBody(_ request: HTTPRequest, declared: Int) -> Bool {
         request.header("expect") == nil && declared <= configuration.bodyLimitBytes * 4
     }
