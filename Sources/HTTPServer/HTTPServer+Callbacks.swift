@@ -181,8 +181,10 @@ extension HTTPServer {
                                   query: values(of: connection, kind: .GET_ARGUMENT_KIND),
                                   lowercasedHeaders: headers(of: connection, version: version, checks: &checks),
                                   remoteAddress: clientAddress(of: connection))
-        let refusal = refusal(of: request, version: version, checks: checks)
-        let oversized = (Self.declaredLength(request, checks: checks) ?? 0) > configuration.bodyLimitBytes
+        // Read once: the refusal and the reading of an oversized body both go by it.
+        let declared = Self.declaredLength(request, checks: checks)
+        let refusal = refusal(of: request, version: version, checks: checks, declared: declared)
+        let oversized = (declared ?? 0) > configuration.bodyLimitBytes
         // The request's last use: moved into the context, not copied.
         let context = RequestContext(request: consume request)
         context.connection = connection
@@ -198,7 +200,7 @@ extension HTTPServer {
     }
 
     /// The Content-Length a request declares (`Int.max` for more than 18 digits), or nil without one.
-    static func declaredLength(_ request: HTTPRequest, checks: HeaderChecks) -> Int? {
+    private static func declaredLength(_ request: HTTPRequest, checks: HeaderChecks) -> Int? {
         guard checks.framing.lengths > 0, let length = request.header("content-length") else { return nil }
         return length.utf8.count > 18 ? .max : Int(length) ?? .max
     }
@@ -208,12 +210,13 @@ extension HTTPServer {
     /// libraries) loses an answer sent while it is still writing: the connection closed under it resets, and the
     /// reset drops the unread 413 (a proxy is left with no answer to pass on). Up to four times the limit the body
     /// is read (as a chunked one always is); beyond that, or for a client waiting to be told, the 413 comes at once.
-    func drainsOversizedBody(_ request: HTTPRequest, declared: Int) -> Bool {
+    private func drainsOversizedBody(_ request: HTTPRequest, declared: Int) -> Bool {
         request.header("expect") == nil && declared <= configuration.bodyLimitBytes * 4
     }
 
     /// The answer for a request refused before its body is read (the connection is closed after it), or nil.
-    private func refusal(of request: HTTPRequest, version: UnsafePointer<CChar>?, checks: HeaderChecks) -> HTTPResponse? {
+    private func refusal(of request: HTTPRequest, version: UnsafePointer<CChar>?, checks: HeaderChecks,
+                         declared: Int?) -> HTTPResponse? {
         if openConnections > configuration.connectionLimit {
             return responder.overloaded(request)
         }
@@ -228,8 +231,7 @@ extension HTTPServer {
             return responder.badRequest(request, reason: problem)
         }
         // More than 18 digits is refused as too large too (libmicrohttpd is never shown such a length).
-        if let declared = Self.declaredLength(request, checks: checks), declared > configuration.bodyLimitBytes,
-           !drainsOversizedBody(request, declared: declared) {
+        if let declared, declared > configuration.bodyLimitBytes, !drainsOversizedBody(request, declared: declared) {
             return responder.bodyTooLarge(request, limit: configuration.bodyLimitBytes)
         }
         return nil
