@@ -8,13 +8,11 @@ import json
 import os
 import pathlib
 import re
-import shutil
-import subprocess
 import sys
 import time
 
 import yaml
-from testlib import call, check, psql, summary, wait_ready
+from testlib import call, check, psql, summary, wait_ready, podman as run
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -23,14 +21,8 @@ database = f"image_{os.getpid()}"
 port = int(os.environ.get("IMAGE_TEST_PORT", "18381"))
 gateway = f"http://127.0.0.1:{port}"
 name = f"desk-gateway-test-{os.getpid()}"
-# runc where it is installed: crun refuses a host whose cgroups are in hybrid mode. Limits are given explicitly (and
-# low): podman's defaults for root exceed what a container host may grant.
-podman = ["podman", "--cgroup-manager=cgroupfs"] + (["--runtime", "runc"] if shutil.which("runc") else [])
+# Limits are given explicitly (and low) to podman run: podman's defaults for root exceed what a container host may grant.
 drain = 10
-
-
-def run(*args, **kwargs):
-    return subprocess.run(podman + list(args), capture_output=True, text=True, **kwargs)
 
 
 def main():

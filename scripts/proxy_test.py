@@ -113,9 +113,12 @@ class Answer:
         values = self.headers.get(name.lower())
         return values[-1] if values else None
 
+    def decoded(self):
+        """The body as the gateway sent it: unzipped when the proxy compressed it."""
+        return gzip.decompress(self.body) if self.header("content-encoding") == "gzip" else self.body
+
     def json(self):
-        body = gzip.decompress(self.body) if self.header("content-encoding") == "gzip" else self.body
-        return json.loads(body)
+        return json.loads(self.decoded())
 
 
 def curl(url, method="GET", headers=None, body=None, source=None):
@@ -227,9 +230,8 @@ def compression(proxy, auth):
     check(f"{proxy.name}: a body over the gateway's limit is its 413 problem, not the proxy's page", large.status == 413
           and (large.header("content-type") or "").startswith("application/problem+json"), f"{large.status} {large.body[:200]}")
     spec = proxy.get("/openapi.yaml", headers={"Accept-Encoding": "gzip"})
-    spec_body = gzip.decompress(spec.body) if spec.header("content-encoding") == "gzip" else spec.body
     check(f"{proxy.name}: openapi.yaml served" + (", gzipped" if proxy.name == "nginx" else ""),
-          spec.status == 200 and spec_body == (root / "openapi.yaml").read_bytes()
+          spec.status == 200 and spec.decoded() == (root / "openapi.yaml").read_bytes()
           and (proxy.name != "nginx" or spec.header("content-encoding") == "gzip"), spec.headers)
 
 
@@ -262,13 +264,12 @@ def report_page(proxy, key, ratings):
                           source=4)
     check(f"{proxy.name}: a form posted from another site is still refused", elsewhere.status == 403, elsewhere.status)
     page = proxy.get("/reports?tz=UTC", headers={"Cookie": cookie.split(";")[0], "Accept-Encoding": "gzip"})
-    html = gzip.decompress(page.body) if page.header("content-encoding") == "gzip" else page.body
     check(f"{proxy.name}: the report page is served gzipped", page.status == 200 and page.header("content-encoding") == "gzip"
-          and b'id="card-responses"' in html, f"{page.status} {page.headers}")
+          and b'id="card-responses"' in page.decoded(), f"{page.status} {page.headers}")
     # The ratings' export is streamed by the gateway (chunked, page after page): the proxy passes it on whole.
     export = "/reports/export/responses.csv?range=30d&tz=UTC"
     streamed = proxy.get(export, headers={"Cookie": cookie.split(";")[0], "Accept-Encoding": "gzip"})
-    csv = gzip.decompress(streamed.body) if streamed.header("content-encoding") == "gzip" else streamed.body
+    csv = streamed.decoded()
     own = direct(export, headers={"Cookie": cookie.split(";")[0]})
     check(f"{proxy.name}: the streamed ratings export equals the gateway's own", streamed.status == own.status == 200
           and csv == own.body and own.header("transfer-encoding") == "chunked" and csv.count(b"\r\n") == 1 + ratings,

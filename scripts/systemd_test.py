@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from testlib import call, check, psql, summary, terminate, wait_ready
+from testlib import call, check, psql, summary, terminate, wait_ready, podman as run
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -27,11 +27,6 @@ emulator_port = int(os.environ.get("SYSTEMD_EMULATOR_PORT", "19386"))
 gateway = f"http://127.0.0.1:{port}"
 name = f"desk-gateway-systemd-{os.getpid()}"
 out = root / ".build" / "systemd-test"
-podman = ["podman", "--cgroup-manager=cgroupfs"] + (["--runtime", "runc"] if shutil.which("runc") else [])
-
-
-def run(*args, **kwargs):
-    return subprocess.run(podman + list(args), capture_output=True, text=True, **kwargs)
 
 
 def inside(*command):

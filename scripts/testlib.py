@@ -2,6 +2,7 @@
 import json
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -93,3 +94,12 @@ def psql(admin, sql, db="postgres"):
     """One statement through psql against database `db` of the cluster `admin` connects to; its output, trimmed."""
     return subprocess.run(["psql", admin.replace("dbname=postgres", f"dbname={db}"), "-tAc", sql],
                           check=True, capture_output=True, text=True).stdout.strip()
+
+
+# runc where it is installed: crun refuses a host whose cgroups are in hybrid mode.
+PODMAN = ["podman", "--cgroup-manager=cgroupfs"] + (["--runtime", "runc"] if shutil.which("runc") else [])
+
+
+def podman(*args, **kwargs):
+    """One podman command (cgroupfs, runc where installed), its output captured as text."""
+    return subprocess.run(PODMAN + list(args), capture_output=True, text=True, **kwargs)
