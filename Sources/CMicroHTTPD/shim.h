@@ -385,9 +385,13 @@ static inline struct MHD_Daemon *dg_mhd_start(unsigned int flags, const char *ho
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) return NULL;
+    /* A pool of one thread is none: MHD runs one thread, and names a pool size of 1 or 0 in a warning on stderr, a
+       line outside the JSON log. So the option is given only for a pool; otherwise its slot repeats the timeout. */
+    enum MHD_OPTION pool_option = threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_CONNECTION_TIMEOUT;
+    unsigned int pool_value = threads > 1 ? threads : connection_timeout;
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
-                            MHD_OPTION_THREAD_POOL_SIZE, threads,
+                            pool_option, pool_value,
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
