@@ -73,7 +73,8 @@ image: deps
 
 # The image run with podman against a private PostgreSQL: readiness, a journey, a report, non-root, read-only root,
 # SIGTERM (scripts/image_test.py); then deploy/compose.yaml with podman-compose (scripts/compose_test.py), and the
-# systemd unit under systemd in a container made from the image (scripts/systemd_test.py). make test ends with them.
+# systemd unit under systemd in a container made from the image (scripts/systemd_test.py), and deploy/k8s with podman
+# kube play (scripts/kube_test.py). make test ends with them.
 image-test: image
 	@scripts/image-test.sh
 

@@ -25,6 +25,8 @@ command -v swift >/dev/null || { echo "the Swift toolchain is not on PATH (swift
 # podman (no daemon) and debootstrap for 'make image'.
 if [ "${1:-}" = "--image" ]; then
   install_missing podman debootstrap uidmap fuse-overlayfs slirp4netns crun runc
+  # catatonit: the pause process of the pods `podman kube play` makes for deploy/k8s.
+  install_missing catatonit
   # podman-compose for the Compose file; the dnsname plugin lets its containers find each other by service name.
   install_missing podman-compose golang-github-containernetworking-plugin-dnsname
   exit 0

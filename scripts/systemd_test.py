@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from testlib import call, check, psql, summary, terminate, wait_ready, podman as run
+from testlib import call, check, psql, summary, terminate, customer_ticket, wait_for, wait_ready, podman as run
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -53,15 +53,6 @@ def unit_property(prop):
 
 def main_pid():
     return unit_property("MainPID")
-
-
-def wait_for(predicate, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def sandbox():
@@ -121,14 +112,8 @@ def install(pg_port):
 
 def customer():
     """A customer's sign-in and ticket; the bearer header and the ticket."""
-    call("POST", f"http://127.0.0.1:{emulator_port}/emulator/customers",
-         {"sendbirdId": "systemd-user", "accessToken": "t", "displayName": "Systemd"})
-    status, session = call("POST", f"{gateway}/v1/sessions", {"userId": "systemd-user", "accessToken": "t"})
-    check("sign in (Desk reached at localhost: name resolution inside the sandbox)", status == 201, session)
-    auth = {"Authorization": f"Bearer {(session or {}).get('token', '')}"}
-    status, ticket = call("POST", f"{gateway}/v1/tickets", {"title": "from systemd", "userName": "Systemd"}, auth)
-    check("create a ticket", status == 201, ticket)
-    return auth, ticket or {}
+    return customer_ticket(gateway, f"http://127.0.0.1:{emulator_port}", "systemd-user", "from systemd",
+                           signed_in="sign in (Desk reached at localhost: name resolution inside the sandbox)")
 
 
 def crash_and_stop(auth, ticket):

@@ -62,6 +62,27 @@ def wait_ready(base_url, seconds=90, process=None):
     return False
 
 
+def wait_for(predicate, seconds, interval=0.2):
+    """True once predicate() is, within seconds."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
+
+
+def customer_ticket(gateway, emulator, user, title, signed_in="sign in", created="create a ticket"):
+    """A customer the emulator knows signs in and creates a ticket, each a check; (the bearer header, the ticket)."""
+    call("POST", f"{emulator}/emulator/customers", {"sendbirdId": user, "accessToken": "t", "displayName": user})
+    status, session = call("POST", f"{gateway}/v1/sessions", {"userId": user, "accessToken": "t"})
+    check(signed_in, status == 201, session)
+    auth = {"Authorization": f"Bearer {(session or {}).get('token', '')}"}
+    status, ticket = call("POST", f"{gateway}/v1/tickets", {"title": title, "userName": user}, auth)
+    check(created, status == 201, ticket)
+    return auth, ticket or {}
+
+
 def free_port():
     """A free loopback port below the kernel's ephemeral range (32768 up), so no client socket can take it meanwhile."""
     while True:
