@@ -30,7 +30,7 @@ import urllib.request
 
 import yaml
 
-from testlib import call, check, psql, summary, terminate, customer_ticket, wait_for, podman as run
+from testlib import call, check, psql, summary, terminate, customer_ticket, not_json_lines, wait_for, podman as run
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -167,16 +167,9 @@ def stopped(pod, name, grace):
     check(f"SIGTERM: drained and exited 0 within the grace period ({took:.1f} of {grace} s)",
           result.returncode == 0 and took < grace and state.get("ExitCode") == 0 and '"msg":"stopped"' in logs,
           f"exit {state.get('ExitCode')}, {logs[-400:]}")
-    stray = [line for line in logs.splitlines() if not is_json(line)]
+    stray = not_json_lines(logs)
     check("every line it wrote, on stdout and stderr, is a JSON log record (as a cluster's log collector reads them)",
           not stray, stray[:3])
-
-
-def is_json(line):
-    try:
-        return isinstance(json.loads(line), dict)
-    except ValueError:
-        return False
 
 
 def main():

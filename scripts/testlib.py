@@ -83,6 +83,16 @@ def customer_ticket(gateway, emulator, user, title, signed_in="sign in", created
     return auth, ticket or {}
 
 
+def not_json_lines(text):
+    """The lines of a log that are not JSON records (a log collector reading JSON lines cannot take them)."""
+    def record(line):
+        try:
+            return isinstance(json.loads(line), dict)
+        except ValueError:
+            return False
+    return [line for line in text.splitlines() if not record(line)]
+
+
 def free_port():
     """A free loopback port below the kernel's ephemeral range (32768 up), so no client socket can take it meanwhile."""
     while True:
