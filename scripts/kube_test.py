@@ -105,6 +105,9 @@ def started(container, name):
     check("the readiness probe passes: PostgreSQL and Desk reached with the Secret's values",
           wait_for(lambda: answers(probe("readinessProbe")), 30), call("GET", probe("readinessProbe")))
     check("the liveness probe passes", answers(probe("livenessProbe")))
+    inside = run("exec", name, "curl", "-fsS", f"http://localhost:{admin_port}/readyz")
+    check("/readyz from inside the pod with the image's curl (docs/runbooks.md's way in)",
+          inside.returncode == 0 and '"status":"pass"' in inside.stdout, inside.stderr[-300:])
     check("the API port serves none of the probes' paths, nor /metrics",
           all(answers(f"{gateway}{path}", 404) for path in ("/livez", "/readyz", "/metrics")))
     return True
