@@ -12,7 +12,8 @@ network (this machine runs containers that way), so it runs one replica, the Con
 the test's ports (the named container ports and the annotation follow; the manifests' own ports may be in use), and
 the container ports are dropped (podman maps them only on a bridge); the Secret is created as a podman secret in the
 form podman 4.3 reads (a JSON map of base64 values; a Secret document in the played file is stored as YAML it cannot
-read back); Service, PodDisruptionBudget and HorizontalPodAutoscaler have no podman counterpart (deploy/validate.py
+read back); the Deployment and the Secret take names of the test's own, so that a pod or a podman secret of the
+manifests' names on the machine is left alone; Service, PodDisruptionBudget and HorizontalPodAutoscaler have no podman counterpart (deploy/validate.py
 checks them against the API schemas). Needs `make image` first.
 Usage: kube_test.py ADMIN_CONNINFO. Prints one line per check and 'kube: N passed, N failed'."""
 import base64
@@ -42,6 +43,7 @@ emulator_port = int(os.environ.get("KUBE_EMULATOR_PORT", "19387"))
 gateway = f"http://127.0.0.1:{port}"
 out = root / ".build" / "kube-test"
 webhook_secret = "kube-webhook-secret"
+test_name = "desk-gateway-kube-test"
 
 
 def manifests():
@@ -69,14 +71,20 @@ def played(kinds, pg_port):
     annotations["prometheus.io/port"] = str(admin_port)
     for kind in ("startupProbe", "livenessProbe", "readinessProbe"):
         container[kind]["httpGet"]["port"] = numbers[container[kind]["httpGet"]["port"]]
-    (out / "play.yaml").write_text(yaml.safe_dump_all([config, deployment]))
     secret = kinds["Secret"]["stringData"]
     values = {"DATABASE_URL": f"host=127.0.0.1 port={pg_port} user=postgres dbname={database}",
               "DESK_API_TOKEN": "emulator-api-token", "DESK_WEBHOOK_SECRET": webhook_secret,
               "SESSION_KEY": base64.b64encode(os.urandom(32)).decode()}
-    refs = {e["valueFrom"]["secretKeyRef"]["key"] for e in container["env"]
-            if "secretKeyRef" in e.get("valueFrom", {}) and not e["valueFrom"]["secretKeyRef"].get("optional")}
-    check("every key the Deployment needs from the Secret is in secret.example.yaml", refs <= set(secret), refs - set(secret))
+    references = [e["valueFrom"]["secretKeyRef"] for e in container["env"] if "secretKeyRef" in e.get("valueFrom", {})]
+    check("every secretKeyRef names the Secret of secret.example.yaml",
+          {r["name"] for r in references} == {kinds["Secret"]["metadata"]["name"]}, references)
+    needed = {r["key"] for r in references if not r.get("optional")}
+    check("every key the Deployment needs from the Secret is in secret.example.yaml", needed <= set(secret), needed - set(secret))
+    # Names of the test's own, so that a pod or a secret of the manifests' names on this machine is left alone.
+    for reference in references:
+        reference["name"] = test_name
+    deployment["metadata"]["name"] = test_name
+    (out / "play.yaml").write_text(yaml.safe_dump_all([config, deployment]))
     (out / "secret.json").write_text(json.dumps({key: base64.b64encode(values[key].encode()).decode() for key in secret}))
     # This machine's open-files limit is below podman's default for a container (the pod's infra container included).
     (out / "containers.conf").write_text('[containers]\ndefault_ulimits = ["nofile=16384:16384", "nproc=4096:4096"]\n')
@@ -180,7 +188,7 @@ def main():
     kinds = manifests()
     deployment, container = played(kinds, re.search(r"port=(\d+)", admin).group(1))
     template = deployment["spec"]["template"]
-    secret = kinds["Secret"]["metadata"]["name"]
+    secret = test_name
     os.environ["CONTAINERS_CONF"] = str(out / "containers.conf")
     psql(admin, f"CREATE DATABASE {database}")
     emulator = subprocess.Popen([str(root / ".build/debug/desk-emulator"), "--port", str(emulator_port), "--demo"],
