@@ -13,8 +13,8 @@ the test's ports (the named container ports and the annotation follow; the manif
 the container ports are dropped (podman maps them only on a bridge); the Secret is created as a podman secret in the
 form podman 4.3 reads (a JSON map of base64 values; a Secret document in the played file is stored as YAML it cannot
 read back); the Deployment and the Secret take names of the test's own, so that a pod or a podman secret of the
-manifests' names on the machine is left alone; Service, PodDisruptionBudget and HorizontalPodAutoscaler have no podman counterpart (deploy/validate.py
-checks them against the API schemas). Needs `make image` first.
+manifests' names on the machine is left alone; Service, PodDisruptionBudget and HorizontalPodAutoscaler have no
+podman counterpart (deploy/validate.py checks them against the API schemas). Needs `make image` first.
 Usage: kube_test.py ADMIN_CONNINFO. Prints one line per check and 'kube: N passed, N failed'."""
 import base64
 import hashlib
