@@ -275,7 +275,7 @@ public struct GatewaySettings: Sendable {
 
     // Process
     public let logLevel = Setting<Logger.Level>(
-        "LOG_LEVEL", .info, .process, "`info` logs one access line per request",
+        "LOG_LEVEL", .info, .process, "`info` logs one access line per request (a 2xx of /livez, /readyz or /metrics at `debug` only)",
         accepts: "trace, debug, info, notice, warning, error or critical", defaultText: "info") { (text: String) throws(SettingProblem) -> Logger.Level in
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw SettingProblem("expected one of trace, debug, info, notice, warning, error, critical")

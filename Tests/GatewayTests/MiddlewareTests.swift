@@ -180,6 +180,30 @@ import Testing
         #expect(!text.contains("/v1/tickets/1001"))
     }
 
+    /// Probes and scrapes answered 2xx are logged at debug, not info; their failures and every other route at info.
+    @Test func probesAnsweredWellAreLoggedAtDebugOnly() {
+        let routes = ["/livez", "/readyz", "/metrics", "/v1/tickets/{id}"]
+        func lines(at level: Logger.Level) -> [(route: String, status: String, level: Logger.Level)] {
+            let logs = CapturedLogs()
+            let log = AccessLog(metrics: MetricsRegistry(), logger: logs.logger(at: level), routes: routes)
+            let answers: [(String, Int, Int)] = [("/livez", 200, 0), ("/readyz", 200, 1), ("/readyz", 503, 1), ("/metrics", 200, 2),
+                                                 ("/v1/tickets/{id}", 200, 3), ("/livez", 200, -1), ("/livez", 503, -1)]
+            for (route, status, number) in answers {
+                log.record(HTTPResponse(status: status), request: Self.request("GET", route), route: route, routeNumber: number,
+                           requestID: "r", started: MonotonicClock.nanos())
+            }
+            return logs.entries.withLock { $0 }.map { ($0.metadata["route"] ?? "", $0.metadata["status"] ?? "", $0.level) }
+        }
+        let info = lines(at: .info)
+        #expect(info.map { "\($0.route) \($0.status)" } == ["/readyz 503", "/v1/tickets/{id} 200", "/livez 503"], "\(info)")
+        #expect(info.allSatisfy { $0.level == .info })
+        let debug = lines(at: .debug)
+        #expect(debug.count == 7)
+        #expect(debug.filter { $0.level == .debug }.map { "\($0.route) \($0.status)" }
+                == ["/livez 200", "/readyz 200", "/metrics 200", "/livez 200"], "\(debug)")
+        #expect(lines(at: .notice).isEmpty)
+    }
+
     /// Label values are escaped by scalar: a quote or backslash that opens a grapheme cluster is escaped too.
     @Test func labelValuesAreEscapedEvenInsideAGraphemeCluster() {
         let metrics = MetricsRegistry()

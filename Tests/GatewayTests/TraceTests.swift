@@ -9,11 +9,13 @@ import TestSupport
 
 /// Log lines kept in memory, with their metadata, for a test to read.
 final class CapturedLogs: Sendable {
-    let entries = Mutex<[(message: String, metadata: [String: String])]>([])
+    let entries = Mutex<[(message: String, metadata: [String: String], level: Logger.Level)]>([])
 
-    var logger: Logger {
+    var logger: Logger { logger(at: .info) }
+
+    func logger(at level: Logger.Level) -> Logger {
         var logger = Logger(label: "captured") { _ in CapturingHandler(logs: self) }
-        logger.logLevel = .info
+        logger.logLevel = level
         return logger
     }
 
@@ -29,7 +31,7 @@ final class CapturedLogs: Sendable {
 
         func log(event: LogEvent) {
             let flat = (event.metadata ?? [:]).mapValues { "\($0)" }
-            logs.entries.withLock { $0.append(("\(event.message)", flat)) }
+            logs.entries.withLock { $0.append(("\(event.message)", flat, event.level)) }
         }
     }
 }

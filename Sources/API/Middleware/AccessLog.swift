@@ -12,6 +12,9 @@ public struct AccessLog: Sendable {
     let logger: Logger
     /// Read once: the level is fixed at start, and asking the logger copies its handler on every answer.
     private let logsRequests: Bool
+    private let logsProbes: Bool
+    /// By route number: whether it is one of `probeRoutes`.
+    private let probes: [Bool]
     private let series: [String: RouteSeries]
     /// The same series in the order of the routes given, found by a route's number (`Exchange.routeNumber`): no
     /// template hashed, no series retained per answer.
@@ -37,6 +40,8 @@ public struct AccessLog: Sendable {
         self.metrics = metrics
         self.logger = logger
         logsRequests = logger.logLevel <= .info
+        logsProbes = logger.logLevel <= .debug
+        probes = routes.map(Self.probeRoutes.contains)
         var series: [String: RouteSeries] = [:]
         for route in routes where series[route] == nil {
             series[route] = RouteSeries(duration: metrics.histogram("http_request_duration_seconds", [("route", route)]))
@@ -62,6 +67,10 @@ public struct AccessLog: Sendable {
 
     static func methodLabel(_ method: String) -> String { knownMethods.contains(method) ? method : "OTHER" }
 
+    /// What orchestrators and Prometheus ask every few seconds: their 2xx answers are logged at `debug`, so that
+    /// `info` keeps one line per request a client made; any other answer of theirs is logged at `info`.
+    public static let probeRoutes: Set<String> = ["/livez", "/readyz", "/metrics"]
+
     /// 1 + the index of the method's label in `methods`.
     static func methodNumber(_ method: String) -> Int {
         for (index, name) in methods.enumerated() where name == method && index < methods.count - 1 { return index + 1 }
@@ -74,6 +83,9 @@ public struct AccessLog: Sendable {
         let seconds = Double(MonotonicClock.nanos() - started) / 1e9
         count(response, method: request.method, route: route, number: routeNumber, seconds: seconds)
         guard logsRequests else { return }
+        let probe = (200..<300).contains(response.status)
+            && (routeNumber >= 0 && routeNumber < probes.count ? probes[routeNumber] : Self.probeRoutes.contains(route))
+        if probe && !logsProbes { return }
         var metadata: Logger.Metadata = [
             "request_id": "\(requestID)", "method": "\(Self.methodLabel(request.method))", "path": "\(request.path)",
             "route": "\(route)", "status": .stringConvertible(response.status),
@@ -82,7 +94,7 @@ public struct AccessLog: Sendable {
         let trace = trace ?? TraceContext.incoming(traceparent: nil)
         metadata["trace_id"] = "\(trace.traceID)"
         metadata["span_id"] = "\(trace.spanID)"
-        logger.info("request", metadata: metadata)
+        logger.log(level: probe ? .debug : .info, "request", metadata: metadata)
     }
 
     private func count(_ response: HTTPResponse, method: String, route: String, number: Int, seconds: Double) {
