@@ -178,6 +178,7 @@ def stopped(pod, name, grace):
     check(f"SIGTERM: drained and exited 0 within the grace period ({took:.1f} of {grace} s)",
           result.returncode == 0 and took < grace and state.get("ExitCode") == 0 and '"msg":"stopped"' in logs,
           f"exit {state.get('ExitCode')}, {logs[-400:]}")
+    check("the start-up line names both ports", f'"admin_port":"{admin_port}"' in logs and f'"port":"{port}"' in logs, logs[:800])
     stray = not_json_lines(logs)
     check("every line it wrote, on stdout and stderr, is a JSON log record (as a cluster's log collector reads them)",
           not stray, stray[:3])

@@ -176,7 +176,9 @@ public func buildApplication(_ config: GatewayConfig, logger: Logger) async thro
         let server = try await startServer(wiring, services: services)
         // The embedded emulator sends its webhooks here, so agent-side changes reach the cache as with real Desk.
         emulator?.setWebhooks(urls: ["http://127.0.0.1:\(server.port)/v1/webhooks/desk"], secret: webhookSecret ?? "")
-        logger.notice("listening", metadata: ["host": "\(config.host)", "port": "\(server.port)", "version": "\(gatewayVersion)"])
+        var listening: Logger.Metadata = ["host": "\(config.host)", "port": "\(server.port)", "version": "\(gatewayVersion)"]
+        if config.adminPort > 0 { listening["admin_port"] = "\(config.adminPort)" }
+        logger.notice("listening", metadata: listening)
         return GatewayApplication(wiring: wiring, server: server, sync: sync, services: services, zoneBackfill: zoneBackfill)
     } catch {
         await services.stop()
