@@ -107,7 +107,8 @@ def started(container, name):
     budget = startup["periodSeconds"] * startup["failureThreshold"]
     probe = lambda kind: f"http://127.0.0.1:{container[kind]['httpGet']['port']}{container[kind]['httpGet']['path']}"
     up = wait_for(lambda: answers(probe("startupProbe")), budget)
-    check(f"the startup probe passes within its budget ({budget} s)", up, run("logs", name).stderr[-1500:])
+    logged = run("logs", name)
+    check(f"the startup probe passes within its budget ({budget} s)", up, (logged.stdout + logged.stderr)[-1500:])
     if not up:
         return False
     check("the readiness probe passes: PostgreSQL and Desk reached with the Secret's values",
@@ -189,7 +190,6 @@ def main():
     kinds = manifests()
     deployment, container = played(kinds, re.search(r"port=(\d+)", admin).group(1))
     template = deployment["spec"]["template"]
-    secret = test_name
     os.environ["CONTAINERS_CONF"] = str(out / "containers.conf")
     psql(admin, f"CREATE DATABASE {database}")
     emulator = subprocess.Popen([str(root / ".build/debug/desk-emulator"), "--port", str(emulator_port), "--demo"],
@@ -197,8 +197,8 @@ def main():
     pod = f"{deployment['metadata']['name']}-pod-0"
     name = f"{pod}-{container['name']}"
     try:
-        run("secret", "rm", secret)
-        made = run("secret", "create", secret, str(out / "secret.json"))
+        run("secret", "rm", test_name)
+        made = run("secret", "create", test_name, str(out / "secret.json"))
         check("the Secret as a podman secret", made.returncode == 0, made.stderr)
         play = run("kube", "play", "--network", "host", "--replace", str(out / "play.yaml"), timeout=300)
         check("podman kube play of the ConfigMap and the Deployment", play.returncode == 0, play.stderr[-800:])
@@ -209,7 +209,7 @@ def main():
             stopped(pod, name, template["spec"]["terminationGracePeriodSeconds"])
     finally:
         run("kube", "down", str(out / "play.yaml"))
-        run("secret", "rm", secret)
+        run("secret", "rm", test_name)
         terminate(emulator)
         psql(admin, f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
     return summary("kube")
