@@ -9,12 +9,11 @@ import base64
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import time
 
-from testlib import call, check, metric, summary, wait_ready
+from testlib import call, check, containers_conf, metric, not_json_lines, summary, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 project = "dgcompose"
@@ -55,9 +54,7 @@ def admin_metric(name, labels):
 
 
 def main():
-    conf.parent.mkdir(parents=True, exist_ok=True)
-    conf.write_text('[containers]\ndefault_ulimits = ["nofile=16384:16384", "nproc=4096:4096"]\n'
-                    '[engine]\ncgroup_manager = "cgroupfs"\n' + ('runtime = "runc"\n' if shutil.which("runc") else ""))
+    containers_conf(conf)
     if run("image", "exists", postgres_image).returncode != 0:
         built = run("build", "--network=host", "--isolation=chroot", "-f", str(root / "scripts/compose/postgres.Dockerfile"),
                     "-t", postgres_image, str(root))
@@ -107,6 +104,9 @@ def main():
         check(f"podman-compose stop: all three end on their stop signal, none killed ({took:.1f} s in all)",
               stopped.returncode == 0 and took < grace, str(codes))
         check("the gateway and the emulator exit 0", codes["gateway"] == 0 and codes["desk-emulator"] == 0, str(codes))
+        logged = run("logs", container("gateway"))
+        stray = not_json_lines(logged.stdout + logged.stderr)
+        check("every line the gateway wrote, on stdout and stderr, is a JSON log record", not stray, stray[:3])
 
         again = compose("up", "-d")
         check("podman-compose up again", again.returncode == 0, (again.stdout + again.stderr)[-800:])

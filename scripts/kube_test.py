@@ -31,7 +31,7 @@ import urllib.request
 
 import yaml
 
-from testlib import call, check, psql, summary, terminate, customer_ticket, not_json_lines, wait_for, podman as run
+from testlib import call, check, containers_conf, psql, summary, terminate, customer_ticket, not_json_lines, wait_for, podman as run
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -86,8 +86,6 @@ def played(kinds, pg_port):
     deployment["metadata"]["name"] = test_name
     (out / "play.yaml").write_text(yaml.safe_dump_all([config, deployment]))
     (out / "secret.json").write_text(json.dumps({key: base64.b64encode(values[key].encode()).decode() for key in secret}))
-    # This machine's open-files limit is below podman's default for a container (the pod's infra container included).
-    (out / "containers.conf").write_text('[containers]\ndefault_ulimits = ["nofile=16384:16384", "nproc=4096:4096"]\n')
     return deployment, container
 
 
@@ -190,7 +188,7 @@ def main():
     kinds = manifests()
     deployment, container = played(kinds, re.search(r"port=(\d+)", admin).group(1))
     template = deployment["spec"]["template"]
-    os.environ["CONTAINERS_CONF"] = str(out / "containers.conf")
+    os.environ["CONTAINERS_CONF"] = containers_conf(out / "containers.conf")
     psql(admin, f"CREATE DATABASE {database}")
     emulator = subprocess.Popen([str(root / ".build/debug/desk-emulator"), "--port", str(emulator_port), "--demo"],
                                 stdout=open(out / "emulator.log", "w"), stderr=subprocess.STDOUT)

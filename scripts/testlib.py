@@ -131,6 +131,16 @@ def psql(admin, sql, db="postgres"):
 PODMAN = ["podman", "--cgroup-manager=cgroupfs"] + (["--runtime", "runc"] if shutil.which("runc") else [])
 
 
+def containers_conf(path):
+    """A containers.conf for podman commands that take no flags for these (podman-compose, kube play): PODMAN's runc and
+    cgroupfs, and the open-files and process limits this host can grant (podman's defaults are above its hard limit,
+    for a pod's pause container too). Its path, for CONTAINERS_CONF."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[containers]\ndefault_ulimits = ["nofile=16384:16384", "nproc=4096:4096"]\n'
+                    '[engine]\ncgroup_manager = "cgroupfs"\n' + ('runtime = "runc"\n' if shutil.which("runc") else ""))
+    return str(path)
+
+
 def podman(*args, **kwargs):
     """One podman command (cgroupfs, runc where installed), its output captured as text."""
     return subprocess.run(PODMAN + list(args), capture_output=True, text=True, **kwargs)
