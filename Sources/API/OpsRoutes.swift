@@ -62,13 +62,17 @@ public struct OpsRoutes: Sendable {
         })
     }
 
+    /// What orchestrators probe and Prometheus scrapes; the access log keeps their 2xx answers at `debug`.
+    static let livePath = "/livez", readyPath = "/readyz", metricsPath = "/metrics"
+    static let probePaths: Set<String> = [livePath, readyPath, metricsPath]
+
     /// `/livez`, `/readyz`, `/metrics`: on the public port, or on the admin port alone when one is set.
     public func registerHealth(in routes: inout RouteTable) {
         // Body and tag made once: the probe's answer costs no hashing. The headers are made per answer, with room for
         // the ones the steps add: a shared array would be copied, every pair in it, when the first is appended.
         let liveBody = Array(#"{"status":"pass"}"#.utf8)
         let liveTag = ETag.of(liveBody)
-        routes.add("GET", "/livez", .sync { [watchdog] _, _ in
+        routes.add("GET", Self.livePath, .sync { [watchdog] _, _ in
             guard let watchdog, watchdog.isStalled else {
                 var headers = AnswerHeaders.withRoom(for: 3)
                 headers.append(("Content-Type", "application/health+json"))
@@ -80,8 +84,8 @@ public struct OpsRoutes: Sendable {
             return HTTPResponse(status: 503, headers: [("Content-Type", "application/health+json"), ("Cache-Control", "no-store")],
                                 body: Array(#"{"status":"fail","output":"async work has made no progress for \#(seconds) s"}"#.utf8))
         })
-        routes.add("GET", "/readyz", .async { _, _ in await readiness() })
-        routes.add("GET", "/metrics", .sync { [metrics] _, _ in
+        routes.add("GET", Self.readyPath, .async { _, _ in await readiness() })
+        routes.add("GET", Self.metricsPath, .sync { [metrics] _, _ in
             .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         })
     }

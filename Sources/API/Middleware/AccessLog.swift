@@ -67,9 +67,9 @@ public struct AccessLog: Sendable {
 
     static func methodLabel(_ method: String) -> String { knownMethods.contains(method) ? method : "OTHER" }
 
-    /// What orchestrators and Prometheus ask every few seconds: their 2xx answers are logged at `debug`, so that
-    /// `info` keeps one line per request a client made; any other answer of theirs is logged at `info`.
-    public static let probeRoutes: Set<String> = ["/livez", "/readyz", "/metrics"]
+    /// What orchestrators and Prometheus ask every few seconds (the paths `OpsRoutes` registers): their 2xx answers
+    /// are logged at `debug`, so that `info` keeps one line per request a client made; any other answer at `info`.
+    static let probeRoutes = OpsRoutes.probePaths
 
     /// 1 + the index of the method's label in `methods`.
     static func methodNumber(_ method: String) -> Int {
