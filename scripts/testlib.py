@@ -83,14 +83,15 @@ def customer_ticket(gateway, emulator, user, title, signed_in="sign in", created
     return auth, ticket or {}
 
 
-def not_json_lines(text):
-    """The lines of a log that are not JSON records (a log collector reading JSON lines cannot take them)."""
+def check_json_lines(name, text):
+    """A check that every line of a log is a JSON record, as a log collector reading JSON lines takes them."""
     def record(line):
         try:
             return isinstance(json.loads(line), dict)
         except ValueError:
             return False
-    return [line for line in text.splitlines() if not record(line)]
+    stray = [line for line in text.splitlines() if not record(line)]
+    check(name, not stray, stray[:3])
 
 
 def free_port():
