@@ -211,6 +211,37 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   scenario "reports team, UTC (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "${auth[@]}"
   scenario "reports agent by week (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&bucket=week" "${auth[@]}"
   scenario "reports team by week (rollup) c4" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC&bucket=week" "${auth[@]}"
+  # The reports' targets as medians of interleaved runs too (one run of a report moves as much as the engine's):
+  # BENCH_ENGINE_ROUNDS rounds of the weekly and the daily report at one connection (gateway CPU a row) and of the
+  # four reports at four connections (p99).
+  report_run() {  # CONNECTIONS URL -> µs of gateway CPU a request, p99 in ms
+    local file="$out/report_round.txt" threads=$(( $1 < 2 ? $1 : 2 )) c0 c1
+    wrk -t"$threads" -c"$1" -d1s "${auth[@]}" "$2" >/dev/null 2>&1 || true
+    c0=$(awk '{print $14 + $15}' "/proc/$gw/stat")
+    wrk -t"$threads" -c"$1" -d"${BENCH_ROUND_DURATION:-5s}" --latency "${auth[@]}" "$2" >"$file" 2>&1
+    c1=$(awk '{print $14 + $15}' "/proc/$gw/stat")
+    awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" '
+      function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
+      /requests in/ {n = $1} $1 == "99%" {p = ms($2)}
+      END { printf "%.1f %.2f\n", (n > 0 ? (b - a) / hz * 1e6 / n : 0), p }' "$file"
+  }
+  weekly_url="http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&bucket=week"
+  daily_url="http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&from=$from30&to=$to&tz=UTC&bucket=day"
+  c4_names=("agents" "teams" "agents by week" "teams by week")
+  c4_urls=("http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC"
+           "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "$weekly_url"
+           "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC&bucket=week")
+  row_ratios=() c4_p99=()
+  for _ in $(seq 1 "${BENCH_ENGINE_ROUNDS:-3}"); do
+    read -r weekly_cpu _ < <(report_run 1 "$weekly_url")
+    read -r daily_cpu _ < <(report_run 1 "$daily_url")
+    row_ratios+=("$(awk -v w="$weekly_cpu" -v d="$daily_cpu" -v wn="$weekly_rows" -v dn="$daily_rows" \
+      'BEGIN { printf "%.2f", (w / wn) / (d / dn) }')")
+    for index in "${!c4_urls[@]}"; do
+      read -r _ p99 < <(report_run 4 "${c4_urls[$index]}")
+      c4_p99[$index]="${c4_p99[$index]:-} $p99"
+    done
+  done
   connections=1
   scenario "reports agent, Etc/UTC (raw)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=Etc/UTC" "${auth[@]}"
   scenario "reports team, Etc/UTC (raw)" "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=Etc/UTC" "${auth[@]}"
@@ -231,8 +262,8 @@ echo "  engine, answer made per request $(ratio "engine, answer made per request
 echo "  GET /livez                      $(ratio "GET /livez" "$(around "${engine_runs[0]}" "${engine_runs[1]}")")"
 echo "  GET /v1/tickets/{id} (cached)   $(ratio "GET /v1/tickets/{id} (cached)" "$(around "${engine_runs[1]}" "${engine_runs[2]}")")"
 echo "  GET /v1/tickets?status=open     $(ratio "GET /v1/tickets?status=open" "${engine_runs[2]}")"
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 if [ "${#livez_ratios[@]}" -gt 0 ]; then
-  median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
   echo "Interleaved rounds after the table (${#livez_ratios[@]}; the bare server's runs between them), each against its neighbours:"
   echo "  GET /livez                      ${livez_ratios[*]}  median $(median "${livez_ratios[@]}")"
   echo "  GET /v1/tickets/{id} (cached)   ${cached_ratios[*]}  median $(median "${cached_ratios[@]}")"
@@ -246,4 +277,10 @@ if [ -n "${weekly_rows:-}" ]; then
   echo "  agents by week, 90 days ($weekly_rows rows)   $weekly µs"
   echo "  agents by day, 30 days ($daily_rows rows)    $daily µs"
   echo "  weekly over daily                    $(awk -v a="$weekly" -v b="$daily" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
+  echo "Interleaved report rounds after the table (${#row_ratios[@]}; ${BENCH_ROUND_DURATION:-5s} each):"
+  echo "  weekly over daily a row, one connection  ${row_ratios[*]}  median $(median "${row_ratios[@]}")"
+  for index in "${!c4_names[@]}"; do
+    read -r -a runs <<<"${c4_p99[$index]}"
+    printf '  p99 at four connections, %-15s %s ms  median %s ms\n' "${c4_names[$index]}" "${runs[*]}" "$(median "${runs[@]}")"
+  done
 fi
