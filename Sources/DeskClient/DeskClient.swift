@@ -242,6 +242,23 @@ public final class DeskClient: Sendable {
         try DeskTicket(json: try await call("platformTicket", "GET", "/platform/v1/tickets/\(id)", .platform, idempotent: true))
     }
 
+    /// Closes a ticket as the application (Desk's admin message says the Platform API closed it).
+    public func platformClose(ticketId: Int, comment: String) async throws(DomainError) -> DeskTicket {
+        try Self.writtenTicket(try await call("platformClose", "PATCH", "/platform/v1/tickets/\(ticketId)/close", .platform,
+                                              body: .object([("closeComment", .string(comment))]), idempotent: false))
+    }
+
+    /// Gives a ticket back to its team's queue (PENDING, routed again) as the application.
+    public func platformCancel(ticketId: Int) async throws(DomainError) -> DeskTicket {
+        try Self.writtenTicket(try await call("platformCancel", "PATCH", "/platform/v1/tickets/\(ticketId)/cancel", .platform,
+                                              body: .object([]), idempotent: false))
+    }
+
+    public func platformSetPriority(ticketId: Int, _ priority: TicketPriority) async throws(DomainError) -> DeskTicket {
+        try Self.writtenTicket(try await call("platformSetPriority", "PATCH", "/platform/v1/tickets/\(ticketId)", .platform,
+                                              body: .object([("priority", .string(priority.rawValue))]), idempotent: true))
+    }
+
     /// The chat messages of a ticket's channel (rich messages carry their `data` as a JSON string).
     public func chatMessages(ticketId: Int, limit: Int = 100, offset: Int = 0) async throws(DomainError) -> DeskPage<DeskMessage> {
         let answer = try await call("chatMessages", "GET", "/platform/v1/tickets/\(ticketId)/chat_messages", .platform,
@@ -359,6 +376,8 @@ extension DeskClient: DeskPlatformReader {
 
     public var isPaused: Bool { breaker.state == .open }
 }
+
+extension DeskClient: DeskPlatformWriter {}
 
 extension DeskClient: DeskTicketSource {
     public func ticket(_ key: TicketKey, deskToken: String) async throws(DomainError) -> DeskTicket {

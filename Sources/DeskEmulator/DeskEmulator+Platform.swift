@@ -20,7 +20,7 @@ extension DeskEmulator {
         addPlatformDirectoryRoutes(add)
     }
 
-    /// Tickets: lists, one ticket, its messages (with the faults a test sets), closing.
+    /// Tickets: lists, one ticket, its messages (with the faults a test sets), closing, giving back to the queue, priority.
     private static func addPlatformTicketRoutes(_ add: (String, String, @escaping PlatformRoute) -> Void) {
         add("GET", "/tickets") { emulator, request throws(EmulatorFailure) in try emulator.platformTickets(request) }
         add("GET", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
@@ -51,6 +51,25 @@ extension DeskEmulator {
                 let closed = try world.close(id, closeStatus: "CLOSED_BY_ADMIN", comment: comment,
                                             adminType: "SYSTEM_MESSAGE_TICKET_CLOSED_BY_PLATFORM_API", events: &events)
                 return EmulatorResponse.json(world.ticketJSON(closed, platform: true))
+            }
+        }
+        add("PATCH", "/tickets/{id}/cancel") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            return try emulator.mutate { world, events throws(EmulatorFailure) in
+                EmulatorResponse.json(world.ticketJSON(try world.cancel(id, transferTo: nil, events: &events), platform: true))
+            }
+        }
+        add("PATCH", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
+            let id = try request.intParameter("id")
+            guard let priority = try Self.parsePriority(request.jsonBody()["priority"]) else {
+                throw EmulatorFailure.invalid("Send priority.")
+            }
+            return try emulator.mutate { world, events throws(EmulatorFailure) in
+                let ticket = try world.changeTicket(id) { ticket in
+                    ticket.priority = priority
+                    ticket.updatedAt = .nowRounded
+                }
+                return EmulatorResponse.json(world.ticketJSON(ticket, platform: true))
             }
         }
     }

@@ -231,6 +231,16 @@ public protocol DeskTicketWriter: DeskTicketSource {
     var isPaused: Bool { get }
 }
 
+/// Desk's Platform API writes, made with the gateway's API token as the application: what a queued write whose
+/// customer never signed in again can still reach Desk with. Desk has them for closing, giving back to the queue and
+/// priority; the rest (feedback, closure answers, reopening, custom fields, related channels) only the customer makes.
+public protocol DeskPlatformWriter: Sendable {
+    func platformClose(ticketId: Int, comment: String) async throws(DomainError) -> DeskTicket
+    func platformCancel(ticketId: Int) async throws(DomainError) -> DeskTicket
+    func platformSetPriority(ticketId: Int, _ priority: TicketPriority) async throws(DomainError) -> DeskTicket
+    func platformTicket(id: Int) async throws(DomainError) -> DeskTicket
+}
+
 /// A ticket a customer opens through Desk's customer API.
 public struct NewDeskTicket: Sendable {
     public var title: String

@@ -20,7 +20,7 @@ public struct GatewaySettings: Sendable {
         "DESK_APP_ID", "emulated-app", .desk, "Sendbird application id (Dashboard › Settings › Application › General)",
         required: "with DESK_BASE_URL")
     public let deskAPIToken = Setting.optional(
-        "DESK_API_TOKEN", .desk, "Desk API token (Dashboard › Settings › Desk › Credentials): Platform API reads, the sync, the audit",
+        "DESK_API_TOKEN", .desk, "Desk API token (Dashboard › Settings › Desk › Credentials): Platform API reads, the sync, the audit, queued closes, cancels and priorities past the sign-in wait",
         required: "for a real Desk", secret: true)
     public let deskWebhookSecret = Setting.optional(
         "DESK_WEBHOOK_SECRET", .desk, "secret Desk signs webhooks with (`x-hub-signature`; Dashboard › Settings › Desk › Webhooks)",
@@ -234,7 +234,7 @@ public struct GatewaySettings: Sendable {
         "OUTBOX_WARN_AGE_S", 300, 1...604_800, .outbox, "`/readyz` warns when the oldest queued write is older")
     public let outboxSignInWaitSeconds = Setting.integer(
         "OUTBOX_SIGN_IN_WAIT_S", 600, 0...86_400, .outbox,
-        "how long a queued write Desk refuses for the customer's ended Desk session waits for them to sign in again")
+        "how long a queued write Desk refuses for the customer's ended Desk session waits for them to sign in again (then a close, cancel or priority goes with DESK_API_TOKEN, the rest fail)")
     public let outboxRelay = Setting.flag("OUTBOX_RELAY", true, .outbox, "run the outbox relay in this instance")
     public let outboxRelayConcurrency = Setting.integer(
         "OUTBOX_RELAY_CONCURRENCY", 4, 1...64, .outbox, "queued writes of different tickets the relay sends to Desk at once")

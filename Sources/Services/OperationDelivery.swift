@@ -44,6 +44,9 @@ public final class OperationDelivery: Sendable {
     }
 
     let desk: any DeskTicketWriter
+    /// Desk's Platform API when a token is configured: a close, cancel or priority whose customer did not sign in
+    /// again within the wait goes through it as the application instead of failing.
+    let platform: (any DeskPlatformWriter)?
     let outbox: any OutboxQueue
     let sessions: any DeskSessionTokens
     let tickets: any TicketCache
@@ -59,8 +62,9 @@ public final class OperationDelivery: Sendable {
 
     public init(desk: any DeskTicketWriter, outbox: any OutboxQueue, sessions: any DeskSessionTokens, tickets: any TicketCache,
                 ratings: any RatingStore, policy: OutboxPolicy, logger: Logger, observe: @escaping @Sendable (String) -> Void = { _ in },
-                observeQueuedFailure: @escaping @Sendable (String) -> Void = { _ in }) {
+                observeQueuedFailure: @escaping @Sendable (String) -> Void = { _ in }, platform: (any DeskPlatformWriter)? = nil) {
         self.desk = desk
+        self.platform = platform
         self.outbox = outbox
         self.sessions = sessions
         self.tickets = tickets
@@ -120,10 +124,50 @@ public final class OperationDelivery: Sendable {
             if Self.retried(error) { return .retry(error) }
             // A write the customer made before their Desk session ended is theirs still: one made from the request
             // itself is answered (the app signs in again and retries), a queued one waits a while for the sign-in.
-            if error.code == .unauthorized, !inline, (operation.awaitedSignInSeconds ?? 0) < policy.signInWaitSeconds {
-                return .awaitSignIn(error)
+            if error.code == .unauthorized, !inline {
+                if (operation.awaitedSignInSeconds ?? 0) < policy.signInWaitSeconds { return .awaitSignIn(error) }
+                if let delivered = await deliverAsApplication(operation) { return delivered }
             }
             return .failed(error)
+        }
+    }
+
+    /// A queued write whose customer did not sign in again within the wait, sent with the Platform API when Desk has
+    /// it there (nil otherwise: the write fails as the customer's session did). The customer asked for the change while
+    /// signed in; Desk records it as the application's (a close says the Platform API closed the ticket).
+    private func deliverAsApplication(_ operation: OutboxOperation) async -> Outcome? {
+        guard let platform else { return nil }
+        let id = operation.ticketId
+        do throws(DomainError) {
+            let payload = try Self.payload(of: operation)
+            let ticket: DeskTicket
+            switch operation.kind {
+            case .close:
+                // A close whose earlier Platform attempt went unanswered (its reason is no longer the sign-in wait's)
+                // may have been carried out: a ticket found closed is that close.
+                let repeated = operation.lastError.map { !$0.hasPrefix(Self.signInWaitReason) } ?? false
+                do {
+                    ticket = try await platform.platformClose(ticketId: id, comment: payload["comment"]?.stringValue ?? "")
+                } catch where error.code == .conflict && repeated {
+                    let current = try await platform.platformTicket(id: id)
+                    guard current.status == .closed else { throw error }
+                    ticket = current
+                }
+            case .cancel where payload["groupKey"] == nil:
+                ticket = try await platform.platformCancel(ticketId: id)
+            case .priority:
+                let priority = try payload.queued("priority") { $0.stringValue.flatMap(TicketPriority.init(rawValue:)) }
+                ticket = try await platform.platformSetPriority(ticketId: id, priority)
+            default:
+                return nil
+            }
+            logger.notice("a queued write went to Desk through the Platform API: its customer did not sign in again", metadata: [
+                "operation": "\(operation.id)", "kind": "\(operation.kind)", "ticket": "\(id)"])
+            return .delivered(ticket)
+        } catch {
+            if Self.retried(error) { return .retry(error) }
+            guard error.code == .conflict else { return .failed(error) }
+            return .failed(DomainError(.conflict, operation.kind.stateConflict, internalDetail: error.internalDetail))
         }
     }
 
@@ -278,8 +322,10 @@ public final class OperationDelivery: Sendable {
             return (nil, truth)
         case .retry(let error):
             observe("retry")
+            // A write past its sign-in wait (now tried with the Platform API) stays past it.
+            let pastWait = operation.awaitedSignInSeconds.map { $0 >= policy.signInWaitSeconds } ?? false
             try await outbox.reschedule(operation, afterSeconds: Self.backoff(attempts: operation.attempts, ceiling: policy.maxBackoffSeconds),
-                                        error: Self.reason(error), awaitingSignIn: false)
+                                        error: Self.reason(error), awaitingSignIn: pastWait)
             return (nil, nil)
         case .awaitSignIn:
             observe("awaiting_sign_in")
@@ -288,7 +334,7 @@ public final class OperationDelivery: Sendable {
                     "operation": "\(operation.id)", "kind": "\(operation.kind)", "wait_s": "\(Int(policy.signInWaitSeconds))"])
             }
             try await outbox.reschedule(operation, afterSeconds: min(15, policy.maxBackoffSeconds),
-                                        error: "desk_session_expired: waiting for the customer to sign in again", awaitingSignIn: true)
+                                        error: Self.signInWaitReason, awaitingSignIn: true)
             return (nil, nil)
         }
     }
@@ -313,6 +359,8 @@ public final class OperationDelivery: Sendable {
 
     /// Errors after which an attempt is tried again rather than failing the operation: Desk away, rate limiting or
     /// answering what cannot be read; the database away or slow.
+    static let signInWaitReason = "desk_session_expired: waiting for the customer to sign in again"
+
     private static func retried(_ error: DomainError) -> Bool {
         error.deskGaveNoUsableAnswer || error.code == .storeUnavailable || error.code == .storeTimeout
     }

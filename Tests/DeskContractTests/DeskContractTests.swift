@@ -281,6 +281,24 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
         }
     }
 
+    /// The Platform API writes a queued write goes with when its customer never signs in again: priority, giving back
+    /// to the queue, closing (as an admin's close), and Desk's refusal of a second close.
+    @Test func platformWritesChangeTheTicketAsTheApplication() async throws {
+        try await withDesk { emulator, client in
+            let session = try await client.authenticate(userId: "demo-customer", accessToken: "demo-token")
+            let id = try await client.createTicket(session, .init(title: "Platform", userName: "D", userId: "demo-customer")).id
+            let agent = Agent(port: emulator.port)
+            try await agent.post("/tickets/\(id)/customer-message")
+            try await agent.post("/tickets/\(id)/assign", #"{"agentId":503}"#)
+            #expect(try await client.platformSetPriority(ticketId: id, .urgent).priority == .urgent)
+            let cancelled = try await client.platformCancel(ticketId: id)
+            #expect(cancelled.status == .pending && cancelled.agent == nil)
+            let closed = try await client.platformClose(ticketId: id, comment: "no answer")
+            #expect(closed.status == .closed && closed.closeStatus == "CLOSED_BY_ADMIN")
+            await expectDomainError(.conflict) { _ = try await client.platformClose(ticketId: id, comment: "") }
+        }
+    }
+
     @Test func wrongPlatformTokenIsUnauthorized() async throws {
         let configuration = DeskEmulatorConfiguration()
         let emulator = try startedEmulator(configuration, seeded: false)

@@ -276,22 +276,37 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
         }
     }
 
+    /// The first customer's close and the second's closure answer (ticket `lost`), priority and close (ticket
+    /// `applied`), queued while Desk is away; meanwhile Desk ends both customers' Desk sessions, then comes back.
+    static func writesQueuedAcrossSessionsEnd(_ first: Customer, _ second: Customer, _ desk: DeskEmulator) async throws
+        -> (kept: Int, lost: Int, inquiry: Int, applied: Int, operations: (Int, Int), asApplication: [Int]) {
+        let (kept, _) = try await waitingMessage(first, deskPort: desk.port, csat: false, index: 0)
+        let (lost, inquiry) = try await waitingMessage(second, deskPort: desk.port, csat: false, index: 1)
+        let (applied, _) = try await waitingMessage(second, deskPort: desk.port, csat: false, index: 2)
+        _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":true}"#)
+        let queued = (try await first.send("POST", "/v1/tickets/\(kept)/close", "{}"),
+                      try await second.send("POST", "/v1/tickets/\(lost)/closure-confirmation", #"{"messageId":\#(inquiry),"confirm":false}"#))
+        #expect(queued.0.status == 202 && queued.1.status == 202, "\(queued.0.text) \(queued.1.text)")
+        let operations = (try #require(queued.0.json?["id"] as? Int), try #require(queued.1.json?["id"] as? Int))
+        var asApplication: [Int] = []
+        for (path, body) in [("priority", #"{"priority":"HIGH"}"#), ("close", "{}")] {
+            let write = try await second.send(path == "priority" ? "PUT" : "POST", "/v1/tickets/\(applied)/\(path)", body)
+            #expect(write.status == 202, "\(write.text)")
+            asApplication.append(try #require(write.json?["id"] as? Int))
+        }
+        for user in ["demo-customer", "demo-customer-2"] {
+            let ended = try await httpRequest(port: desk.port, "POST", "/emulator/customers/\(user)/end-sessions", json: "{}")
+            #expect(ended.json?["ended"] as? Int ?? 0 >= 1, "\(ended.text)")
+        }
+        _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":false}"#)
+        return (kept, lost, inquiry, applied, operations, asApplication)
+    }
+
     @Test func aQueuedWriteOutlivesTheCustomersDeskSession() async throws {
         // The sign-in wait: long enough for a loaded machine to see it and sign in.
         try await withGatewayOnExternalDesk(configure: { $0.outboxSignInWaitSeconds = 20 }) { app, desk in
             let (first, second) = (try await Customer.signIn(app), try await Customer.signIn(app, user: "demo-customer-2", accessToken: "demo-token-2"))
-            let (kept, _) = try await waitingMessage(first, deskPort: desk.port, csat: false, index: 0)
-            let (lost, _) = try await waitingMessage(second, deskPort: desk.port, csat: false, index: 1)
-            // Desk away: both closes are queued; meanwhile Desk ends both customers' Desk sessions.
-            _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":true}"#)
-            let queued = (try await first.send("POST", "/v1/tickets/\(kept)/close", "{}"), try await second.send("POST", "/v1/tickets/\(lost)/close", "{}"))
-            #expect(queued.0.status == 202 && queued.1.status == 202, "\(queued.0.text) \(queued.1.text)")
-            let operations = (try #require(queued.0.json?["id"] as? Int), try #require(queued.1.json?["id"] as? Int))
-            for user in ["demo-customer", "demo-customer-2"] {
-                let ended = try await httpRequest(port: desk.port, "POST", "/emulator/customers/\(user)/end-sessions", json: "{}")
-                #expect(ended.json?["ended"] as? Int ?? 0 >= 1, "\(ended.text)")
-            }
-            _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":false}"#)
+            let (kept, lost, inquiry, applied, operations, asApplication) = try await Self.writesQueuedAcrossSessionsEnd(first, second, desk)
             // Back, Desk refuses the session the write was made in: the write waits for the customer instead of failing.
             let waiting = try await eventually(within: 30, every: .milliseconds(200)) {
                 let operation = try await first.send("GET", "/v1/operations/\(operations.0)").json
@@ -308,12 +323,20 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect(delivered.json?["status"] as? String == "delivered", "\(delivered.text)")
             let onDesk = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(kept)")
             #expect(onDesk.json?["status2"] as? String == "CLOSED", "\(onDesk.text)")
-            // The other customer never came back: after the wait their write fails, saying why, and Desk is unchanged.
+            // The other customer never came back. After the wait, their closure answer, which Desk takes only from the
+            // customer, fails, saying why, and Desk is unchanged.
             let failed = try await second.send("GET", "/v1/operations/\(operations.1)")
             #expect(failed.json?["status"] as? String == "failed", "\(failed.text)")
             #expect((failed.json?["reason"] as? String)?.hasPrefix("desk_session_expired") == true, "\(failed.text)")
-            let untouched = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(lost)")
-            #expect(untouched.json?["status2"] as? String == "ACTIVE", "\(untouched.text)")
+            #expect(try await messageState(desk.port, ticket: lost, message: inquiry).state == "WAITING")
+            // Their priority and close, which Desk's Platform API has too, went with the gateway's API token, in order.
+            for operation in asApplication {
+                let done = try await second.send("GET", "/v1/operations/\(operation)")
+                #expect(done.json?["status"] as? String == "delivered", "\(done.text)")
+            }
+            let asAdmin = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(applied)")
+            #expect(asAdmin.json?["status2"] as? String == "CLOSED" && asAdmin.json?["closeStatus"] as? String == "CLOSED_BY_ADMIN"
+                    && asAdmin.json?["priority"] as? String == "HIGH", "\(asAdmin.text)")
             // Counted as a queued write lost (what DeskGatewayQueuedWritesFailed alerts on); the other reasons start at 0.
             let counted = try await httpRequest(port: app.port, "GET", "/metrics").text.split(separator: "\n").filter { $0.hasPrefix("outbox_queued_writes_failed_total") }
             #expect(counted.contains(#"outbox_queued_writes_failed_total{reason="desk_session_expired"} 1"#)
@@ -331,8 +354,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             try await waitForEmptyOutbox(app.database, seconds: 90)
             let revived = try await back.send("GET", "/v1/operations/\(operations.1)")
             #expect(revived.json?["status"] as? String == "delivered", "\(revived.text)")
-            let closed = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(lost)")
-            #expect(closed.json?["status2"] as? String == "CLOSED", "\(closed.text)")
+            #expect(try await messageState(desk.port, ticket: lost, message: inquiry).state == "DECLINED")
         }
     }
 }

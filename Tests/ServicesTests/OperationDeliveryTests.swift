@@ -12,6 +12,8 @@ final class FakeOutbox: OutboxQueue {
         var claimedBy: String?
         var delay: Double?
         var refusedInRequest = false
+        /// Whether the last reschedule kept the write's sign-in wait running.
+        var awaitingSignIn: Bool?
     }
     let entries = Mutex<[Entry]>([])
 
@@ -64,6 +66,7 @@ final class FakeOutbox: OutboxQueue {
             entry.operation = Self.with(entry.operation, attempts: entry.operation.attempts + 1, error: error)
             entry.claimedBy = nil
             entry.delay = delay
+            entry.awaitingSignIn = awaitingSignIn
         }
     }
 
@@ -153,6 +156,28 @@ final class FakeWriter: DeskTicketWriter {
     var isPaused: Bool { state.withLock { $0.paused } }
 }
 
+/// Desk's Platform API writes on the same tickets, made with the application's token (no customer's session).
+extension FakeWriter: DeskPlatformWriter {
+    func platformClose(ticketId: Int, comment: String) async throws(DomainError) -> DeskTicket {
+        try write("platform_close", ticketId, token: "api-token") { _ = $0.closed.insert(ticketId) }
+        return try await platformTicket(id: ticketId)
+    }
+
+    func platformCancel(ticketId: Int) async throws(DomainError) -> DeskTicket {
+        try write("platform_cancel", ticketId, token: "api-token")
+        return try await platformTicket(id: ticketId)
+    }
+
+    func platformSetPriority(ticketId: Int, _ priority: TicketPriority) async throws(DomainError) -> DeskTicket {
+        try write("platform_priority", ticketId, token: "api-token")
+        return try await platformTicket(id: ticketId)
+    }
+
+    func platformTicket(id: Int) async throws(DomainError) -> DeskTicket {
+        Make.ticket(id, closedAt: state.withLock { $0.closed.contains(id) } ? "2026-11-20T09:00:00Z" : nil)
+    }
+}
+
 /// What a callback was told, in order.
 final class Recorded: Sendable {
     let values = Mutex<[String]>([])
@@ -173,10 +198,11 @@ struct FakeSessions: DeskSessionTokens {
 @Suite struct OperationDeliveryTests {
     static func delivery(_ desk: FakeWriter, _ outbox: FakeOutbox, _ cache: FakeTicketCache = FakeTicketCache(),
                          _ ratings: FakeRatings = FakeRatings(), sessions: FakeSessions = FakeSessions(),
-                         queuedFailures: Recorded? = nil) -> OperationDelivery {
+                         queuedFailures: Recorded? = nil, platform: Bool = false) -> OperationDelivery {
         OperationDelivery(desk: desk, outbox: outbox, sessions: sessions, tickets: cache, ratings: ratings,
                           policy: OutboxPolicy(maxBackoffSeconds: 60, relayConcurrency: 4, signInWaitSeconds: 600), logger: Logger(label: "test"),
-                          observeQueuedFailure: { reason in queuedFailures?.values.withLock { $0.append(reason) } })
+                          observeQueuedFailure: { reason in queuedFailures?.values.withLock { $0.append(reason) } },
+                          platform: platform ? desk : nil)
     }
 
     static func submit(_ delivery: OperationDelivery, _ ticket: Int, _ kind: OperationKind,
@@ -315,6 +341,65 @@ struct FakeSessions: DeskSessionTokens {
         // Not visible: still a refusal.
         desk.state.withLock { $0.closed = [] }
         guard case .failed = await delivery.deliver(FakeOutbox.with(first, attempts: 1), inline: false) else { Issue.record("forgiven blindly"); return }
+    }
+
+    /// A queued write of ticket 5 whose Desk session (token-3) Desk has ended, tried by the relay.
+    static func pastSessionEnd(_ kind: OperationKind, _ payload: String = "{}", id: Int = 1, awaited: Double? = 600,
+                               lastError: String? = "desk_session_expired: waiting for the customer to sign in again") -> OutboxOperation {
+        OutboxOperation(id: id, ticketId: 5, customerId: 7, sessionId: 3, kind: kind, payload: payload, status: .pending, attempts: 3,
+                        lastError: lastError, createdAt: 0, finishedAt: nil, awaitedSignInSeconds: awaited)
+    }
+
+    /// Past its sign-in wait, a write goes with the Platform API where Desk has the call (close, priority, a cancel
+    /// into the same team) and fails as before where only the customer can make it, or without an API token.
+    @Test func aWritePastItsSignInWaitGoesAsTheApplicationWhereDeskHasTheCall() async throws {
+        let (desk, outbox) = (FakeWriter(), FakeOutbox())
+        desk.state.withLock { $0.endedTokens = ["token-3"] }
+        let delivery = Self.delivery(desk, outbox, platform: true)
+        guard case .awaitSignIn = await delivery.deliver(Self.pastSessionEnd(.close, awaited: 10), inline: false) else {
+            Issue.record("a write within its wait did not wait")
+            return
+        }
+        guard case .delivered(let closed) = await delivery.deliver(Self.pastSessionEnd(.close), inline: false) else {
+            Issue.record("the close did not go as the application")
+            return
+        }
+        #expect(closed.status == .closed)
+        for (kind, payload) in [(OperationKind.priority, #"{"priority":"HIGH"}"#), (.cancel, "{}")] {
+            guard case .delivered = await delivery.deliver(Self.pastSessionEnd(kind, payload), inline: false) else { Issue.record("\(kind)"); continue }
+        }
+        let customersOwn: [(OperationKind, String)] = [(.cancel, #"{"groupKey":"team-2"}"#), (.feedback, #"{"score":5,"messageId":9}"#),
+                                                       (.closureConfirmation, #"{"messageId":9,"confirm":true}"#), (.reopen, "{}")]
+        for (kind, payload) in customersOwn {
+            let outcome = await delivery.deliver(Self.pastSessionEnd(kind, payload), inline: false)
+            guard case .failed(let error) = outcome, error.code == .unauthorized else { Issue.record("\(kind): \(outcome)"); continue }
+        }
+        #expect(desk.state.withLock { $0.writes.filter { $0.hasPrefix("platform") } } == ["platform_close 5", "platform_priority 5", "platform_cancel 5"])
+        guard case .failed(let error) = await Self.delivery(desk, outbox).deliver(Self.pastSessionEnd(.close), inline: false),
+              error.code == .unauthorized else {
+            Issue.record("went without an API token")
+            return
+        }
+    }
+
+    /// A Platform close Desk did not answer is tried again past the wait (not waited for again), and a repeat Desk
+    /// refuses on a ticket it shows closed is that close; a first one meeting a closed ticket is a state conflict.
+    @Test func anUnansweredPlatformCloseStaysPastTheWaitAndIsRecognizedWhenRepeated() async throws {
+        let (desk, outbox) = (FakeWriter(), FakeOutbox())
+        desk.state.withLock { $0.endedTokens = ["token-3"]; $0.failures["platform_close"] = DomainError(.upstreamUnavailable, "away") }
+        let delivery = Self.delivery(desk, outbox, platform: true)
+        _ = try await outbox.enqueue(ticketId: 5, customerId: 7, sessionId: 3, kind: .close, payload: "{}", owner: "test", leaseSeconds: 60)
+        let outcome = await delivery.deliver(Self.pastSessionEnd(.close), inline: false)
+        guard case .retry = outcome else { Issue.record("\(outcome)"); return }
+        try await delivery.complete(Self.pastSessionEnd(.close), outcome)
+        #expect(outbox.entries.withLock { $0[0].awaitingSignIn } == true)
+        desk.state.withLock { $0.closed = [5]; $0.failures["platform_close"] = DomainError(.conflict, "already closed") }
+        let repeated = Self.pastSessionEnd(.close, lastError: "desk_unavailable: away")
+        guard case .delivered = await delivery.deliver(repeated, inline: false) else { Issue.record("the repeat was not recognized"); return }
+        guard case .failed(let error) = await delivery.deliver(Self.pastSessionEnd(.close), inline: false), error.code == .conflict else {
+            Issue.record("a first refusal was forgiven")
+            return
+        }
     }
 
     @Test func deliveredFeedbackIsRecordedOnceWithDesksAnswer() async throws {

@@ -45,8 +45,9 @@ public struct CustomerRoutes: Sendable {
     let signInFailures: RateLimiter
     let clients: ClientAddressResolver
 
-    /// `platform`: Desk's Platform API when a token is configured (a decline is then checked with Desk).
-    public init(desk: any DeskCustomerAPI, platform: (any DeskPlatformReader)?, sessions: any SessionDirectory, ticketStore: any TicketRepository, ratings: any FeedbackRatings,
+    /// `platform`: Desk's Platform API when a token is configured (a decline is then checked with Desk, and a queued
+    /// close, cancel or priority whose customer never signs in again goes through it).
+    public init(desk: any DeskCustomerAPI, platform: (any DeskPlatformReader & DeskPlatformWriter)?, sessions: any SessionDirectory, ticketStore: any TicketRepository, ratings: any FeedbackRatings,
                 previews: LinkPreviewFetcher, settings: CustomerAPISettings, outbox: any OutboxQueue, outboxSettings: OutboxSettings,
                 metrics: MetricsRegistry, logger: Logger, verified: VerifiedCallers = VerifiedCallers()) {
         self.desk = desk
@@ -61,7 +62,7 @@ public struct CustomerRoutes: Sendable {
         clients = ClientAddressResolver(trustedProxies: settings.trustedProxies)
         tickets = CustomerTickets(desk: desk, store: ticketStore, settings: settings.freshness, logger: logger, etag: ETag.of)
         operations = CustomerWrites(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, metrics: metrics,
-                                logger: logger, settings: outboxSettings)
+                                logger: logger, settings: outboxSettings, platform: platform)
         let (authenticator, memory, failures) = (authenticator, tickets.memory, signInFailures)
         metrics.gauge("customer_memory_entries", help: "Entries of the customer API's in-memory structures (each bounded by size and age).") {
             [([("structure", "sessions")], Double(authenticator.cachedSessions)), ([("structure", "tickets")], Double(memory.count)),

@@ -30,10 +30,11 @@ final class CustomerWrites: Sendable {
     let settings: OutboxSettings
 
     init(desk: any DeskTicketWriter, outbox: any OutboxQueue, sessions: any SessionDirectory, tickets: CustomerTickets, ratings: any RatingStore,
-         metrics: MetricsRegistry, logger: Logger, settings: OutboxSettings) {
+         metrics: MetricsRegistry, logger: Logger, settings: OutboxSettings, platform: (any DeskPlatformWriter)? = nil) {
         delivery = OperationDelivery(desk: desk, outbox: outbox, sessions: sessions, tickets: tickets, ratings: ratings, policy: settings.policy,
                                      logger: logger, observe: { metrics.increment("outbox_deliveries_total", [("outcome", $0)]) },
-                                     observeQueuedFailure: { metrics.increment("outbox_queued_writes_failed_total", [("reason", $0)]) })
+                                     observeQueuedFailure: { metrics.increment("outbox_queued_writes_failed_total", [("reason", $0)]) },
+                                     platform: platform)
         self.outbox = outbox
         self.metrics = metrics
         self.logger = logger
