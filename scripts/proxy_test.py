@@ -3,7 +3,7 @@ nginx and Caddy, a certificate made here; the upstream addresses, the port and t
 gateways and a Desk emulator, clients on loopback addresses of their own, every request through the proxy with curl
 over TLS and HTTP/2. For each proxy: a customer's journey with an Idempotency-Key replay, both instances used, gzip
 for those asking and the 304 of the tag the proxy gave, a body over the gateway's limit answered with its 413
-problem, reports equal to a gateway's own answer, the client's address behind the proxy (the sign-in limit per
+problem (and one over four times it with the proxy's same problem), reports equal to a gateway's own answer, the client's address behind the proxy (the sign-in limit per
 address, a forged X-Forwarded-For ignored), the report page's Secure cookie signed in from the proxy's own origin and
 port, its streamed export passed on whole, and /livez kept private.
 Usage: proxy_test.py ADMIN_CONNINFO. Prints one line per check and 'proxy: N passed, N failed'."""
@@ -229,6 +229,13 @@ def compression(proxy, auth):
                       body={"title": "large", "userName": "Proxied", "customFields": {"notes": "x" * 1_500_000}})
     check(f"{proxy.name}: a body over the gateway's limit is its 413 problem, not the proxy's page", large.status == 413
           and (large.header("content-type") or "").startswith("application/problem+json"), f"{large.status} {large.body[:200]}")
+    # Over four times that, the gateway does not read it (nginx refuses it first; Caddy meets the closed connection):
+    # the proxy's block answers the same problem.
+    huge = proxy.get("/v1/tickets", method="POST", headers=auth,
+                     body={"title": "huge", "userName": "Proxied", "customFields": {"notes": "x" * 5_000_000}})
+    check(f"{proxy.name}: a body over four times the limit is a 413 problem too", huge.status == 413
+          and (huge.header("content-type") or "").startswith("application/problem+json")
+          and huge.json().get("code") == "payload_too_large", f"{huge.status} {huge.headers} {huge.body[:200]}")
     spec = proxy.get("/openapi.yaml", headers={"Accept-Encoding": "gzip"})
     check(f"{proxy.name}: openapi.yaml served" + (", gzipped" if proxy.name == "nginx" else ""),
           spec.status == 200 and spec.decoded() == (root / "openapi.yaml").read_bytes()
