@@ -143,8 +143,8 @@ public final class OperationDelivery: Sendable {
             let ticket: DeskTicket
             switch operation.kind {
             case .close:
-                // A close whose earlier Platform attempt went unanswered (its reason is no longer the sign-in wait's)
-                // may have been carried out: a ticket found closed is that close.
+                // A close whose earlier attempt went unanswered (its reason is no longer the sign-in wait's; with no
+                // wait, any earlier attempt's) may have been carried out: a ticket found closed is that close.
                 let repeated = operation.lastError.map { !$0.hasPrefix(Self.signInWaitReason) } ?? false
                 do {
                     ticket = try await platform.platformClose(ticketId: id, comment: payload["comment"]?.stringValue ?? "")
@@ -357,10 +357,11 @@ public final class OperationDelivery: Sendable {
         return "\(code): \(text)"
     }
 
-    /// Errors after which an attempt is tried again rather than failing the operation: Desk away, rate limiting or
-    /// answering what cannot be read; the database away or slow.
+    /// The reason of a write waiting for its customer to sign in again.
     static let signInWaitReason = "desk_session_expired: waiting for the customer to sign in again"
 
+    /// Errors after which an attempt is tried again rather than failing the operation: Desk away, rate limiting or
+    /// answering what cannot be read; the database away or slow.
     private static func retried(_ error: DomainError) -> Bool {
         error.deskGaveNoUsableAnswer || error.code == .storeUnavailable || error.code == .storeTimeout
     }
