@@ -254,6 +254,7 @@ public final class DeskClient: Sendable {
                                               body: .object([]), idempotent: false))
     }
 
+    /// Sets a ticket's priority as the application.
     public func platformSetPriority(ticketId: Int, _ priority: TicketPriority) async throws(DomainError) -> DeskTicket {
         try Self.writtenTicket(try await call("platformSetPriority", "PATCH", "/platform/v1/tickets/\(ticketId)", .platform,
                                               body: .object([("priority", .string(priority.rawValue))]), idempotent: true))

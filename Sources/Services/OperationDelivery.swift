@@ -28,7 +28,8 @@ public struct OutboxPolicy: Sendable {
 /// already visible counts as delivered (an earlier attempt reached Desk but its answer was lost).
 public final class OperationDelivery: Sendable {
     public enum Outcome: Sendable {
-        case delivered(DeskTicket)
+        /// Desk took it; `asApplication` when it went with the Platform API (`deliverAsApplication`).
+        case delivered(DeskTicket, asApplication: Bool = false)
         case retry(DomainError)
         /// Desk refused every Desk session of the customer's: tried again while the customer may sign in again.
         case awaitSignIn(DomainError)
@@ -53,7 +54,8 @@ public final class OperationDelivery: Sendable {
     let ratings: any RatingStore
     let policy: OutboxPolicy
     let logger: Logger
-    /// Told each attempt's outcome (`delivered`, `retry`, `awaiting_sign_in`, `failed`), for metrics.
+    /// Told each attempt's outcome (`delivered`, `delivered_as_application`, `retry`, `awaiting_sign_in`, `failed`), for
+    /// metrics.
     let observe: @Sendable (String) -> Void
     /// Told the reason's code (`desk_session_expired`, `ticket_state_conflict`…) of each write that ended failed after
     /// the customer was told it was queued (202): a change they were promised would reach Desk and did not.
@@ -88,7 +90,7 @@ public final class OperationDelivery: Sendable {
         let outcome = await deliver(operation, inline: true)
         let booked = try await book(operation, outcome, queued: false)
         switch outcome {
-        case .delivered(let ticket):
+        case .delivered(let ticket, _):
             // Saved once by `complete`; only a save that failed there is tried again, so its error reaches the caller.
             if let saved = booked.saved { return .delivered(saved) }
             return .delivered(try await tickets.save(ticket, customerId: customerId))
@@ -163,7 +165,7 @@ public final class OperationDelivery: Sendable {
             }
             logger.notice("a queued write went to Desk through the Platform API: its customer did not sign in again", metadata: [
                 "operation": "\(operation.id)", "kind": "\(operation.kind)", "ticket": "\(id)"])
-            return .delivered(ticket)
+            return .delivered(ticket, asApplication: true)
         } catch {
             if Self.retried(error) { return .retry(error) }
             guard error.code == .conflict else { return .failed(error) }
@@ -304,8 +306,8 @@ public final class OperationDelivery: Sendable {
     /// so the customer was answered 202 before it (an inline attempt's failure is their answer).
     private func book(_ operation: OutboxOperation, _ outcome: Outcome, queued: Bool) async throws -> (saved: CachedTicket?, deskState: DeskTicket?) {
         switch outcome {
-        case .delivered(let ticket):
-            observe("delivered")
+        case .delivered(let ticket, let asApplication):
+            observe(asApplication ? "delivered_as_application" : "delivered")
             try await outbox.finish(operation, delivered: true, error: nil)
             return (try? await tickets.save(ticket, customerId: operation.customerId), nil)
         case .failed(let error):

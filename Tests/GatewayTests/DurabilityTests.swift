@@ -337,6 +337,9 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             let asAdmin = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(applied)")
             #expect(asAdmin.json?["status2"] as? String == "CLOSED" && asAdmin.json?["closeStatus"] as? String == "CLOSED_BY_ADMIN"
                     && asAdmin.json?["priority"] as? String == "HIGH", "\(asAdmin.text)")
+            let sent = try await httpRequest(port: app.port, "GET", "/metrics").text
+            #expect(sent.contains(#"outbox_deliveries_total{outcome="delivered_as_application"} 2"#),
+                    "\(sent.split(separator: "\n").filter { $0.hasPrefix("outbox_deliveries") })")
             // Counted as a queued write lost (what DeskGatewayQueuedWritesFailed alerts on); the other reasons start at 0.
             let counted = try await httpRequest(port: app.port, "GET", "/metrics").text.split(separator: "\n").filter { $0.hasPrefix("outbox_queued_writes_failed_total") }
             #expect(counted.contains(#"outbox_queued_writes_failed_total{reason="desk_session_expired"} 1"#)

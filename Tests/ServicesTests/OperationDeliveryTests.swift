@@ -360,13 +360,16 @@ struct FakeSessions: DeskSessionTokens {
             Issue.record("a write within its wait did not wait")
             return
         }
-        guard case .delivered(let closed) = await delivery.deliver(Self.pastSessionEnd(.close), inline: false) else {
+        guard case .delivered(let closed, asApplication: true) = await delivery.deliver(Self.pastSessionEnd(.close), inline: false) else {
             Issue.record("the close did not go as the application")
             return
         }
         #expect(closed.status == .closed)
         for (kind, payload) in [(OperationKind.priority, #"{"priority":"HIGH"}"#), (.cancel, "{}")] {
-            guard case .delivered = await delivery.deliver(Self.pastSessionEnd(kind, payload), inline: false) else { Issue.record("\(kind)"); continue }
+            guard case .delivered(_, asApplication: true) = await delivery.deliver(Self.pastSessionEnd(kind, payload), inline: false) else {
+                Issue.record("\(kind)")
+                continue
+            }
         }
         let customersOwn: [(OperationKind, String)] = [(.cancel, #"{"groupKey":"team-2"}"#), (.feedback, #"{"score":5,"messageId":9}"#),
                                                        (.closureConfirmation, #"{"messageId":9,"confirm":true}"#), (.reopen, "{}")]

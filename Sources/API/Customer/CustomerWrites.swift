@@ -39,7 +39,7 @@ final class CustomerWrites: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.settings = settings
-        metrics.describe("outbox_deliveries_total", .counter, help: "Outbox delivery attempts by outcome (delivered, retry, awaiting_sign_in, failed).")
+        metrics.describe("outbox_deliveries_total", .counter, help: "Outbox delivery attempts by outcome (delivered, delivered_as_application, retry, awaiting_sign_in, failed).")
         metrics.describe("outbox_queued_writes_failed_total", .counter,
                          help: "Writes answered 202 (queued) that ended failed, by the reason's code: changes customers were told would reach Desk.")
         for reason in OperationDelivery.failureCodes { metrics.increment("outbox_queued_writes_failed_total", [("reason", reason)], by: 0) }
