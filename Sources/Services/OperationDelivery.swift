@@ -158,8 +158,7 @@ public final class OperationDelivery: Sendable {
             case .cancel where payload["groupKey"] == nil:
                 ticket = try await platform.platformCancel(ticketId: id)
             case .priority:
-                let priority = try payload.queued("priority") { $0.stringValue.flatMap(TicketPriority.init(rawValue:)) }
-                ticket = try await platform.platformSetPriority(ticketId: id, priority)
+                ticket = try await platform.platformSetPriority(ticketId: id, try payload.queuedPriority())
             default:
                 return nil
             }
@@ -231,8 +230,7 @@ public final class OperationDelivery: Sendable {
             let urls = try payload.queued("channelUrls") { $0.arrayValue.flatMap { Self.all($0, \.stringValue) } }
             return try await desk.setRelatedChannels(ticketId: id, urls, deskToken: token)
         case .priority:
-            let priority = try payload.queued("priority") { $0.stringValue.flatMap(TicketPriority.init(rawValue:)) }
-            return try await desk.setPriority(ticketId: id, priority, deskToken: token)
+            return try await desk.setPriority(ticketId: id, try payload.queuedPriority(), deskToken: token)
         case .cancel:
             // Desk takes a repeat (after an attempt whose answer was lost) while the ticket is open: it cannot be told
             // from a new request, so a ticket routed to an agent meanwhile is given back once more.
@@ -414,5 +412,10 @@ private extension JSONValue {
             throw DomainError(.unreadablePayload, "the queued write's `\(key)` could not be read")
         }
         return value
+    }
+
+    /// A priority write's value.
+    func queuedPriority() throws(DomainError) -> TicketPriority {
+        try queued("priority") { $0.stringValue.flatMap(TicketPriority.init(rawValue:)) }
     }
 }
