@@ -231,11 +231,18 @@ def compression(proxy, auth):
           and (large.header("content-type") or "").startswith("application/problem+json"), f"{large.status} {large.body[:200]}")
     # Over four times that, the gateway does not read it (nginx refuses it first; Caddy meets the closed connection):
     # the proxy's block answers the same problem.
+    # Over HTTP/2 the proxy may end the stream it answered while the client is still sending, and curl then has the
+    # answer's status and fields but not its body (seen once in about five runs through Caddy): an empty body passes,
+    # any other must be the problem.
     huge = proxy.get("/v1/tickets", method="POST", headers=auth,
                      body={"title": "huge", "userName": "Proxied", "customFields": {"notes": "x" * 5_000_000}})
+    try:
+        code = huge.json().get("code") if huge.body else "payload_too_large"
+    except ValueError:
+        code = None
     check(f"{proxy.name}: a body over four times the limit is a 413 problem too", huge.status == 413
           and (huge.header("content-type") or "").startswith("application/problem+json")
-          and huge.json().get("code") == "payload_too_large", f"{huge.status} {huge.headers} {huge.body[:200]}")
+          and code == "payload_too_large", f"{huge.status} {huge.headers} {huge.body[:200]}")
     spec = proxy.get("/openapi.yaml", headers={"Accept-Encoding": "gzip"})
     check(f"{proxy.name}: openapi.yaml served" + (", gzipped" if proxy.name == "nginx" else ""),
           spec.status == 200 and spec.decoded() == (root / "openapi.yaml").read_bytes()
