@@ -268,9 +268,9 @@ def api(browser, console, ticket_id):
     delivered = browser.run_async(setup + """
         const g = new DeskGateway({ baseUrl: base, token });
         const done = await g.waitForOperation(id, { intervalMs: 300, timeoutMs: 60000 });
-        return done.status;
+        return done.status + ' ' + done.deliveredAs;
     """, gateway, token, operation.get("id", 0)) if operation else None
-    check("waitForOperation sees it delivered", delivered == "delivered", delivered)
+    check("waitForOperation sees it delivered with the customer's session", delivered == "delivered customer", delivered)
 
     # Desk ends the customer's session while a write waits: waitForOperation asks onSessionExpired once, and the
     # write goes to Desk with the new session instead of failing.

@@ -254,6 +254,21 @@ public final class DeskClient: Sendable {
                                               body: .object([]), idempotent: false))
     }
 
+    /// Gives a ticket back to the queue of another team as the application (`transfer_to_group`, status PENDING).
+    /// Desk's answer lists the tickets it moved in a shape no source shows, so the ticket is read back: one Desk left
+    /// in another team was not moved, a state conflict.
+    public func platformTransfer(ticketId: Int, toTeam groupKey: String) async throws(DomainError) -> DeskTicket {
+        _ = try await call("platformTransfer", "POST", "/platform/v1/tickets/transfer_to_group", .platform,
+                           body: .object([("tickets", .array([.integer(ticketId)])), ("status", .string(TicketStatus.pending.rawValue)),
+                                          ("groupKey", .string(groupKey))]), idempotent: false)
+        let ticket = try await platformTicket(id: ticketId)
+        guard ticket.groupKey == groupKey else {
+            throw DomainError(.conflict, "Desk did not move the ticket to the team.",
+                              internalDetail: "transfer_to_group answered, ticket \(ticketId) still in \(ticket.groupKey ?? "no team")")
+        }
+        return ticket
+    }
+
     /// Sets a ticket's priority as the application.
     public func platformSetPriority(ticketId: Int, _ priority: TicketPriority) async throws(DomainError) -> DeskTicket {
         try Self.writtenTicket(try await call("platformSetPriority", "PATCH", "/platform/v1/tickets/\(ticketId)", .platform,

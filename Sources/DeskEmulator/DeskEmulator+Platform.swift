@@ -59,6 +59,7 @@ extension DeskEmulator {
                 EmulatorResponse.json(world.ticketJSON(try world.cancel(id, transferTo: nil, events: &events), platform: true))
             }
         }
+        add("POST", "/tickets/transfer_to_group") { emulator, request throws(EmulatorFailure) in try emulator.transferToGroup(request) }
         add("PATCH", "/tickets/{id}") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
             guard let priority = try Self.parsePriority(request.jsonBody()["priority"]) else {
@@ -97,6 +98,22 @@ extension DeskEmulator {
         }
         add("GET", "/customers/{id}") { emulator, request throws(EmulatorFailure) in
             try emulator.one(request, \.customers) { world, customer in world.customerJSON(customer) }
+        }
+    }
+
+    /// `POST /tickets/transfer_to_group`: tickets moved to a team's queue, PENDING there, under the rules of a customer's
+    /// cancel into that team (the answer's `transferredTickets` as the Platform API renders tickets: assumed).
+    func transferToGroup(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
+        let body = try request.jsonBody()
+        guard let ids = body["tickets"]?.arrayValue?.compactMap(\.intValue), !ids.isEmpty, ids.count == body["tickets"]?.arrayValue?.count else {
+            throw EmulatorFailure.invalid("tickets must be a list of ticket ids.")
+        }
+        guard body["status"]?.stringValue == TicketStatus.pending.rawValue else { throw EmulatorFailure.invalid("status must be PENDING.") }
+        guard let key = body["groupKey"]?.stringValue, !key.isEmpty else { throw EmulatorFailure.invalid("groupKey is required.") }
+        return try mutate { world, events throws(EmulatorFailure) in
+            var moved: [JSONValue] = []
+            for id in ids { moved.append(world.ticketJSON(try world.cancel(id, transferTo: key, events: &events), platform: true)) }
+            return EmulatorResponse.json(.object([("transferredTickets", .array(moved))]))
         }
     }
 

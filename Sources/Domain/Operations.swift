@@ -33,6 +33,14 @@ public enum OperationStatus: String, Sendable, CaseIterable {
     case failed
 }
 
+/// Whose Desk identity carried a delivered write (the outbox's `delivered_as` column).
+public enum DeliveryPath: String, Sendable, CaseIterable {
+    /// The customer's own Desk session, as the customer's app would have sent it.
+    case customer
+    /// Desk's Platform API with the gateway's token: Desk records the change as the application's.
+    case application
+}
+
 /// Customer writes acknowledged but not yet delivered to Desk, and Desk webhooks acknowledged but not yet applied:
 /// what a cache reset would lose (it refuses while there are any, unless told to discard them).
 public struct PendingDeskWork: Error, Sendable, Equatable, CustomStringConvertible {

@@ -150,12 +150,15 @@ public struct OutboxOperation: Sendable {
     public let finishedAt: Double?
     /// Seconds it has waited for its customer to sign in again (Desk refused every session of theirs); nil: not waiting.
     public let awaitedSignInSeconds: Double?
+    /// How a delivered write reached Desk; nil while pending, when failed, or when an earlier release delivered it.
+    public let deliveredAs: DeliveryPath?
 
     public init(id: Int, ticketId: Int, customerId: Int, sessionId: Int, kind: OperationKind, payload: String, status: OperationStatus,
-                attempts: Int, lastError: String?, createdAt: Double, finishedAt: Double?, awaitedSignInSeconds: Double? = nil) {
+                attempts: Int, lastError: String?, createdAt: Double, finishedAt: Double?, awaitedSignInSeconds: Double? = nil,
+                deliveredAs: DeliveryPath? = nil) {
         (self.id, self.ticketId, self.customerId, self.sessionId, self.kind) = (id, ticketId, customerId, sessionId, kind)
         (self.payload, self.status, self.attempts, self.lastError) = (payload, status, attempts, lastError)
-        (self.createdAt, self.finishedAt, self.awaitedSignInSeconds) = (createdAt, finishedAt, awaitedSignInSeconds)
+        (self.createdAt, self.finishedAt, self.awaitedSignInSeconds, self.deliveredAs) = (createdAt, finishedAt, awaitedSignInSeconds, deliveredAs)
     }
 }
 
@@ -168,10 +171,10 @@ public protocol OutboxQueue: Sendable {
     func release(id: Int, owner: String) async throws
     /// Due operations, each the oldest pending one of its ticket, claimed for `leaseSeconds`.
     func claimBatch(by owner: String, leaseSeconds: Int, limit: Int) async throws -> [OutboxOperation]
-    /// Ends a pending operation, whoever holds it now: it was delivered (or refused for good) once, and a relay whose
-    /// lease ran out meanwhile must not deliver it again. `refusedInRequest`: refused while its own request waited, so
-    /// the customer was answered with the refusal (such a write is never revived).
-    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, refusedInRequest: Bool) async throws
+    /// Ends a pending operation, whoever holds it now: it was delivered (`deliveredAs`, how) or refused for good (nil)
+    /// once, and a relay whose lease ran out meanwhile must not deliver it again. `refusedInRequest`: refused while its
+    /// own request waited, so the customer was answered with the refusal (such a write is never revived).
+    func finish(_ operation: OutboxOperation, deliveredAs: DeliveryPath?, error: String?, refusedInRequest: Bool) async throws
     /// Puts an operation back for a later attempt; `awaitingSignIn` starts (or goes on with) its wait for a sign-in.
     func reschedule(_ operation: OutboxOperation, afterSeconds delay: Double, error: String, awaitingSignIn: Bool) async throws
     func find(id: Int) async throws -> OutboxOperation?
@@ -179,9 +182,10 @@ public protocol OutboxQueue: Sendable {
 }
 
 extension OutboxQueue {
-    /// Ends an operation the relay delivered or Desk refused after the customer's request was answered.
+    /// Ends an operation delivered with the customer's session, or one Desk refused after the customer's request was
+    /// answered.
     public func finish(_ operation: OutboxOperation, delivered: Bool, error: String?) async throws {
-        try await finish(operation, delivered: delivered, error: error, refusedInRequest: false)
+        try await finish(operation, deliveredAs: delivered ? .customer : nil, error: error, refusedInRequest: false)
     }
 }
 
@@ -237,6 +241,8 @@ public protocol DeskTicketWriter: DeskTicketSource {
 public protocol DeskPlatformWriter: Sendable {
     func platformClose(ticketId: Int, comment: String) async throws(DomainError) -> DeskTicket
     func platformCancel(ticketId: Int) async throws(DomainError) -> DeskTicket
+    /// Gives a ticket back to the queue of the team `groupKey` names (PENDING there, routed again).
+    func platformTransfer(ticketId: Int, toTeam groupKey: String) async throws(DomainError) -> DeskTicket
     func platformSetPriority(ticketId: Int, _ priority: TicketPriority) async throws(DomainError) -> DeskTicket
     func platformTicket(id: Int) async throws(DomainError) -> DeskTicket
 }

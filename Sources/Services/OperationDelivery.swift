@@ -134,9 +134,13 @@ public final class OperationDelivery: Sendable {
         }
     }
 
+    /// The states a customer's cancel applies to (`OperationKind.cancel.stateConflict`).
+    static let givenBack: Set<TicketStatus> = [.pending, .active, .idle, .workInProgress]
+
     /// A queued write whose customer did not sign in again within the wait, sent with the Platform API when Desk has
     /// it there (nil otherwise: the write fails as the customer's session did). The customer asked for the change while
-    /// signed in; Desk records it as the application's (a close says the Platform API closed the ticket).
+    /// signed in; Desk records it as the application's (a close says the Platform API closed the ticket;
+    /// a cancel into another team goes as a transfer to that team's queue).
     private func deliverAsApplication(_ operation: OutboxOperation) async -> Outcome? {
         guard let platform else { return nil }
         let id = operation.ticketId
@@ -155,8 +159,17 @@ public final class OperationDelivery: Sendable {
                     guard current.status == .closed else { throw error }
                     ticket = current
                 }
-            case .cancel where payload["groupKey"] == nil:
-                ticket = try await platform.platformCancel(ticketId: id)
+            case .cancel:
+                if let team = payload["groupKey"]?.stringValue {
+                    // The transfer is not known to keep a customer's cancel's rule (no closed ticket given back), so
+                    // the gateway keeps it.
+                    guard Self.givenBack.contains(try await platform.platformTicket(id: id).status) else {
+                        throw DomainError(.conflict, operation.kind.stateConflict)
+                    }
+                    ticket = try await platform.platformTransfer(ticketId: id, toTeam: team)
+                } else {
+                    ticket = try await platform.platformCancel(ticketId: id)
+                }
             case .priority:
                 ticket = try await platform.platformSetPriority(ticketId: id, try payload.queuedPriority())
             default:
@@ -167,6 +180,9 @@ public final class OperationDelivery: Sendable {
             return .delivered(ticket, asApplication: true)
         } catch {
             if Self.retried(error) { return .retry(error) }
+            if error.code == .invalid, operation.kind == .cancel, (try? Self.payload(of: operation))?["groupKey"] != nil {
+                return .failed(DomainError(.invalid, "Desk has no team with this groupKey.", internalDetail: error.internalDetail))
+            }
             guard error.code == .conflict else { return .failed(error) }
             return .failed(DomainError(.conflict, operation.kind.stateConflict, internalDetail: error.internalDetail))
         }
@@ -306,13 +322,13 @@ public final class OperationDelivery: Sendable {
         switch outcome {
         case .delivered(let ticket, let asApplication):
             observe(asApplication ? "delivered_as_application" : "delivered")
-            try await outbox.finish(operation, delivered: true, error: nil)
+            try await outbox.finish(operation, deliveredAs: asApplication ? .application : .customer, error: nil, refusedInRequest: false)
             return (try? await tickets.save(ticket, customerId: operation.customerId), nil)
         case .failed(let error):
             observe("failed")
             logger.notice("operation refused by Desk", metadata: ["operation": "\(operation.id)", "kind": "\(operation.kind)",
                                                                   "detail": "\(error.internalDetail ?? error.message)"])
-            try await outbox.finish(operation, delivered: false, error: Self.reason(error), refusedInRequest: !queued)
+            try await outbox.finish(operation, deliveredAs: nil, error: Self.reason(error), refusedInRequest: !queued)
             if queued { observeQueuedFailure(Self.reasonParts(error).code) }
             guard let truth = await ticketAfterRefusal(operation) else {
                 tickets.forget(.id(operation.ticketId))

@@ -13,7 +13,7 @@ public struct OutboxStore: OutboxQueue {
     static let columns = """
         id, ticket_id, customer_id, session_id, kind, payload::text, status, attempts, last_error,
         extract(epoch FROM created_at)::float8, extract(epoch FROM finished_at)::float8,
-        extract(epoch FROM now() - awaiting_sign_in_since)::float8
+        extract(epoch FROM now() - awaiting_sign_in_since)::float8, delivered_as
         """
 
     static func decode(_ row: PostgresRow) throws -> OutboxOperation {
@@ -24,7 +24,7 @@ public struct OutboxStore: OutboxQueue {
         return OutboxOperation(id: try row.decode(0), ticketId: try row.decode(1), customerId: try row.decode(2), sessionId: try row.decode(3),
                                kind: knownKind, payload: try row.decode(5), status: knownStatus, attempts: try row.decode(7),
                                lastError: row[8], createdAt: try row.decode(9), finishedAt: try row.decodeIfPresent(10),
-                               awaitedSignInSeconds: try row.decodeIfPresent(11))
+                               awaitedSignInSeconds: try row.decodeIfPresent(11), deliveredAs: row[12].flatMap(DeliveryPath.init(rawValue:)))
     }
 
     /// Queues an operation, already claimed by `owner` for an immediate attempt, and marks the cached ticket (when
@@ -81,13 +81,13 @@ public struct OutboxStore: OutboxQueue {
     }
 
     /// Ends an operation (delivered or failed) and drops it from the ticket's pending list.
-    public func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, refusedInRequest: Bool) async throws {
+    public func finish(_ operation: OutboxOperation, deliveredAs: DeliveryPath?, error: String?, refusedInRequest: Bool) async throws {
         try await database.transaction { tx in
             try tx.query("""
                 UPDATE outbox SET status = $2, finished_at = now(), last_error = $3, attempts = attempts + 1, claimed_until = NULL,
-                       refused_in_request = $4
+                       refused_in_request = $4, delivered_as = $5
                  WHERE id = $1 AND status = 'pending'
-                """, [operation.id, delivered ? "delivered" : "failed", error, refusedInRequest])
+                """, [operation.id, deliveredAs == nil ? "failed" : "delivered", error, refusedInRequest, deliveredAs?.rawValue])
             try tx.query("""
                 UPDATE tickets SET pending_operations = coalesce(
                     (SELECT jsonb_agg(e) FROM jsonb_array_elements(pending_operations) e WHERE (e->>'id')::bigint <> $2), '[]'::jsonb)
@@ -115,7 +115,7 @@ public struct OutboxStore: OutboxQueue {
         try await database.query("""
             SELECT \(Self.columns), greatest(extract(epoch FROM next_attempt_at - now()), 0)::float8
               FROM outbox WHERE status = 'pending' ORDER BY id LIMIT $1
-            """, [limit]).map { (try Self.decode($0), try $0.decode(12)) }
+            """, [limit]).map { (try Self.decode($0), try $0.decode(13)) }
     }
 
     /// Makes every pending operation due now (an operator's nudge once Desk is back, instead of the backoff's wait);
@@ -153,7 +153,7 @@ public struct OutboxStore: OutboxQueue {
               FROM outbox o
              WHERE \(Self.failedWithin)
              ORDER BY o.finished_at DESC, o.id DESC LIMIT $2
-            """, [withinSeconds, limit]).map { (try Self.decode($0), try $0.decode(12)) }
+            """, [withinSeconds, limit]).map { (try Self.decode($0), try $0.decode(13)) }
     }
 
     /// Failed operations whose reason starts with `reason`, ended within the last `withinSeconds`, pending again and

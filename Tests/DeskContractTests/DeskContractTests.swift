@@ -293,6 +293,10 @@ func expectDomainError(_ code: DomainError.Code, _ body: () async throws -> Void
             #expect(try await client.platformSetPriority(ticketId: id, .urgent).priority == .urgent)
             let cancelled = try await client.platformCancel(ticketId: id)
             #expect(cancelled.status == .pending && cancelled.agent == nil)
+            try await agent.post("/tickets/\(id)/assign", #"{"agentId":503}"#)
+            let moved = try await client.platformTransfer(ticketId: id, toTeam: "billing")
+            #expect(moved.status == .pending && moved.agent == nil && moved.groupKey == "billing", "\(moved)")
+            await expectDomainError(.invalid) { _ = try await client.platformTransfer(ticketId: id, toTeam: "no-such-team") }
             let closed = try await client.platformClose(ticketId: id, comment: "no answer")
             #expect(closed.status == .closed && closed.closeStatus == "CLOSED_BY_ADMIN")
             await expectDomainError(.conflict) { _ = try await client.platformClose(ticketId: id, comment: "") }

@@ -320,7 +320,8 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             let again = try await Customer.signIn(app)
             try await waitForEmptyOutbox(app.database, seconds: 90)
             let delivered = try await again.send("GET", "/v1/operations/\(operations.0)")
-            #expect(delivered.json?["status"] as? String == "delivered", "\(delivered.text)")
+            #expect(delivered.json?["status"] as? String == "delivered" && delivered.json?["deliveredAs"] as? String == "customer",
+                    "\(delivered.text)")
             let onDesk = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(kept)")
             #expect(onDesk.json?["status2"] as? String == "CLOSED", "\(onDesk.text)")
             // The other customer never came back. After the wait, their closure answer, which Desk takes only from the
@@ -328,11 +329,12 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             let failed = try await second.send("GET", "/v1/operations/\(operations.1)")
             #expect(failed.json?["status"] as? String == "failed", "\(failed.text)")
             #expect((failed.json?["reason"] as? String)?.hasPrefix("desk_session_expired") == true, "\(failed.text)")
+            #expect(failed.json?.keys.contains("deliveredAs") == true && failed.json?["deliveredAs"] is NSNull, "\(failed.text)")
             #expect(try await messageState(desk.port, ticket: lost, message: inquiry).state == "WAITING")
             // Their priority and close, which Desk's Platform API has too, went with the gateway's API token, in order.
             for operation in asApplication {
                 let done = try await second.send("GET", "/v1/operations/\(operation)")
-                #expect(done.json?["status"] as? String == "delivered", "\(done.text)")
+                #expect(done.json?["status"] as? String == "delivered" && done.json?["deliveredAs"] as? String == "application", "\(done.text)")
             }
             let asAdmin = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(applied)")
             #expect(asAdmin.json?["status2"] as? String == "CLOSED" && asAdmin.json?["closeStatus"] as? String == "CLOSED_BY_ADMIN"

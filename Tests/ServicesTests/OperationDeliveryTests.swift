@@ -17,10 +17,12 @@ final class FakeOutbox: OutboxQueue {
     }
     let entries = Mutex<[Entry]>([])
 
-    static func with(_ operation: OutboxOperation, status: OperationStatus? = nil, attempts: Int? = nil, error: String? = nil) -> OutboxOperation {
+    static func with(_ operation: OutboxOperation, status: OperationStatus? = nil, attempts: Int? = nil, error: String? = nil,
+                     deliveredAs: DeliveryPath? = nil) -> OutboxOperation {
         OutboxOperation(id: operation.id, ticketId: operation.ticketId, customerId: operation.customerId, sessionId: operation.sessionId,
                         kind: operation.kind, payload: operation.payload, status: status ?? operation.status,
-                        attempts: attempts ?? operation.attempts, lastError: error ?? operation.lastError, createdAt: 0, finishedAt: nil)
+                        attempts: attempts ?? operation.attempts, lastError: error ?? operation.lastError, createdAt: 0, finishedAt: nil,
+                        deliveredAs: deliveredAs ?? operation.deliveredAs)
     }
 
     func enqueue(ticketId: Int, customerId: Int, sessionId: Int, kind: OperationKind, payload: String,
@@ -54,9 +56,10 @@ final class FakeOutbox: OutboxQueue {
         }
     }
 
-    func finish(_ operation: OutboxOperation, delivered: Bool, error: String?, refusedInRequest: Bool) async throws {
+    func finish(_ operation: OutboxOperation, deliveredAs: DeliveryPath?, error: String?, refusedInRequest: Bool) async throws {
         update(operation.id) {
-            $0.operation = Self.with($0.operation, status: delivered ? .delivered : .failed, attempts: $0.operation.attempts + 1, error: error)
+            $0.operation = Self.with($0.operation, status: deliveredAs == nil ? .failed : .delivered, attempts: $0.operation.attempts + 1,
+                                     error: error, deliveredAs: deliveredAs)
             $0.refusedInRequest = refusedInRequest
         }
     }
@@ -168,6 +171,11 @@ extension FakeWriter: DeskPlatformWriter {
         return try await platformTicket(id: ticketId)
     }
 
+    func platformTransfer(ticketId: Int, toTeam groupKey: String) async throws(DomainError) -> DeskTicket {
+        try write("platform_transfer", ticketId, token: "api-token")
+        return try await platformTicket(id: ticketId)
+    }
+
     func platformSetPriority(ticketId: Int, _ priority: TicketPriority) async throws(DomainError) -> DeskTicket {
         try write("platform_priority", ticketId, token: "api-token")
         return try await platformTicket(id: ticketId)
@@ -242,6 +250,7 @@ struct FakeSessions: DeskSessionTokens {
         while try await delivery.relayOnce() > 0 {}
         #expect(desk.state.withLock { Array($0.writes.suffix(3)) } == ["reopen 1", "close 2", "custom_fields 1"])
         #expect(outbox.statuses == [.delivered, .delivered, .delivered, .delivered])
+        #expect(outbox.entries.withLock { $0.map(\.operation.deliveredAs) } == Array(repeating: .customer, count: 4))
     }
 
     /// What the gateway never writes (a hand edit, a defect) is not guessed at: before, a priority it could not read went
@@ -350,8 +359,9 @@ struct FakeSessions: DeskSessionTokens {
                         lastError: lastError, createdAt: 0, finishedAt: nil, awaitedSignInSeconds: awaited)
     }
 
-    /// Past its sign-in wait, a write goes with the Platform API where Desk has the call (close, priority, a cancel
-    /// into the same team) and fails as before where only the customer can make it, or without an API token.
+    /// Past its sign-in wait, a write goes with the Platform API where Desk has the call (close, priority, a cancel,
+    /// into the same team or as a transfer into another) and fails as before where only the customer can make it, or
+    /// without an API token.
     @Test func aWritePastItsSignInWaitGoesAsTheApplicationWhereDeskHasTheCall() async throws {
         let (desk, outbox) = (FakeWriter(), FakeOutbox())
         desk.state.withLock { $0.endedTokens = ["token-3"] }
@@ -365,19 +375,26 @@ struct FakeSessions: DeskSessionTokens {
             return
         }
         #expect(closed.status == .closed)
-        for (kind, payload) in [(OperationKind.priority, #"{"priority":"HIGH"}"#), (.cancel, "{}")] {
+        desk.state.withLock { $0.closed = [] }
+        for (kind, payload) in [(OperationKind.priority, #"{"priority":"HIGH"}"#), (.cancel, "{}"), (.cancel, #"{"groupKey":"team-2"}"#)] {
             guard case .delivered(_, asApplication: true) = await delivery.deliver(Self.pastSessionEnd(kind, payload), inline: false) else {
                 Issue.record("\(kind)")
                 continue
             }
         }
-        let customersOwn: [(OperationKind, String)] = [(.cancel, #"{"groupKey":"team-2"}"#), (.feedback, #"{"score":5,"messageId":9}"#),
+        let customersOwn: [(OperationKind, String)] = [(.feedback, #"{"score":5,"messageId":9}"#),
                                                        (.closureConfirmation, #"{"messageId":9,"confirm":true}"#), (.reopen, "{}")]
         for (kind, payload) in customersOwn {
             let outcome = await delivery.deliver(Self.pastSessionEnd(kind, payload), inline: false)
             guard case .failed(let error) = outcome, error.code == .unauthorized else { Issue.record("\(kind): \(outcome)"); continue }
         }
-        #expect(desk.state.withLock { $0.writes.filter { $0.hasPrefix("platform") } } == ["platform_close 5", "platform_priority 5", "platform_cancel 5"])
+        #expect(desk.state.withLock { $0.writes.filter { $0.hasPrefix("platform") } }
+                == ["platform_close 5", "platform_priority 5", "platform_cancel 5", "platform_transfer 5"])
+        // A closed ticket is not given back to another team's queue: the customer's cancel would be refused for it.
+        desk.state.withLock { $0.closed = [5] }
+        let refused = await delivery.deliver(Self.pastSessionEnd(.cancel, #"{"groupKey":"team-2"}"#), inline: false)
+        guard case .failed(let conflict) = refused, conflict.code == .conflict else { Issue.record("\(refused)"); return }
+        #expect(desk.state.withLock { $0.writes.filter { $0.hasPrefix("platform_transfer") }.count } == 1)
         guard case .failed(let error) = await Self.delivery(desk, outbox).deliver(Self.pastSessionEnd(.close), inline: false),
               error.code == .unauthorized else {
             Issue.record("went without an API token")
@@ -398,7 +415,11 @@ struct FakeSessions: DeskSessionTokens {
         #expect(outbox.entries.withLock { $0[0].awaitingSignIn } == true)
         desk.state.withLock { $0.closed = [5]; $0.failures["platform_close"] = DomainError(.conflict, "already closed") }
         let repeated = Self.pastSessionEnd(.close, lastError: "desk_unavailable: away")
-        guard case .delivered = await delivery.deliver(repeated, inline: false) else { Issue.record("the repeat was not recognized"); return }
+        let recognized = await delivery.deliver(repeated, inline: false)
+        guard case .delivered(_, asApplication: true) = recognized else { Issue.record("the repeat was not recognized"); return }
+        // Booked as the application's: the operation says how it reached Desk.
+        try await delivery.complete(repeated, recognized)
+        #expect(try await outbox.find(id: repeated.id)?.deliveredAs == .application)
         guard case .failed(let error) = await delivery.deliver(Self.pastSessionEnd(.close), inline: false), error.code == .conflict else {
             Issue.record("a first refusal was forgiven")
             return

@@ -37,8 +37,15 @@ import TestSupport
             #expect(next.map(\.id) == [ids[1]![1]])
             // A failed operation ends too, and the next of its ticket follows.
             try await outbox.finish(next[0], delivered: false, error: "refused")
-            #expect(try await outbox.claimBatch(by: "relay-b", leaseSeconds: 30, limit: 10).map(\.id) == [ids[1]![2]])
+            let last = try await outbox.claimBatch(by: "relay-b", leaseSeconds: 30, limit: 10)
+            #expect(last.map(\.id) == [ids[1]![2]])
             #expect(try await outbox.find(id: ids[1]![1])?.status == .failed)
+            // Each ending keeps how the write reached Desk: none for a failure.
+            try await outbox.finish(last[0], deliveredAs: .application, error: nil, refusedInRequest: false)
+            var ended: [OutboxOperation?] = []
+            for id in ids[1]! { ended.append(try await outbox.find(id: id)) }
+            #expect(ended.map { $0?.deliveredAs } == [.customer, nil, .application])
+            #expect(ended.map { $0?.status } == [.delivered, .failed, .delivered])
         }
     }
 
@@ -154,7 +161,7 @@ import TestSupport
             func ended(_ ticket: Int, _ kind: OperationKind, delivered: Bool = false, _ reason: String?, inRequest: Bool = false) async throws -> Int {
                 let queued = try await outbox.enqueue(ticketId: ticket, customerId: customer, sessionId: session, kind: kind, payload: "{}",
                                                       owner: "api", leaseSeconds: 30)
-                try await outbox.finish(queued.operation, delivered: delivered, error: reason, refusedInRequest: inRequest)
+                try await outbox.finish(queued.operation, deliveredAs: delivered ? .customer : nil, error: reason, refusedInRequest: inRequest)
                 return queued.operation.id
             }
             let expired = "desk_session_expired: Desk no longer accepts the customer's session"

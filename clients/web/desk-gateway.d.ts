@@ -36,6 +36,10 @@ export interface Operation {
   reason: string | null;
   createdAt: string;
   finishedAt: string | null;
+  /** How a delivered write reached Desk: with the customer's session, or as the application (Platform API) after
+   * the customer did not sign in again within the sign-in wait; null while pending, when failed, or when a release
+   * before this field delivered it. */
+  deliveredAs: "customer" | "application" | null;
 }
 
 export interface Session { token: string; tokenType: string; expiresAt: string; userId: string }

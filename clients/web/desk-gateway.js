@@ -14,7 +14,7 @@
  * @typedef {{items: Ticket[], nextCursor: ?string, hasNext: boolean, stale: boolean}} TicketPage
  * @typedef {{
  *   id: number, kind: string, ticketId: number, status: ('pending'|'delivered'|'failed'), attempts: number,
- *   reason: ?string, createdAt: string, finishedAt: ?string
+ *   reason: ?string, createdAt: string, finishedAt: ?string, deliveredAs: ?('customer'|'application')
  * }} Operation
  * @typedef {{token: string, tokenType: string, expiresAt: string, userId: string}} Session
  * @typedef {{ticket: (Ticket|null), operation: (Operation|null)}} WriteResult

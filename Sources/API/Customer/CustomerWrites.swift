@@ -66,6 +66,7 @@ final class CustomerWrites: Sendable {
             ("reason", operation.lastError.map(JSONValue.string) ?? .null),
             ("createdAt", .string(ISOTimestamp.format(operation.createdAt))),
             ("finishedAt", operation.finishedAt.map { .string(ISOTimestamp.format($0)) } ?? .null),
+            ("deliveredAs", operation.deliveredAs.map { .string($0.rawValue) } ?? .null),
         ])
     }
 

@@ -143,6 +143,7 @@ enum Live {
         #expect(operation.status == .pending)
         let delivered = try await gateway.waitForOperation(operation, every: .milliseconds(300))
         #expect(delivered.status == .delivered && delivered.ticketId == ticket.id && delivered.kind == .customFields)
+        #expect(delivered.deliveredAs == .customer)
     }
 
     @Test func aQueuedWriteWhoseDeskSessionEndedGoesThroughOnceTheHookSignsIn() async throws {

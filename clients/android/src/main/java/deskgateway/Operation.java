@@ -19,6 +19,11 @@ public final class Operation {
     public String reason() { return Json.string(json, "reason", null); }
     public String createdAt() { return Json.string(json, "createdAt", null); }
     public String finishedAt() { return Json.string(json, "finishedAt", null); }
+    /**
+     * customer (the customer's Desk session) or application (Desk's Platform API, for a close, priority or cancel
+     * whose customer did not sign in again in time); null while pending, when failed, or if an older gateway delivered it.
+     */
+    public String deliveredAs() { return Json.string(json, "deliveredAs", null); }
     public JSONObject json() { return json; }
 
     @Override public String toString() { return json.toString(); }

@@ -212,6 +212,7 @@ public class JourneyTest {
         assertEquals("delivered", delivered.status());
         assertEquals(ticket.id(), delivered.ticketId());
         assertEquals("custom-fields", delivered.kind());
+        assertEquals("customer", delivered.deliveredAs());
         assertEquals("apac", gateway.tickets().get(ticket.id()).customFields().get("region"));
     }
 
