@@ -395,6 +395,13 @@ struct FakeSessions: DeskSessionTokens {
         let refused = await delivery.deliver(Self.pastSessionEnd(.cancel, #"{"groupKey":"team-2"}"#), inline: false)
         guard case .failed(let conflict) = refused, conflict.code == .conflict else { Issue.record("\(refused)"); return }
         #expect(desk.state.withLock { $0.writes.filter { $0.hasPrefix("platform_transfer") }.count } == 1)
+        // A team Desk does not know is named as the cause, as when the customer's own cancel meets one.
+        desk.state.withLock { $0.closed = []; $0.failures["platform_transfer"] = DomainError(.invalid, "Unknown groupKey.") }
+        let unknown = await delivery.deliver(Self.pastSessionEnd(.cancel, #"{"groupKey":"team-9"}"#), inline: false)
+        guard case .failed(let invalid) = unknown, invalid.code == .invalid, invalid.message == "Desk has no team with this groupKey." else {
+            Issue.record("\(unknown)")
+            return
+        }
         guard case .failed(let error) = await Self.delivery(desk, outbox).deliver(Self.pastSessionEnd(.close), inline: false),
               error.code == .unauthorized else {
             Issue.record("went without an API token")
