@@ -136,6 +136,8 @@ public final class OperationDelivery: Sendable {
 
     /// The states a customer's cancel applies to (`OperationKind.cancel.stateConflict`).
     static let givenBack: Set<TicketStatus> = [.pending, .active, .idle, .workInProgress]
+    /// The states a customer's close applies to (`OperationKind.close.stateConflict`); the Platform API closes any.
+    static let closable: Set<TicketStatus> = [.active, .idle]
 
     /// A queued write whose customer did not sign in again within the wait, sent with the Platform API when Desk has
     /// it there (nil otherwise: the write fails as the customer's session did). The customer asked for the change while
@@ -152,6 +154,11 @@ public final class OperationDelivery: Sendable {
                 // A close whose earlier attempt went unanswered (its reason is no longer the sign-in wait's; with no
                 // wait, any earlier attempt's) may have been carried out: a ticket found closed is that close.
                 let repeated = operation.lastError.map { !$0.hasPrefix(Self.signInWaitReason) } ?? false
+                // Not beyond what Desk lets the customer do: a ticket an agent has since put back in the queue or
+                // marked work in progress stays open, as the customer's own close would have been refused; the
+                // Platform API is not known to keep that rule.
+                let status = try await platform.platformTicket(id: id).status
+                guard status == .closed || Self.closable.contains(status) else { throw DomainError(.conflict, operation.kind.stateConflict) }
                 do {
                     ticket = try await platform.platformClose(ticketId: id, comment: payload["comment"]?.stringValue ?? "")
                 } catch where error.code == .conflict && repeated {
@@ -160,12 +167,11 @@ public final class OperationDelivery: Sendable {
                     ticket = current
                 }
             case .cancel:
+                // Neither call is known to keep a customer's cancel's rule (no closed ticket given back): the gateway does.
+                guard Self.givenBack.contains(try await platform.platformTicket(id: id).status) else {
+                    throw DomainError(.conflict, operation.kind.stateConflict)
+                }
                 if let team = payload["groupKey"]?.stringValue {
-                    // The transfer is not known to keep a customer's cancel's rule (no closed ticket given back), so
-                    // the gateway keeps it.
-                    guard Self.givenBack.contains(try await platform.platformTicket(id: id).status) else {
-                        throw DomainError(.conflict, operation.kind.stateConflict)
-                    }
                     ticket = try await platform.platformTransfer(ticketId: id, toTeam: team)
                 } else {
                     ticket = try await platform.platformCancel(ticketId: id)

@@ -277,20 +277,22 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
     }
 
     /// The first customer's close and the second's closure answer (ticket `lost`), priority and close (ticket
-    /// `applied`), queued while Desk is away; meanwhile Desk ends both customers' Desk sessions, then comes back.
+    /// `applied.closed`) and a cancel into the billing team (`applied.moved`), queued while Desk is away; meanwhile Desk
+    /// ends both customers' Desk sessions, then comes back.
     static func writesQueuedAcrossSessionsEnd(_ first: Customer, _ second: Customer, _ desk: DeskEmulator) async throws
-        -> (kept: Int, lost: Int, inquiry: Int, applied: Int, operations: (Int, Int), asApplication: [Int]) {
+        -> (kept: Int, lost: Int, inquiry: Int, applied: (closed: Int, moved: Int), operations: (Int, Int), asApplication: [Int]) {
         let (kept, _) = try await waitingMessage(first, deskPort: desk.port, csat: false, index: 0)
         let (lost, inquiry) = try await waitingMessage(second, deskPort: desk.port, csat: false, index: 1)
         let (applied, _) = try await waitingMessage(second, deskPort: desk.port, csat: false, index: 2)
+        let (moved, _) = try await waitingMessage(second, deskPort: desk.port, csat: false, index: 3)
         _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":true}"#)
         let queued = (try await first.send("POST", "/v1/tickets/\(kept)/close", "{}"),
                       try await second.send("POST", "/v1/tickets/\(lost)/closure-confirmation", #"{"messageId":\#(inquiry),"confirm":false}"#))
         #expect(queued.0.status == 202 && queued.1.status == 202, "\(queued.0.text) \(queued.1.text)")
         let operations = (try #require(queued.0.json?["id"] as? Int), try #require(queued.1.json?["id"] as? Int))
         var asApplication: [Int] = []
-        for (path, body) in [("priority", #"{"priority":"HIGH"}"#), ("close", "{}")] {
-            let write = try await second.send(path == "priority" ? "PUT" : "POST", "/v1/tickets/\(applied)/\(path)", body)
+        for (ticket, path, body) in [(applied, "priority", #"{"priority":"HIGH"}"#), (applied, "close", "{}"), (moved, "cancel", #"{"groupKey":"billing"}"#)] {
+            let write = try await second.send(path == "priority" ? "PUT" : "POST", "/v1/tickets/\(ticket)/\(path)", body)
             #expect(write.status == 202, "\(write.text)")
             asApplication.append(try #require(write.json?["id"] as? Int))
         }
@@ -299,7 +301,26 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect(ended.json?["ended"] as? Int ?? 0 >= 1, "\(ended.text)")
         }
         _ = try await httpRequest(port: desk.port, "POST", "/emulator/faults", json: #"{"down":false}"#)
-        return (kept, lost, inquiry, applied, operations, asApplication)
+        return (kept, lost, inquiry, (applied, moved), operations, asApplication)
+    }
+
+    /// The second customer's writes Desk's Platform API has too (priority and close of `applied.closed`, the transfer of
+    /// `applied.moved`) went with the gateway's API token past the sign-in wait, in order, and say so.
+    static func expectDeliveredAsApplication(_ second: Customer, _ asApplication: [Int], _ applied: (closed: Int, moved: Int),
+                                             _ gatewayPort: Int, _ deskPort: Int) async throws {
+        for operation in asApplication {
+            let done = try await second.send("GET", "/v1/operations/\(operation)")
+            #expect(done.json?["status"] as? String == "delivered" && done.json?["deliveredAs"] as? String == "application", "\(done.text)")
+        }
+        let asAdmin = try await httpRequest(port: deskPort, "GET", "/emulator/tickets/\(applied.closed)")
+        #expect(asAdmin.json?["status2"] as? String == "CLOSED" && asAdmin.json?["closeStatus"] as? String == "CLOSED_BY_ADMIN"
+                && asAdmin.json?["priority"] as? String == "HIGH", "\(asAdmin.text)")
+        let transferred = try await httpRequest(port: deskPort, "GET", "/emulator/tickets/\(applied.moved)")
+        #expect(transferred.json?["status2"] as? String == "PENDING" && (transferred.json?["group"] as? [String: Any])?["key"] as? String == "billing",
+                "\(transferred.text)")
+        let sent = try await httpRequest(port: gatewayPort, "GET", "/metrics").text
+        #expect(sent.contains(#"outbox_deliveries_total{outcome="delivered_as_application"} 3"#),
+                "\(sent.split(separator: "\n").filter { $0.hasPrefix("outbox_deliveries") })")
     }
 
     @Test func aQueuedWriteOutlivesTheCustomersDeskSession() async throws {
@@ -331,17 +352,7 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             #expect((failed.json?["reason"] as? String)?.hasPrefix("desk_session_expired") == true, "\(failed.text)")
             #expect(failed.json?.keys.contains("deliveredAs") == true && failed.json?["deliveredAs"] is NSNull, "\(failed.text)")
             #expect(try await messageState(desk.port, ticket: lost, message: inquiry).state == "WAITING")
-            // Their priority and close, which Desk's Platform API has too, went with the gateway's API token, in order.
-            for operation in asApplication {
-                let done = try await second.send("GET", "/v1/operations/\(operation)")
-                #expect(done.json?["status"] as? String == "delivered" && done.json?["deliveredAs"] as? String == "application", "\(done.text)")
-            }
-            let asAdmin = try await httpRequest(port: desk.port, "GET", "/emulator/tickets/\(applied)")
-            #expect(asAdmin.json?["status2"] as? String == "CLOSED" && asAdmin.json?["closeStatus"] as? String == "CLOSED_BY_ADMIN"
-                    && asAdmin.json?["priority"] as? String == "HIGH", "\(asAdmin.text)")
-            let sent = try await httpRequest(port: app.port, "GET", "/metrics").text
-            #expect(sent.contains(#"outbox_deliveries_total{outcome="delivered_as_application"} 2"#),
-                    "\(sent.split(separator: "\n").filter { $0.hasPrefix("outbox_deliveries") })")
+            try await Self.expectDeliveredAsApplication(second, asApplication, applied, app.port, desk.port)
             // Counted as a queued write lost (what DeskGatewayQueuedWritesFailed alerts on); the other reasons start at 0.
             let counted = try await httpRequest(port: app.port, "GET", "/metrics").text.split(separator: "\n").filter { $0.hasPrefix("outbox_queued_writes_failed_total") }
             #expect(counted.contains(#"outbox_queued_writes_failed_total{reason="desk_session_expired"} 1"#)

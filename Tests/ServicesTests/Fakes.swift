@@ -6,8 +6,9 @@ import Synchronization
 enum Make {
     static func ticket(_ id: Int, agent: Int? = 501, team: Int? = 11, channelType: String? = "SENDBIRD_IOS", priority: String = "HIGH",
                        updatedAt: String = "2026-11-20T10:00:00Z", closedAt: String? = "2026-11-20T09:00:00Z",
-                       score: Int? = nil, comment: String? = nil) -> DeskTicket {
-        var fields: [(String, JSONValue)] = [("id", .integer(id)), ("status2", .string(closedAt == nil ? "ACTIVE" : "CLOSED")),
+                       score: Int? = nil, comment: String? = nil, status: TicketStatus? = nil) -> DeskTicket {
+        let status = status ?? (closedAt == nil ? .active : .closed)
+        var fields: [(String, JSONValue)] = [("id", .integer(id)), ("status2", .string(status.rawValue)),
                                              ("priority", .string(priority)), ("updatedAt", .string(updatedAt)),
                                              ("customer", .object([("sendbirdId", .string("customer-\(id)"))]))]
         if let agent { fields.append(("recentAssignment", .object([("agent", .object([("id", .integer(agent))]))]))) }

@@ -97,6 +97,8 @@ final class FakeWriter: DeskTicketWriter {
         var paused = false
         /// Desk sessions Desk has ended: anything asked with one is refused as unauthorized.
         var endedTokens: Set<String> = []
+        /// Open tickets an agent marked WORK_IN_PROGRESS (the rest are ACTIVE or, in `closed`, CLOSED).
+        var working: Set<Int> = []
     }
     let state = Mutex(State())
 
@@ -182,7 +184,8 @@ extension FakeWriter: DeskPlatformWriter {
     }
 
     func platformTicket(id: Int) async throws(DomainError) -> DeskTicket {
-        Make.ticket(id, closedAt: state.withLock { $0.closed.contains(id) } ? "2026-11-20T09:00:00Z" : nil)
+        let (closed, working) = state.withLock { ($0.closed.contains(id), $0.working.contains(id)) }
+        return Make.ticket(id, closedAt: closed ? "2026-11-20T09:00:00Z" : nil, status: working && !closed ? .workInProgress : nil)
     }
 }
 
@@ -390,11 +393,20 @@ struct FakeSessions: DeskSessionTokens {
         }
         #expect(desk.state.withLock { $0.writes.filter { $0.hasPrefix("platform") } }
                 == ["platform_close 5", "platform_priority 5", "platform_cancel 5", "platform_transfer 5"])
-        // A closed ticket is not given back to another team's queue: the customer's cancel would be refused for it.
+        // A ticket marked work in progress since is not closed: the customer's close would be refused for it.
+        desk.state.withLock { $0.working = [5] }
+        let held = await delivery.deliver(Self.pastSessionEnd(.close), inline: false)
+        guard case .failed(let wip) = held, wip.code == .conflict else { Issue.record("\(held)"); return }
+        #expect(desk.state.withLock { $0.writes.filter { $0.hasPrefix("platform_close") }.count } == 1)
+        desk.state.withLock { $0.working = [] }
+        // A closed ticket is not given back to a queue, its own team's or another's: the customer's cancel would be
+        // refused for it.
         desk.state.withLock { $0.closed = [5] }
-        let refused = await delivery.deliver(Self.pastSessionEnd(.cancel, #"{"groupKey":"team-2"}"#), inline: false)
-        guard case .failed(let conflict) = refused, conflict.code == .conflict else { Issue.record("\(refused)"); return }
-        #expect(desk.state.withLock { $0.writes.filter { $0.hasPrefix("platform_transfer") }.count } == 1)
+        for payload in [#"{"groupKey":"team-2"}"#, "{}"] {
+            let refused = await delivery.deliver(Self.pastSessionEnd(.cancel, payload), inline: false)
+            guard case .failed(let conflict) = refused, conflict.code == .conflict else { Issue.record("\(refused)"); return }
+        }
+        #expect(desk.state.withLock { $0.writes.filter { $0.hasPrefix("platform_transfer") || $0.hasPrefix("platform_cancel") }.count } == 2)
         // A team Desk does not know is named as the cause, as when the customer's own cancel meets one.
         desk.state.withLock { $0.closed = []; $0.failures["platform_transfer"] = DomainError(.invalid, "Unknown groupKey.") }
         let unknown = await delivery.deliver(Self.pastSessionEnd(.cancel, #"{"groupKey":"team-9"}"#), inline: false)
