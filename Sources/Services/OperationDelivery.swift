@@ -136,7 +136,7 @@ public final class OperationDelivery: Sendable {
 
     /// The states a customer's cancel applies to (`OperationKind.cancel.stateConflict`).
     static let givenBack: Set<TicketStatus> = [.pending, .active, .idle, .workInProgress]
-    /// The states a customer's close applies to (`OperationKind.close.stateConflict`); the Platform API closes any.
+    /// The states a customer's close applies to (`OperationKind.close.stateConflict`).
     static let closable: Set<TicketStatus> = [.active, .idle]
 
     /// A queued write whose customer did not sign in again within the wait, sent with the Platform API when Desk has
@@ -154,17 +154,22 @@ public final class OperationDelivery: Sendable {
                 // A close whose earlier attempt went unanswered (its reason is no longer the sign-in wait's; with no
                 // wait, any earlier attempt's) may have been carried out: a ticket found closed is that close.
                 let repeated = operation.lastError.map { !$0.hasPrefix(Self.signInWaitReason) } ?? false
-                // Not beyond what Desk lets the customer do: a ticket an agent has since put back in the queue or
-                // marked work in progress stays open, as the customer's own close would have been refused; the
-                // Platform API is not known to keep that rule.
-                let status = try await platform.platformTicket(id: id).status
-                guard status == .closed || Self.closable.contains(status) else { throw DomainError(.conflict, operation.kind.stateConflict) }
-                do {
-                    ticket = try await platform.platformClose(ticketId: id, comment: payload["comment"]?.stringValue ?? "")
-                } catch where error.code == .conflict && repeated {
-                    let current = try await platform.platformTicket(id: id)
-                    guard current.status == .closed else { throw error }
+                // Read first, as the Platform API is not known to keep the customer's rule: a ticket an agent has
+                // since put back in the queue or marked work in progress stays open, as the customer's own close
+                // would have been refused.
+                let current = try await platform.platformTicket(id: id)
+                if current.status == .closed, repeated {
                     ticket = current
+                } else {
+                    guard Self.closable.contains(current.status) else { throw DomainError(.conflict, operation.kind.stateConflict) }
+                    do {
+                        ticket = try await platform.platformClose(ticketId: id, comment: payload["comment"]?.stringValue ?? "")
+                    } catch where error.code == .conflict && repeated {
+                        // Closed between the read and the close: by the unanswered attempt, only now visible.
+                        let closed = try await platform.platformTicket(id: id)
+                        guard closed.status == .closed else { throw error }
+                        ticket = closed
+                    }
                 }
             case .cancel:
                 // Neither call is known to keep a customer's cancel's rule (no closed ticket given back): the gateway does.
