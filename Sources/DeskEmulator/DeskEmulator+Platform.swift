@@ -111,6 +111,7 @@ extension DeskEmulator {
         guard body["status"]?.stringValue == TicketStatus.pending.rawValue else { throw EmulatorFailure.invalid("status must be PENDING.") }
         guard let key = body["groupKey"]?.stringValue, !key.isEmpty else { throw EmulatorFailure.invalid("groupKey is required.") }
         return try mutate { world, events throws(EmulatorFailure) in
+            guard world.team(key: key) != nil else { throw EmulatorFailure.invalid("Unknown groupKey.") }
             var moved: [JSONValue] = []
             for id in ids { moved.append(world.ticketJSON(try world.cancel(id, transferTo: key, events: &events), platform: true)) }
             return EmulatorResponse.json(.object([("transferredTickets", .array(moved))]))

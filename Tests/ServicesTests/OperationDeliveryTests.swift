@@ -99,6 +99,8 @@ final class FakeWriter: DeskTicketWriter {
         var endedTokens: Set<String> = []
         /// Open tickets an agent marked WORK_IN_PROGRESS (the rest are ACTIVE or, in `closed`, CLOSED).
         var working: Set<Int> = []
+        /// Tickets an earlier, unanswered close did close, which Desk shows only once the next close is refused.
+        var closedUnseen: Set<Int> = []
     }
     let state = Mutex(State())
 
@@ -164,6 +166,7 @@ final class FakeWriter: DeskTicketWriter {
 /// Desk's Platform API writes on the same tickets, made with the application's token (no customer's session).
 extension FakeWriter: DeskPlatformWriter {
     func platformClose(ticketId: Int, comment: String) async throws(DomainError) -> DeskTicket {
+        defer { state.withLock { if $0.closedUnseen.remove(ticketId) != nil { $0.closed.insert(ticketId) } } }
         try write("platform_close", ticketId, token: "api-token") { _ = $0.closed.insert(ticketId) }
         return try await platformTicket(id: ticketId)
     }
@@ -451,6 +454,12 @@ struct FakeSessions: DeskSessionTokens {
         #expect(try await outbox.find(id: repeated.id)?.deliveredAs == .application)
         guard case .failed(let error) = await delivery.deliver(Self.pastSessionEnd(.close), inline: false), error.code == .conflict else {
             Issue.record("a first refusal was forgiven")
+            return
+        }
+        // The ticket still looked open when read, and the repeat was refused: a ticket then found closed is that close.
+        desk.state.withLock { $0.closed = []; $0.closedUnseen = [5] }
+        guard case .delivered(let late, asApplication: true) = await delivery.deliver(repeated, inline: false), late.status == .closed else {
+            Issue.record("a close that landed late was not recognized")
             return
         }
     }
