@@ -94,7 +94,7 @@ extension EmulatorWorld {
     /// A customer gives an open ticket back to the queue, optionally to another team.
     mutating func cancel(_ id: Int, transferTo teamKey: String?, events: inout [WebhookEvent]) throws(EmulatorFailure) -> EmulatedTicket {
         let status = try existingTicket(id).status
-        guard [.active, .idle, .workInProgress, .pending].contains(status) else {
+        guard status.customerMayGiveBack else {
             throw EmulatorFailure.state("This ticket cannot be cancelled in status \(status.rawValue).")
         }
         var teamId: Int?

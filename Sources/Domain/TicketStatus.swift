@@ -24,6 +24,9 @@ public enum TicketStatus: String, Sendable, CaseIterable, Codable {
 
     /// Customers may close only tickets an agent is working on and that are not parked in progress.
     public var customerMayClose: Bool { self == .active || self == .idle }
+
+    /// Customers may give back to the queue (the SDK's `ticket.cancel`) any ticket that is open and past its start.
+    public var customerMayGiveBack: Bool { self == .pending || self == .active || self == .idle || self == .workInProgress }
 }
 
 public enum TicketPriority: String, Sendable, CaseIterable, Codable {

@@ -28,8 +28,8 @@ public struct OutboxPolicy: Sendable {
 /// already visible counts as delivered (an earlier attempt reached Desk but its answer was lost).
 public final class OperationDelivery: Sendable {
     public enum Outcome: Sendable {
-        /// Desk took it; `asApplication` when it went with the Platform API (`deliverAsApplication`).
-        case delivered(DeskTicket, asApplication: Bool = false)
+        /// Desk took it, with the customer's session or (`deliverAsApplication`) the Platform API.
+        case delivered(DeskTicket, via: DeliveryPath = .customer)
         case retry(DomainError)
         /// Desk refused every Desk session of the customer's: tried again while the customer may sign in again.
         case awaitSignIn(DomainError)
@@ -95,12 +95,8 @@ public final class OperationDelivery: Sendable {
             if let saved = booked.saved { return .delivered(saved) }
             return .delivered(try await tickets.save(ticket, customerId: customerId))
         case .failed(let error):
-            if error.code == .invalid, kind == .cancel, payload["groupKey"] != nil {
-                // The one value of a cancel Desk can refuse: say which, as its own words are not passed on.
-                throw DomainError(.invalid, "Desk has no team with this groupKey.", internalDetail: error.internalDetail)
-            }
-            guard error.code == .conflict else { throw error }
-            throw DomainError(.conflict, kind.stateConflict, internalDetail: error.internalDetail).with(ticketStatus: booked.deskState?.status)
+            let refusal = Self.refusal(error, kind, payload)
+            throw refusal.code == .conflict ? refusal.with(ticketStatus: booked.deskState?.status) : refusal
         case .retry, .awaitSignIn:
             return .queued(try await outbox.find(id: operation.id) ?? operation)
         }
@@ -134,11 +130,6 @@ public final class OperationDelivery: Sendable {
         }
     }
 
-    /// The states a customer's cancel applies to (`OperationKind.cancel.stateConflict`).
-    static let givenBack: Set<TicketStatus> = [.pending, .active, .idle, .workInProgress]
-    /// The states a customer's close applies to (`OperationKind.close.stateConflict`).
-    static let closable: Set<TicketStatus> = [.active, .idle]
-
     /// A queued write whose customer did not sign in again within the wait, sent with the Platform API when Desk has
     /// it there (nil otherwise: the write fails as the customer's session did). The customer asked for the change while
     /// signed in; Desk records it as the application's (a close says the Platform API closed the ticket;
@@ -161,7 +152,7 @@ public final class OperationDelivery: Sendable {
                 if current.status == .closed, repeated {
                     ticket = current
                 } else {
-                    guard Self.closable.contains(current.status) else { throw DomainError(.conflict, operation.kind.stateConflict) }
+                    guard current.status.customerMayClose else { throw DomainError(.conflict, operation.kind.stateConflict) }
                     do {
                         ticket = try await platform.platformClose(ticketId: id, comment: payload["comment"]?.stringValue ?? "")
                     } catch where error.code == .conflict && repeated {
@@ -173,7 +164,7 @@ public final class OperationDelivery: Sendable {
                 }
             case .cancel:
                 // Neither call is known to keep a customer's cancel's rule (no closed ticket given back): the gateway does.
-                guard Self.givenBack.contains(try await platform.platformTicket(id: id).status) else {
+                guard try await platform.platformTicket(id: id).status.customerMayGiveBack else {
                     throw DomainError(.conflict, operation.kind.stateConflict)
                 }
                 if let team = payload["groupKey"]?.stringValue {
@@ -188,15 +179,21 @@ public final class OperationDelivery: Sendable {
             }
             logger.notice("a queued write went to Desk through the Platform API: its customer did not sign in again", metadata: [
                 "operation": "\(operation.id)", "kind": "\(operation.kind)", "ticket": "\(id)"])
-            return .delivered(ticket, asApplication: true)
+            return .delivered(ticket, via: .application)
         } catch {
             if Self.retried(error) { return .retry(error) }
-            if error.code == .invalid, operation.kind == .cancel, (try? Self.payload(of: operation))?["groupKey"] != nil {
-                return .failed(DomainError(.invalid, "Desk has no team with this groupKey.", internalDetail: error.internalDetail))
-            }
-            guard error.code == .conflict else { return .failed(error) }
-            return .failed(DomainError(.conflict, operation.kind.stateConflict, internalDetail: error.internalDetail))
+            return .failed(Self.refusal(error, operation.kind, (try? Self.payload(of: operation)) ?? .null))
         }
+    }
+
+    /// Desk's refusal of a write in the gateway's words (Desk's own are not passed on): a state conflict as the kind's
+    /// rule, an invalid value of a cancel as its one value Desk can refuse, the team; anything else as it is.
+    static func refusal(_ error: DomainError, _ kind: OperationKind, _ payload: JSONValue) -> DomainError {
+        if error.code == .invalid, kind == .cancel, payload["groupKey"] != nil {
+            return DomainError(.invalid, "Desk has no team with this groupKey.", internalDetail: error.internalDetail)
+        }
+        guard error.code == .conflict else { return error }
+        return DomainError(.conflict, kind.stateConflict, internalDetail: error.internalDetail)
     }
 
     /// `call` with the Desk session the write was made in; when Desk no longer takes it (or it is gone), with the
@@ -331,9 +328,9 @@ public final class OperationDelivery: Sendable {
     /// so the customer was answered 202 before it (an inline attempt's failure is their answer).
     private func book(_ operation: OutboxOperation, _ outcome: Outcome, queued: Bool) async throws -> (saved: CachedTicket?, deskState: DeskTicket?) {
         switch outcome {
-        case .delivered(let ticket, let asApplication):
-            observe(asApplication ? "delivered_as_application" : "delivered")
-            try await outbox.finish(operation, deliveredAs: asApplication ? .application : .customer, error: nil, refusedInRequest: false)
+        case .delivered(let ticket, let path):
+            observe(path == .application ? "delivered_as_application" : "delivered")
+            try await outbox.finish(operation, deliveredAs: path, error: nil, refusedInRequest: false)
             return (try? await tickets.save(ticket, customerId: operation.customerId), nil)
         case .failed(let error):
             observe("failed")

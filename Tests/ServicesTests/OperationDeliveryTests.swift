@@ -376,14 +376,14 @@ struct FakeSessions: DeskSessionTokens {
             Issue.record("a write within its wait did not wait")
             return
         }
-        guard case .delivered(let closed, asApplication: true) = await delivery.deliver(Self.pastSessionEnd(.close), inline: false) else {
+        guard case .delivered(let closed, via: .application) = await delivery.deliver(Self.pastSessionEnd(.close), inline: false) else {
             Issue.record("the close did not go as the application")
             return
         }
         #expect(closed.status == .closed)
         desk.state.withLock { $0.closed = [] }
         for (kind, payload) in [(OperationKind.priority, #"{"priority":"HIGH"}"#), (.cancel, "{}"), (.cancel, #"{"groupKey":"team-2"}"#)] {
-            guard case .delivered(_, asApplication: true) = await delivery.deliver(Self.pastSessionEnd(kind, payload), inline: false) else {
+            guard case .delivered(_, via: .application) = await delivery.deliver(Self.pastSessionEnd(kind, payload), inline: false) else {
                 Issue.record("\(kind)")
                 continue
             }
@@ -447,7 +447,7 @@ struct FakeSessions: DeskSessionTokens {
         desk.state.withLock { $0.closed = [5]; $0.failures["platform_close"] = DomainError(.conflict, "already closed") }
         let repeated = Self.pastSessionEnd(.close, lastError: "desk_unavailable: away")
         let recognized = await delivery.deliver(repeated, inline: false)
-        guard case .delivered(_, asApplication: true) = recognized else { Issue.record("the repeat was not recognized"); return }
+        guard case .delivered(_, via: .application) = recognized else { Issue.record("the repeat was not recognized"); return }
         #expect(desk.state.withLock { $0.writes.filter { $0.hasPrefix("platform_close") }.count } == 1)
         // Booked as the application's: the operation says how it reached Desk.
         try await delivery.complete(repeated, recognized)
@@ -458,7 +458,7 @@ struct FakeSessions: DeskSessionTokens {
         }
         // The ticket still looked open when read, and the repeat was refused: a ticket then found closed is that close.
         desk.state.withLock { $0.closed = []; $0.closedUnseen = [5] }
-        guard case .delivered(let late, asApplication: true) = await delivery.deliver(repeated, inline: false), late.status == .closed else {
+        guard case .delivered(let late, via: .application) = await delivery.deliver(repeated, inline: false), late.status == .closed else {
             Issue.record("a close that landed late was not recognized")
             return
         }
