@@ -1,7 +1,8 @@
 """The Desk emulator's cost per request as its world grows: the standalone release emulator with a state file
 (every change saved before it is answered, as the embedded one saves to PostgreSQL) takes N ticket creations
-(default 100,000) from a few keep-alive connections; the latency of creations and of reading one ticket is sampled
-at the start and at the end. Flat means the cost follows the request, not the size of the world.
+(default 100,000) from a few keep-alive connections; the latency of creations, of reading one ticket and of a write
+that answers with the changed ticket (the customer's cancel) is sampled at the start and at the end. Flat means the
+cost follows the request, not the size of the world.
 Usage: emulator_growth.py [TICKETS]   (make bench-emulator). Prints a table."""
 import http.client
 import json
@@ -54,6 +55,7 @@ def main():
         lock = threading.Lock()
         samples = {}   # phase -> [create seconds]
         reads = {}
+        writes = {}
 
         def phase(count):
             return "first" if count <= total * 0.05 else "last" if count > total * 0.95 else None
@@ -76,9 +78,19 @@ def main():
                     started = time.perf_counter()
                     status, _ = request(conn, "GET", f"/sapi/tickets/{ticket['id']}", None, headers)
                     read = time.perf_counter() - started
+                    assert status == 200, status
+                    # The customer's first message puts the ticket in the queue, where a customer may cancel it.
+                    status, _ = request(conn, "POST", f"/emulator/tickets/{ticket['id']}/customer-message", {"text": "hello"},
+                                        {"Content-Type": "application/json"})
+                    assert status == 200, status
+                    started = time.perf_counter()
+                    status, _ = request(conn, "PATCH", f"/sapi/tickets/{ticket['id']}/cancel", {"sendbirdAppId": "emulated-app"}, headers)
+                    write = time.perf_counter() - started
+                    assert status == 200, status
                     with lock:
                         samples.setdefault(name, []).append(elapsed)
                         reads.setdefault(name, []).append(read)
+                        writes.setdefault(name, []).append(write)
 
         began = time.time()
         threads = [threading.Thread(target=worker) for _ in range(workers)]
@@ -93,13 +105,14 @@ def main():
             return values[min(len(values) - 1, int(q * len(values)))] * 1000
 
         print(f"{total} tickets created in {seconds:.1f} s ({total / seconds:.0f}/s), state file {state.stat().st_size / 1e6:.1f} MB")
-        print("| phase | creates p50 | creates p99 | read p50 | read p99 |")
-        print("|---|---|---|---|---|")
+        print("| phase | creates p50 | creates p99 | read p50 | read p99 | cancel p50 | cancel p99 |")
+        print("|---|---|---|---|---|---|---|")
         for name, label in (("first", f"first 5% (world < {int(total * 0.05)})"), ("last", f"last 5% (world > {int(total * 0.95)})")):
             print(f"| {label} | {ms(samples[name], 0.5):.2f} ms | {ms(samples[name], 0.99):.2f} ms | "
-                  f"{ms(reads[name], 0.5):.2f} ms | {ms(reads[name], 0.99):.2f} ms |")
-        ratio = statistics.median(samples["last"]) / statistics.median(samples["first"])
-        print(f"create p50 last/first: {ratio:.2f}")
+                  f"{ms(reads[name], 0.5):.2f} ms | {ms(reads[name], 0.99):.2f} ms | "
+                  f"{ms(writes[name], 0.5):.2f} ms | {ms(writes[name], 0.99):.2f} ms |")
+        for label, values in (("create", samples), ("cancel", writes)):
+            print(f"{label} p50 last/first: {statistics.median(values['last']) / statistics.median(values['first']):.2f}")
     finally:
         process.terminate()
         process.wait(timeout=10)

@@ -282,14 +282,18 @@ extension DeskEmulator {
         let (_, id) = try ownTicket(request)
         let comment = try request.jsonBody()["closeComment"]?.stringValue ?? ""
         return try mutate { world, events throws(EmulatorFailure) in
-            EmulatorResponse.json(world.ticketJSON(try world.customerClose(id, comment: comment, events: &events), platform: false))
+            // Changed first, rendered after: `world.ticketJSON(try world.change…)` holds a copy of the world while the
+            // change writes to it, and the write then copies every ticket.
+            let closed = try world.customerClose(id, comment: comment, events: &events)
+            return EmulatorResponse.json(world.ticketJSON(closed, platform: false))
         }
     }
 
     func reopen(_ request: HTTPRequest) throws(EmulatorFailure) -> HTTPResponse {
         let (_, id) = try ownTicket(request)
         return try mutate { world, events throws(EmulatorFailure) in
-            EmulatorResponse.json(world.ticketJSON(try world.reopen(id, events: &events), platform: false))
+            let reopened = try world.reopen(id, events: &events)
+            return EmulatorResponse.json(world.ticketJSON(reopened, platform: false))
         }
     }
 
@@ -297,7 +301,8 @@ extension DeskEmulator {
         let (_, id) = try ownTicket(request)
         let transfer = try request.jsonBody()["groupKeyForTransfer"]?.stringValue
         return try mutate { world, events throws(EmulatorFailure) in
-            EmulatorResponse.json(world.ticketJSON(try world.cancel(id, transferTo: transfer, events: &events), platform: false))
+            let cancelled = try world.cancel(id, transferTo: transfer, events: &events)
+            return EmulatorResponse.json(world.ticketJSON(cancelled, platform: false))
         }
     }
 

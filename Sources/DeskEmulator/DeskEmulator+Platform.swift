@@ -56,7 +56,8 @@ extension DeskEmulator {
         add("PATCH", "/tickets/{id}/cancel") { emulator, request throws(EmulatorFailure) in
             let id = try request.intParameter("id")
             return try emulator.mutate { world, events throws(EmulatorFailure) in
-                EmulatorResponse.json(world.ticketJSON(try world.cancel(id, transferTo: nil, events: &events), platform: true))
+                let cancelled = try world.cancel(id, transferTo: nil, events: &events)
+                return EmulatorResponse.json(world.ticketJSON(cancelled, platform: true))
             }
         }
         add("POST", "/tickets/transfer_to_group") { emulator, request throws(EmulatorFailure) in try emulator.transferToGroup(request) }
@@ -113,7 +114,10 @@ extension DeskEmulator {
         return try mutate { world, events throws(EmulatorFailure) in
             guard world.team(key: key) != nil else { throw EmulatorFailure.invalid("Unknown groupKey.") }
             var moved: [JSONValue] = []
-            for id in ids { moved.append(world.ticketJSON(try world.cancel(id, transferTo: key, events: &events), platform: true)) }
+            for id in ids {
+                let cancelled = try world.cancel(id, transferTo: key, events: &events)
+                moved.append(world.ticketJSON(cancelled, platform: true))
+            }
             return EmulatorResponse.json(.object([("transferredTickets", .array(moved))]))
         }
     }
