@@ -214,16 +214,23 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   # The reports' targets as medians of interleaved runs too (one run of a report moves as much as the engine's):
   # BENCH_ENGINE_ROUNDS rounds of the weekly and the daily report at one connection (gateway CPU a row) and of the
   # four reports at four connections (p99).
-  report_run() {  # CONNECTIONS URL -> µs of gateway CPU a request, p99 in ms
-    local file="$out/report_round.txt" threads=$(( $1 < 2 ? $1 : 2 )) c0 c1
+  # CPU time of the bench cluster (its postmaster and the backends under it, the gateway's pool among them), in ticks.
+  pg_ticks() {
+    local main
+    main=$(head -n 1 "$EMBEDDED_PG_DIR/data/postmaster.pid")
+    for pid in "$main" $(pgrep -P "$main"); do awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || true; done \
+      | awk '{ s += $1 } END { print s + 0 }'
+  }
+  report_run() {  # CONNECTIONS URL -> µs of gateway CPU a request, p99 in ms, µs of PostgreSQL's CPU a request
+    local file="$out/report_round.txt" threads=$(( $1 < 2 ? $1 : 2 )) c0 c1 p0 p1
     wrk -t"$threads" -c"$1" -d1s "${auth[@]}" "$2" >/dev/null 2>&1 || true
-    c0=$(awk '{print $14 + $15}' "/proc/$gw/stat")
+    c0=$(awk '{print $14 + $15}' "/proc/$gw/stat"); p0=$(pg_ticks)
     wrk -t"$threads" -c"$1" -d"${BENCH_ROUND_DURATION:-5s}" --latency "${auth[@]}" "$2" >"$file" 2>&1
-    c1=$(awk '{print $14 + $15}' "/proc/$gw/stat")
-    awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" '
+    c1=$(awk '{print $14 + $15}' "/proc/$gw/stat"); p1=$(pg_ticks)
+    awk -v a="$c0" -v b="$c1" -v pa="$p0" -v pb="$p1" -v hz="$(getconf CLK_TCK)" '
       function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
       /requests in/ {n = $1} $1 == "99%" {p = ms($2)}
-      END { printf "%.1f %.2f\n", (n > 0 ? (b - a) / hz * 1e6 / n : 0), p }' "$file"
+      END { printf "%.1f %.2f %.1f\n", (n > 0 ? (b - a) / hz * 1e6 / n : 0), p, (n > 0 ? (pb - pa) / hz * 1e6 / n : 0) }' "$file"
   }
   weekly_url="http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&bucket=week"
   daily_url="http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&from=$from30&to=$to&tz=UTC&bucket=day"
@@ -231,15 +238,17 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   c4_urls=("http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC"
            "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "$weekly_url"
            "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC&bucket=week")
-  row_ratios=() c4_p99=()
+  row_ratios=() c4_p99=() c4_gw=() c4_pg=()
   for _ in $(seq 1 "${BENCH_ENGINE_ROUNDS:-3}"); do
     read -r weekly_cpu _ < <(report_run 1 "$weekly_url")
     read -r daily_cpu _ < <(report_run 1 "$daily_url")
     row_ratios+=("$(awk -v w="$weekly_cpu" -v d="$daily_cpu" -v wn="$weekly_rows" -v dn="$daily_rows" \
       'BEGIN { printf "%.2f", (w / wn) / (d / dn) }')")
     for index in "${!c4_urls[@]}"; do
-      read -r _ p99 < <(report_run 4 "${c4_urls[$index]}")
+      read -r gw_us p99 pg_us < <(report_run 4 "${c4_urls[$index]}")
       c4_p99[$index]="${c4_p99[$index]:-} $p99"
+      c4_gw[$index]="${c4_gw[$index]:-} $gw_us"
+      c4_pg[$index]="${c4_pg[$index]:-} $pg_us"
     done
   done
   connections=1
@@ -282,5 +291,16 @@ if [ -n "${weekly_rows:-}" ]; then
   for index in "${!c4_names[@]}"; do
     read -r -a runs <<<"${c4_p99[$index]}"
     printf '  p99 at four connections, %-15s %s ms  median %s ms\n' "${c4_names[$index]}" "${runs[*]}" "$(median "${runs[@]}")"
+  done
+  # What bounds the p99 above: four clients keep four reports in flight on two cores shared by the gateway and
+  # PostgreSQL, so the mean wait is at least four over the rate the two cores' CPU a report allows (wrk and the
+  # kernel's share not counted).
+  echo "CPU a report in those rounds (medians), and what two cores allow at that cost:"
+  for index in "${!c4_names[@]}"; do
+    read -r -a gw_runs <<<"${c4_gw[$index]}"
+    read -r -a pg_runs <<<"${c4_pg[$index]}"
+    awk -v name="${c4_names[$index]}" -v g="$(median "${gw_runs[@]}")" -v p="$(median "${pg_runs[@]}")" -v cores="$(nproc)" \
+      'BEGIN { r = cores * 1e6 / (g + p)
+               printf "  %-15s gateway %6.0f µs, PostgreSQL %6.0f µs: at most %5.0f a second, a mean wait of %.2f ms or more at four connections\n", name, g, p, r, 4000 / r }'
   done
 fi
