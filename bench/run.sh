@@ -293,8 +293,8 @@ if [ -n "${weekly_rows:-}" ]; then
     printf '  p99 at four connections, %-15s %s ms  median %s ms\n' "${c4_names[$index]}" "${runs[*]}" "$(median "${runs[@]}")"
   done
   # What bounds the p99 above: four clients keep four reports in flight on two cores shared by the gateway and
-  # PostgreSQL, so the mean wait is at least four over the rate the two cores' CPU a report allows (wrk and the
-  # kernel's share not counted).
+  # PostgreSQL, so the mean wait is at least four over the rate the two cores' CPU a report allows (their system time
+  # counted, wrk's own CPU not).
   echo "CPU a report in those rounds (medians), and what two cores allow at that cost:"
   for index in "${!c4_names[@]}"; do
     read -r -a gw_runs <<<"${c4_gw[$index]}"
