@@ -137,8 +137,10 @@ public final class OperationDelivery: Sendable {
     private func deliverAsApplication(_ operation: OutboxOperation) async -> Outcome? {
         guard let platform else { return nil }
         let id = operation.ticketId
+        // Read once: a refusal below is worded from it too (null when it cannot be read).
+        var payload = JSONValue.null
         do throws(DomainError) {
-            let payload = try Self.payload(of: operation)
+            payload = try Self.payload(of: operation)
             let ticket: DeskTicket
             switch operation.kind {
             case .close:
@@ -182,7 +184,7 @@ public final class OperationDelivery: Sendable {
             return .delivered(ticket, via: .application)
         } catch {
             if Self.retried(error) { return .retry(error) }
-            return .failed(Self.refusal(error, operation.kind, (try? Self.payload(of: operation)) ?? .null))
+            return .failed(Self.refusal(error, operation.kind, payload))
         }
     }
 
