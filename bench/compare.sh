@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds side by side in one sitting: both gateways up at once (own ports, own databases on one private
 # PostgreSQL, the embedded emulator each), wrk alternating between them on /livez, a cached authenticated ticket
-# read and the customer's open list, ROUNDS times. Prints requests/s and gateway µs of CPU per request for each, then the medians. Start-up, seeding
+# read and the customer's open list, ROUNDS times. Prints requests/s, gateway µs of CPU per request and p99 (ms) for each,
+# then the medians. Start-up, seeding
 # and the machine's drift between separate `make bench` runs stay out of the comparison.
 #   bench/compare.sh OLD_BINARY NEW_BINARY [ROUNDS]   (e.g. a worktree's .build/release/desk-gateway and this one's)
 set -euo pipefail
@@ -37,16 +38,17 @@ customer() {
 # what Chromium sends with a page's API call; wrk alone sends two).
 extra=()
 while IFS= read -r line; do [ -n "$line" ] && extra+=(-H "$line"); done <<<"${COMPARE_HEADERS:-}"
-# pid url [token] -> "requests/s µs-per-request"
+# pid url [token] -> "requests/s µs-per-request p99-ms"
 measure() {
   local auth=("${extra[@]}") c0 c1 file=.build/compare-wrk.txt
   [ -n "${3:-}" ] && auth+=(-H "Authorization: Bearer $3")
   wrk -t2 -c64 -d2s "${auth[@]}" "$2" >/dev/null
   c0=$(awk '{print $14 + $15}' "/proc/$1/stat")
-  wrk -t2 -c64 -d8s "${auth[@]}" "$2" >"$file"
+  wrk -t2 -c64 -d8s --latency "${auth[@]}" "$2" >"$file"
   c1=$(awk '{print $14 + $15}' "/proc/$1/stat")
   awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" '/requests in/ {n = $1} /Requests\/sec/ {r = $2}
-    END {printf "%s %.1f\n", r, (b - a) / hz * 1e6 / n}' "$file"
+    / 99%/ {p = $2; m = p ~ /us$/ ? 0.001 : (p ~ /ms$/ ? 1 : 1000); sub(/[a-z]+$/, "", p); p *= m}
+    END {printf "%s %.1f %.2f\n", r, (b - a) / hz * 1e6 / n, p}' "$file"
 }
 
 start "$old_bin" old 18631 19631
@@ -73,13 +75,14 @@ python3 - "$results" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
 for scenario in ("livez", "ticket", "list"):
-    med = {which: (statistics.median(float(r[2]) for r in rows if r[0] == scenario and r[1] == which),
-                   statistics.median(float(r[3]) for r in rows if r[0] == scenario and r[1] == which)) for which in ("old", "new")}
+    med = {which: tuple(statistics.median(float(r[k]) for r in rows if r[0] == scenario and r[1] == which) for k in (2, 3, 4))
+           for which in ("old", "new")}
     change = (med["new"][0] / med["old"][0] - 1) * 100
     # Each round's two runs are neighbours in time: the median of their ratios is less exposed to drift.
     olds = [float(r[2]) for r in rows if r[0] == scenario and r[1] == "old"]
     news = [float(r[2]) for r in rows if r[0] == scenario and r[1] == "new"]
     paired = (statistics.median(n / o for o, n in zip(olds, news)) - 1) * 100
-    print(f"{scenario}: old {med['old'][0]:.0f} req/s {med['old'][1]:.1f} µs, new {med['new'][0]:.0f} req/s {med['new'][1]:.1f} µs, "
+    print(f"{scenario}: old {med['old'][0]:.0f} req/s {med['old'][1]:.1f} µs p99 {med['old'][2]:.2f} ms, "
+          f"new {med['new'][0]:.0f} req/s {med['new'][1]:.1f} µs p99 {med['new'][2]:.2f} ms, "
           f"requests/s {change:+.1f} % (median of paired rounds {paired:+.1f} %)")
 PY
