@@ -90,7 +90,9 @@ public struct DeskWebhookEvent: Sendable {
     }
 
     static func camelCase(_ key: String) -> String {
-        guard key.contains("_") else { return key }
+        // A byte search: `contains("_")` resolves to Foundation's substring search where Foundation is imported in the
+        // module, about 1 % of the gateway's CPU under a soak's webhooks.
+        guard key.utf8.contains(UInt8(ascii: "_")) else { return key }
         var result = ""
         var upper = false
         for character in key {
