@@ -7,7 +7,9 @@ import PackageDescription
 let revision = (ProcessInfo.processInfo.environment["DESK_GATEWAY_REVISION"] ?? "")
     .filter { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
 
-let strict: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault")]
+// Imports are internal unless marked, and a file sees the members only of modules it imports itself: before, one file's
+// `import Foundation` made `contains("_")` in every other file of its module Foundation's substring search.
+let strict: [SwiftSetting] = [.enableUpcomingFeature("InternalImportsByDefault"), .enableUpcomingFeature("MemberImportVisibility")]
 
 let package = Package(
     name: "desk-gateway",

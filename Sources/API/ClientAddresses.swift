@@ -1,5 +1,4 @@
 import Domain
-import Foundation
 public import HTTPServer
 import Synchronization
 import System
@@ -86,12 +85,12 @@ public struct ClientAddressResolver: Sendable {
     public func scheme(_ request: HTTPRequest) -> String {
         guard !trustedProxies.isEmpty, isTrusted(request.remoteAddress ?? "") else { return "http" }
         if let proto = request.header("x-forwarded-proto")?.split(separator: ",").first {
-            return proto.trimmingCharacters(in: .whitespaces).lowercased()
+            return proto.trimmingOWS().lowercased()
         }
         if let forwarded = request.header("forwarded")?.split(separator: ",").first {
             for pair in forwarded.split(separator: ";") {
-                let kv = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-                if kv.count == 2, kv[0].lowercased() == "proto" { return kv[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")).lowercased() }
+                let kv = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingOWS() }
+                if kv.count == 2, kv[0].lowercased() == "proto" { return kv[1].trimming { $0 == "\"" }.lowercased() }
             }
         }
         return "http"
@@ -106,13 +105,13 @@ public struct ClientAddressResolver: Sendable {
         let forwardedFor = request.headers.values("x-forwarded-for")
         let forwarded = request.headers.values("forwarded")
         if !forwardedFor.isEmpty {
-            hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
+            hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { String($0.trimmingOWS()) }
         } else if !forwarded.isEmpty {
             for element in forwarded.flatMap({ $0.split(separator: ",") }) {
                 for pair in element.split(separator: ";") {
-                    let kv = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                    let kv = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingOWS() }
                     guard kv.count == 2, kv[0].lowercased() == "for" else { continue }
-                    var value = kv[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                    var value = String(kv[1].trimming { $0 == "\"" })
                     if value.hasPrefix("["), let close = value.firstIndex(of: "]") { value = String(value[value.index(after: value.startIndex)..<close]) }
                     else if value.filter({ $0 == ":" }).count == 1, let colon = value.firstIndex(of: ":") { value = String(value[..<colon]) }
                     hops.append(value)

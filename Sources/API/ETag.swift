@@ -37,11 +37,11 @@ public enum ETag {
     /// Whether `If-None-Match` names this tag (weak comparison, as RFC 9110 asks for this header).
     public static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
         guard let ifNoneMatch else { return false }
-        if ifNoneMatch.trimmingCharacters(in: .whitespaces) == "*" { return true }
-        let bare = etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
+        if ifNoneMatch.trimmingOWS() == "*" { return true }
+        let bare = etag.hasPrefix("W/") ? etag.dropFirst(2) : etag[...]
         for candidate in ifNoneMatch.split(separator: ",") {
-            var tag = candidate.trimmingCharacters(in: .whitespaces)
-            if tag.hasPrefix("W/") { tag = String(tag.dropFirst(2)) }
+            var tag = candidate.trimmingOWS()
+            if tag.hasPrefix("W/") { tag = tag.dropFirst(2) }
             if tag == bare { return true }
         }
         return false

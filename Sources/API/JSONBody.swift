@@ -1,4 +1,5 @@
 public import HTTPServer
+import Domain
 import JSON
 
 /// A request body read strictly: JSON object only, valid UTF-8, known members only, each checked for type and size.
@@ -11,7 +12,7 @@ public struct JSONBody {
     /// 415 for another content type, 400 for malformed JSON or anything but an object.
     public init(_ request: HTTPRequest) throws(APIError) {
         if let type = request.header("content-type")?.lowercased() {
-            let media = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            let media = type.split(separator: ";").first.map { $0.trimmingOWS() } ?? ""
             guard media == "application/json" || media.hasSuffix("+json") else {
                 throw APIError(.unsupportedMediaType, detail: "Send the body as application/json.")
             }
@@ -49,7 +50,7 @@ public struct JSONBody {
             return nil
         }
         guard let text = value.stringValue else { fail(name, "must be a string"); return nil }
-        if !allowBlank, text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { fail(name, "must not be blank"); return nil }
+        if !allowBlank, text.isBlank { fail(name, "must not be blank"); return nil }
         // Counted in Unicode scalars, as JSON Schema's maxLength counts: a Character may hold any number of them, so
         // counting Characters would let one "character" carry kilobytes.
         if text.unicodeScalars.count > maxLength { fail(name, "must be at most \(maxLength) characters"); return nil }
@@ -113,7 +114,7 @@ public struct JSONBody {
         guard items.count <= maxCount else { fail(name, "must have at most \(maxCount) items"); return nil }
         var result: [String] = []
         for (index, item) in items.enumerated() {
-            guard let text = item.stringValue, !text.trimmingCharacters(in: .whitespaces).isEmpty, text.unicodeScalars.count <= maxLength,
+            guard let text = item.stringValue, !text.isBlank, text.unicodeScalars.count <= maxLength,
                   !text.contains(","), !text.unicodeScalars.contains(where: { $0.value == 0 }) else {
                 fail("\(name)[\(index)]", "must be a non-blank string of at most \(maxLength) characters without commas or NUL")
                 return nil

@@ -1,5 +1,4 @@
 public import Domain
-import Foundation
 import Synchronization
 
 /// Token buckets per caller (bearer token, or client address when there is none): `burst` requests at once,

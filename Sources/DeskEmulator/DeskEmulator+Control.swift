@@ -2,6 +2,7 @@ import Domain
 import Foundation
 import HTTPServer
 import JSON
+import Synchronization
 
 /// `/emulator/…`: plays the agent's and the system's side so tests and demos can walk whole ticket lifecycles.
 extension DeskEmulator {

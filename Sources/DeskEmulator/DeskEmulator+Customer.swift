@@ -2,6 +2,7 @@ import Domain
 import Foundation
 import HTTPServer
 import JSON
+import Synchronization
 
 /// The customer-side API the Desk SDKs call (`/sapi`), authenticated by `sendbirdDeskToken`.
 extension DeskEmulator {

@@ -2,6 +2,7 @@ import Domain
 import Foundation
 import HTTPServer
 import JSON
+import Synchronization
 
 /// The server-to-server Platform API (`/platform/v1`), authenticated by `SENDBIRDDESKAPITOKEN`.
 extension DeskEmulator {

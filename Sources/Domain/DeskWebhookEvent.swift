@@ -34,7 +34,7 @@ public struct DeskWebhookEvent: Sendable {
         }
         let prefix = "sendbird_desk_"
         let url = ticket.channelUrl.lowercased()
-        guard url.hasPrefix(prefix), let marker = url.range(of: "_\(ticket.id)_") else { return nil }
+        guard url.hasPrefix(prefix), let marker = url.firstRange(of: "_\(ticket.id)_") else { return nil }
         let app = url[url.index(url.startIndex, offsetBy: prefix.count)..<marker.lowerBound]
         return app.isEmpty ? nil : String(app)
     }
@@ -90,7 +90,7 @@ public struct DeskWebhookEvent: Sendable {
     }
 
     static func camelCase(_ key: String) -> String {
-        // A byte search: `contains("_")` resolves to Foundation's substring search where Foundation is imported in the
+        // A byte search: `contains("_")` was Foundation's substring search while Foundation was imported in the
         // module, about 1 % of the gateway's CPU under a soak's webhooks.
         guard key.utf8.contains(UInt8(ascii: "_")) else { return key }
         var result = ""

@@ -11,7 +11,7 @@ public enum OperationKind: String, Sendable, CaseIterable {
     case cancel
 
     /// As clients see it (`closure-confirmation`).
-    public var publicName: String { rawValue.replacingOccurrences(of: "_", with: "-") }
+    public var publicName: String { rawValue.replacing("_", with: "-") }
 
     /// Why Desk refusing this write for the ticket's state is a 409, in words.
     public var stateConflict: String {

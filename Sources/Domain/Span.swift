@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A finished span of a trace (what OpenTelemetry exports): a request the gateway served, or a call it made for one.
 public struct Span: Sendable {

@@ -1,4 +1,3 @@
-import Foundation
 public import Synchronization
 
 /// A small in-memory map whose entries count as fresh for `ttl` seconds after they were stored (or after the time

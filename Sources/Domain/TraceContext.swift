@@ -1,5 +1,3 @@
-import Foundation
-
 /// W3C Trace Context (`traceparent`, https://www.w3.org/TR/trace-context/): the trace a request belongs to, taken
 /// from the caller's header or started here, and the span of this hop. The task handling a request carries it
 /// (`TraceContext.current`), so the Desk client sends it on every call made for that request and the logs name it.
@@ -35,7 +33,7 @@ public struct TraceContext: Sendable, Equatable {
 
     /// `version-traceid-parentid-flags`; version ff and all-zero ids are invalid, a higher version may carry more fields.
     static func parse(_ header: String) -> (trace: String, span: String, sampled: Bool)? {
-        let parts = header.trimmingCharacters(in: .whitespaces).split(separator: "-", omittingEmptySubsequences: false)
+        let parts = header.trimmingOWS().split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count >= 4, parts[0].count == 2, isHex(parts[0]), parts[0] != "ff", parts[0] == "00" ? parts.count == 4 : true,
               parts[1].count == 32, isHex(parts[1]), parts[1] != String(repeating: "0", count: 32),
               parts[2].count == 16, isHex(parts[2]), parts[2] != String(repeating: "0", count: 16),

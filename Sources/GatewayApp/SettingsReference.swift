@@ -67,7 +67,7 @@ extension GatewaySettings {
         }
     }
 
-    private static func cell(_ text: String) -> String { text.replacingOccurrences(of: "|", with: "\\|") }
+    private static func cell(_ text: String) -> String { text.replacing("|", with: "\\|") }
 
     /// GitHub's heading anchors: lower case, spaces to hyphens, punctuation dropped.
     static func anchor(_ heading: String) -> String {

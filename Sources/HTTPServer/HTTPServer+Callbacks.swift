@@ -1,4 +1,5 @@
 internal import CMicroHTTPD
+import Synchronization
 
 /// libmicrohttpd's access handler: capture-free, finds the server through `cls`. The server outlives its daemon, so
 /// it is used without a retain: both worker threads taking one on the same object made its count's cache line bounce

@@ -1,5 +1,4 @@
 public import Domain
-import Foundation
 public import Logging
 
 /// One disagreement between the ratings stored and what Desk's tickets say now.

@@ -1,5 +1,4 @@
 public import Domain
-import Foundation
 public import Logging
 
 /// How fresh a customer's tickets must be, and how long Desk may take before a cached copy is served instead.

@@ -1,5 +1,4 @@
 public import Domain
-import Foundation
 public import JSON
 
 /// Who and what a rating given through the gateway counts for: the ticket's state when the customer answered.

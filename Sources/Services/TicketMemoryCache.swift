@@ -1,5 +1,4 @@
 import Domain
-import Foundation
 
 /// The hottest tickets as ready-to-send documents, in front of the PostgreSQL cache. Entries follow the same
 /// freshness rule (`ttl`); every write through this instance replaces its entry.

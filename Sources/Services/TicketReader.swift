@@ -1,5 +1,4 @@
 public import Domain
-import Foundation
 
 /// The read rules of the customer API, one function for a ticket named by id or by channel:
 /// - the cache answers while its copy is younger than `ttl` and belongs to the caller;

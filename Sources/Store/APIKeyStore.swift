@@ -1,6 +1,5 @@
 public import Domain
 import Postgres
-import Foundation
 
 public struct APIKeyRecord: Sendable {
     public let id: Int

@@ -61,7 +61,10 @@ public final class Database: DatabaseProbe {
     /// Creates database `name` when the server (reached through this handle) has none of that name.
     public func createDatabaseIfMissing(_ name: String) async throws {
         let exists = try await query("SELECT 1 FROM pg_database WHERE datname = $1", [name])
-        let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        // By scalar, not Character: a quote followed by a combining mark is still a quote to PostgreSQL.
+        var quoted = "\""
+        for scalar in name.unicodeScalars { quoted.unicodeScalars.append(contentsOf: scalar == "\"" ? ["\"", "\""] : [scalar]) }
+        quoted += "\""
         if exists.isEmpty { try await query("CREATE DATABASE " + quoted) }
     }
 

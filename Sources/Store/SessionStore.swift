@@ -1,6 +1,5 @@
 public import Domain
 import Postgres
-import Foundation
 
 /// Customers and bearer sessions in PostgreSQL.
 public struct SessionStore: SessionDirectory {

@@ -1,6 +1,5 @@
 import Crypto
 import Domain
-import Foundation
 
 /// Bearer tokens and sealed Desk tokens. Tokens are 256 random bits, base64url; only their SHA-256 is stored.
 /// Desk session tokens are sealed with AES-256-GCM under the gateway's session key, bound to the session's token hash.

@@ -10,6 +10,7 @@ import Domain
 import JSON
 import Postgres
 import System
+import Store
 
 @main
 struct DeskGateway: AsyncParsableCommand {

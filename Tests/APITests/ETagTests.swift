@@ -21,4 +21,13 @@ import Testing
             #expect(ETag.of(body + [0]) != tag)
         }
     }
+
+    /// `If-None-Match` read as RFC 9110 lists it: items between optional spaces and tabs, weak or strong alike.
+    @Test func ifNoneMatchListsAreReadWithTheirSpaces() {
+        let tag = "\"abc\""
+        for header in [tag, " \(tag) ", "\"x\", \(tag)", "\"x\",\t W/\(tag)", "*", " * "] { #expect(ETag.matches(header, tag), "\(header)") }
+        for header in ["\"x\"", "\"abc", "", "**", "\u{A0}\(tag)"] { #expect(!ETag.matches(header, tag), "\(header)") }
+        #expect(ETag.matches(tag, "W/\(tag)"))
+        #expect(!ETag.matches(nil, tag))
+    }
 }

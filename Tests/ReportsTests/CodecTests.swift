@@ -27,6 +27,20 @@ import Testing
         #expect(Codec.decodeBase64("AA") == [0])
     }
 
+    /// The trimming and blank checks that replaced Foundation's, against Foundation's.
+    @Test func trimmingAndBlanksAgreeWithFoundation() {
+        for text in ["", " ", "\t", " a ", "\ta b\t", "  \"x\"  ", "a", " \t ", "\u{A0}a\u{A0}"] {
+            #expect(String(text.trimmingOWS()) == text.trimmingCharacters(in: CharacterSet(charactersIn: " \t")), "\(text)")
+        }
+        #expect(String("\"\"for\"".trimming { $0 == "\"" }) == "for")
+        #expect("\"\"".trimming { $0 == "\"" }.isEmpty)
+        for scalar in (Array(0...0x3000) + [0xFEFF, 0x1D159, 0xE0020]).compactMap(Unicode.Scalar.init) {
+            let text = "\(scalar)\(scalar)"
+            #expect(text.isBlank == text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "U+\(String(scalar.value, radix: 16))")
+        }
+        #expect("".isBlank && !" a ".isBlank)
+    }
+
     @Test func integersInHexArePaddedAndFramed() {
         var generator = SystemRandomNumberGenerator()
         let values: [UInt64] = [0, 1, 15, 16, 255, 0xFFFF_FFFF, .max] + (0..<200).map { _ in generator.next() >> (generator.next() % 64) }

@@ -1,6 +1,5 @@
 import HTTPServer
 import Domain
-import Foundation
 import Synchronization
 
 /// Bearer-token authentication with a short in-memory cache in front of PostgreSQL, so the hot read path costs no

@@ -1,5 +1,4 @@
 public import Domain
-import Foundation
 public import HTTPServer
 import JSON
 public import Services

@@ -1,6 +1,5 @@
 public import HTTPServer
 import Domain
-import Foundation
 import JSON
 
 /// Rate limits that count the right caller. A request with a verified credential counts against that credential;

@@ -27,7 +27,7 @@ public struct CORS: Sendable {
     /// it is not the scheme's default. `Origin` is compared as text, so a configured `https://App.example.com:443`
     /// would otherwise never match. Nil for anything else than `scheme://host[:port]` (a path, even `/`, included).
     public static func canonicalOrigin(_ text: String) -> String? {
-        guard let separator = text.range(of: "://") else { return nil }
+        guard let separator = text.firstRange(of: "://") else { return nil }
         let scheme = text[..<separator.lowerBound].lowercased()
         let authority = text[separator.upperBound...].lowercased()
         guard let first = scheme.unicodeScalars.first, ("a"..."z").contains(first),

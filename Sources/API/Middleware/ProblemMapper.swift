@@ -2,6 +2,7 @@ public import Domain
 public import HTTPServer
 public import Logging
 public import Services
+import JSON
 
 /// The single place where errors become responses. Anything unknown is a 500 whose detail goes only to the log.
 public struct ProblemMapper: Sendable {

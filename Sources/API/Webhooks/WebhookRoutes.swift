@@ -1,7 +1,6 @@
 import Crypto
 import Synchronization
 public import Domain
-import Foundation
 import HTTPServer
 import JSON
 public import Logging
