@@ -165,3 +165,23 @@ struct NoSessions: SessionDirectory {
     func deskToken(sessionId: Int) async throws -> String? { nil }
     func newestDeskToken(customerId: Int, after sessionId: Int) async throws -> String? { nil }
 }
+
+/// The report page's links into Desk's dashboard: every `{ticketId}` filled in, else `<url>/tickets/<id>`.
+@Suite struct TicketLinkTests {
+    @Test func placeholdersAndThePlainURL() {
+        func settings(_ url: String?) -> ReportPageSettings {
+            ReportPageSettings(sessionHours: 1, frameAncestors: nil, smallSample: 5, secureCookie: nil, trustedProxies: [], zones: ["UTC"],
+                               deskDashboardURL: url)
+        }
+        #expect(settings(nil).ticketLink(7) == nil)
+        #expect(settings("https://d.example/desk").ticketLink(7) == "https://d.example/desk/tickets/7")
+        #expect(settings("https://d.example/desk/").ticketLink(7) == "https://d.example/desk/tickets/7")
+        #expect(settings("https://d.example/t/{ticketId}?x={ticketId}").ticketLink(42) == "https://d.example/t/42?x=42")
+        #expect(settings("{ticketId}").ticketLink(3) == "3")
+        var changed = settings(nil)
+        changed.deskDashboardURL = "https://d.example/{ticketId}/view"
+        #expect(changed.ticketLink(9) == "https://d.example/9/view")
+        changed.deskDashboardURL = nil
+        #expect(changed.ticketLink(9) == nil)
+    }
+}

@@ -19,7 +19,9 @@ public struct ReportPageSettings: Sendable {
     /// Zones offered in the time-zone list (the rollup zones; any other IANA zone may still be typed into the URL).
     public var zones: [String]
     /// Desk's dashboard, for links to tickets (`DESK_DASHBOARD_URL`); nil: ticket ids are plain text.
-    public var deskDashboardURL: String?
+    public var deskDashboardURL: String? { didSet { ticketLinkParts = Self.linkParts(deskDashboardURL) } }
+    /// The link's text around each ticket id, split once: a page writes one link a comment row.
+    private var ticketLinkParts: [String]?
     /// The CSAT % to reach (`REPORT_CSAT_TARGET`), and per team by id (`REPORT_CSAT_TEAM_TARGETS`); nil: no target.
     public var csatTarget: Double?
     public var teamTargets: [Int: Double]
@@ -33,6 +35,7 @@ public struct ReportPageSettings: Sendable {
         self.trustedProxies = trustedProxies
         self.zones = zones
         self.deskDashboardURL = deskDashboardURL
+        ticketLinkParts = Self.linkParts(deskDashboardURL)
         self.csatTarget = csatTarget
         self.teamTargets = teamTargets
     }
@@ -43,10 +46,12 @@ public struct ReportPageSettings: Sendable {
     public var hasTargets: Bool { csatTarget != nil || !teamTargets.isEmpty }
 
     /// The ticket in Desk's dashboard: the URL with `{ticketId}` replaced, else `<url>/tickets/<id>`.
-    public func ticketLink(_ id: Int) -> String? {
-        guard let base = deskDashboardURL else { return nil }
-        if base.contains("{ticketId}") { return base.replacingOccurrences(of: "{ticketId}", with: String(id)) }
-        return (base.hasSuffix("/") ? String(base.dropLast()) : base) + "/tickets/" + String(id)
+    public func ticketLink(_ id: Int) -> String? { ticketLinkParts?.joined(separator: String(id)) }
+
+    private static func linkParts(_ base: String?) -> [String]? {
+        guard let base else { return nil }
+        let parts = base.split(separator: "{ticketId}", omittingEmptySubsequences: false).map(String.init)
+        return parts.count > 1 ? parts : [(base.hasSuffix("/") ? String(base.dropLast()) : base) + "/tickets/", ""]
     }
 }
 
