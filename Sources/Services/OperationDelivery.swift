@@ -104,8 +104,9 @@ public final class OperationDelivery: Sendable {
 
     /// One delivery attempt.
     public func deliver(_ operation: OutboxOperation, inline: Bool) async -> Outcome {
+        let payload: JSONValue
+        do throws(DomainError) { payload = try Self.payload(of: operation) } catch { return .failed(error) }
         do throws(DomainError) {
-            let payload = try Self.payload(of: operation)
             let ticket = try await withSessions(operation) { token throws(DomainError) in try await attempt(operation, payload: payload, token: token) }
             // A rating Desk took but the database could not store for now (a zone backfill holding the CSAT writers, a
             // failover) is tried again, Desk's repeated answer recognized: left to Desk's webhook or the sync, it was
@@ -124,7 +125,7 @@ public final class OperationDelivery: Sendable {
             // itself is answered (the app signs in again and retries), a queued one waits a while for the sign-in.
             if error.code == .unauthorized, !inline {
                 if (operation.awaitedSignInSeconds ?? 0) < policy.signInWaitSeconds { return .awaitSignIn(error) }
-                if let delivered = await deliverAsApplication(operation) { return delivered }
+                if let delivered = await deliverAsApplication(operation, payload: payload) { return delivered }
             }
             return .failed(error)
         }
@@ -134,13 +135,10 @@ public final class OperationDelivery: Sendable {
     /// it there (nil otherwise: the write fails as the customer's session did). The customer asked for the change while
     /// signed in; Desk records it as the application's (a close says the Platform API closed the ticket;
     /// a cancel into another team goes as a transfer to that team's queue).
-    private func deliverAsApplication(_ operation: OutboxOperation) async -> Outcome? {
+    private func deliverAsApplication(_ operation: OutboxOperation, payload: JSONValue) async -> Outcome? {
         guard let platform else { return nil }
         let id = operation.ticketId
-        // Read once: a refusal below is worded from it too (null when it cannot be read).
-        var payload = JSONValue.null
         do throws(DomainError) {
-            payload = try Self.payload(of: operation)
             let ticket: DeskTicket
             switch operation.kind {
             case .close:
