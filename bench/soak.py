@@ -26,6 +26,8 @@ pg_port = int(os.environ.get("SOAK_PG_PORT", "25480"))
 workers = int(os.environ.get("SOAK_WORKERS", "16"))
 # Minutes before the slopes are taken: the caches' ages and the squeezed retention windows (about 4.3 minutes).
 warmup = float(os.environ.get("SOAK_WARMUP_MINUTES", "5"))
+# The CPU per new customer is compared over this many minutes after the warm-up and at the end.
+span_minutes = max(1.0, min(5.0, (minutes - warmup) / 2))
 # SOAK_HEAPTRACK=1: heaptrack (Debian's) attaches to the gateway after the warm-up and, at the end, the allocation
 # sites still holding memory are printed: what grows after the warm-up shows there (the caches' contents too).
 heaptrack = os.environ.get("SOAK_HEAPTRACK", "") not in ("", "0")
@@ -215,7 +217,16 @@ def table_bytes():
     return {k: int(v) for k, v in (item.split("=") for item in text.split(",") if "=" in item)}
 
 
+def host_loop_seconds():
+    """CPU seconds a fixed loop takes in a process of its own: the host's speed at the moment, which a shared host's
+    neighbours moved by a tenth within a run (the CPU per customer moves with it)."""
+    child = subprocess.Popen([sys.executable, "-S", "-c", "x = 0\nfor i in range(1_000_000): x += i * i % 7"])
+    _, _, usage = os.wait4(child.pid, 0)
+    return usage.ru_utime + usage.ru_stime
+
+
 def sample(pid, began, desk_pid):
+    loop = host_loop_seconds()
     status = pathlib.Path(f"/proc/{pid}/status").read_text()
     field = lambda name: int(next(line.split()[1] for line in status.splitlines() if line.startswith(name)))
     desk_status = pathlib.Path(f"/proc/{desk_pid}/status").read_text()
@@ -229,7 +240,7 @@ def sample(pid, began, desk_pid):
     return {"t": time.time() - began, "rss_mb": field("VmRSS:") / 1024, "threads": field("Threads:"), "desk_rss_mb": desk_rss / 1024,
             "fds": len(os.listdir(f"/proc/{pid}/fd")), "db_mb": db, "kept_mb": int(kept or 0) / 1e6,
             "customers": counts["customers"], "rows": dict(zip(tables, rows)), "webhooks": webhook_stats(), "tables": table_bytes(),
-            "cpu": {"gateway": cpu_seconds(pid), "Desk": cpu_seconds(desk_pid), "PostgreSQL": postgres_cpu_seconds()}}
+            "cpu": {"gateway": cpu_seconds(pid), "Desk": cpu_seconds(desk_pid), "PostgreSQL": postgres_cpu_seconds()}, "loop": loop}
 
 
 def slope(points):
@@ -321,7 +332,8 @@ def main():
                 # -o before -p: heaptrack reads no option after the pid.
                 profiler = subprocess.Popen(["heaptrack", "-o", str(out / "soak-heaptrack"), "-p", str(gateway.pid)],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            upcoming = [began + 60, began + warmup * 60, began + minutes * 60 - 60, began + minutes * 60]
+            upcoming = [began + 60, began + warmup * 60, began + (warmup + span_minutes) * 60,
+                        began + (minutes - span_minutes) * 60, began + minutes * 60 - 60, began + minutes * 60]
             wake = min([w for w in upcoming if w > time.time()] + [time.time() + 30])
             time.sleep(min(30, max(0.1, wake - time.time())))
             samples.append(sample(gateway.pid, began, desk_process.pid))
@@ -386,17 +398,24 @@ def main():
     print(f"| ticket reads, first minute after warm-up | p50 {percentile(first, 0.5):.2f} ms, p99 {percentile(first, 0.99):.2f} ms ({len(first)}) |")
     print(f"| ticket reads, last minute | p50 {percentile(last, 0.5):.2f} ms, p99 {percentile(last, 0.99):.2f} ms ({len(last)}) |")
     print(f"| p99 drift | {p99_drift:+.0f} % |")
-    # Where the time goes: CPU per new customer in the first and last minute of each process on the shared cores, and
-    # the gateway's own view of the same reads (its histogram, from the routed request to its answer, so without the
-    # time spent in sockets and run queues, and the ticket cache's results).
+    # Where the time goes: CPU per new customer of each process on the shared cores, and the gateway's own view of the
+    # same reads (its histogram, from the routed request to its answer, so without the time spent in sockets and run
+    # queues, and the ticket cache's results). The run's first minute is before the webhooks, retention and
+    # housekeeping have reached their level, and a minute's throughput moves by a tenth on a machine the workers keep
+    # busy (CPU per customer with it): the drift is read over minutes after the warm-up.
     def window(a, b):
-        return [s for s in samples if a <= s["t"] <= b]
-    for name, (a, b) in (("first", (0, 61)), ("last", (minutes * 60 - 61, minutes * 60))):
+        return [s for s in samples if a - 1 <= s["t"] <= b + 1]
+    spans = (("the run's first minute", 0, 60),
+             (f"the {span_minutes:g} minutes after the warm-up", warmup * 60, (warmup + span_minutes) * 60),
+             (f"the last {span_minutes:g} minutes", (minutes - span_minutes) * 60, minutes * 60))
+    for name, a, b in spans:
         span = window(a, b)
         if len(span) >= 2 and span[-1]["customers"] > span[0]["customers"]:
             new = span[-1]["customers"] - span[0]["customers"]
             per = ", ".join(f"{proc} {(span[-1]['cpu'][proc] - span[0]['cpu'][proc]) * 1000 / new:.1f}" for proc in span[0]["cpu"])
-            print(f"| CPU ms per new customer, {name} minute | {per} |")
+            rate = new / (span[-1]["t"] - span[0]["t"])
+            loop = sum(s["loop"] for s in span) / len(span) * 1000
+            print(f"| CPU ms per new customer, {name} | {per} ({rate:.0f} new customers/s; the host's fixed loop {loop:.0f} ms) |")
     def server_line(before, after):
         if not before or not after:
             return "not scraped"
