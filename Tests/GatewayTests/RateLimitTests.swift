@@ -111,6 +111,12 @@ import TestSupport
         #expect(resolver.client(request(peer: "fd00::1", [("Forwarded", #"for="[2001:db8::7]:443";proto=https"#)])) == "2001:db8::7")
         #expect(resolver.client(request(peer: "10.1.2.3", [("Forwarded", "for=198.51.100.4:5000")])) == "198.51.100.4")
         #expect(resolver.client(request(peer: "10.1.2.3", [("X-Forwarded-For", "not-an-address")])) == "10.1.2.3")
+        // List items between spaces and tabs (RFC 9110's OWS), quoted or not.
+        #expect(resolver.client(request(peer: "10.1.2.3", [("X-Forwarded-For", "9.9.9.9,\t5.6.7.8 ,\t10.0.0.7")])) == "5.6.7.8")
+        #expect(resolver.client(request(peer: "10.1.2.3", [("Forwarded", "for=9.9.9.9,\tfor=\"5.6.7.8\"")])) == "5.6.7.8")
+        #expect(resolver.scheme(request(peer: "10.1.2.3", [("X-Forwarded-Proto", "\tHTTPS , http")])) == "https")
+        #expect(resolver.scheme(request(peer: "10.1.2.3", [("Forwarded", "for=1.1.1.1;\tproto=\"HTTPS\"")])) == "https")
+        #expect(resolver.scheme(request(peer: "203.0.113.9", [("X-Forwarded-Proto", "https")])) == "http")
         // A proxy that adds a line of its own instead of appending: the client's line comes first and is not believed.
         #expect(resolver.client(request(peer: "10.1.2.3", [("X-Forwarded-For", "9.9.9.9"), ("X-Forwarded-For", "5.6.7.8")])) == "5.6.7.8")
         #expect(resolver.client(request(peer: "10.1.2.3", [("Forwarded", "for=9.9.9.9"), ("Forwarded", "for=5.6.7.8")])) == "5.6.7.8")
