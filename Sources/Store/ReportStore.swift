@@ -49,44 +49,12 @@ public struct ReportStore: ReportReader {
     static func decodeDate(_ text: String?) -> LocalDate? { text.flatMap(LocalDate.init) }
 
     /// Both periods of a report from the zone's rollup blocks, in one query: the current period's sums per group and
-    /// bucket, and the previous period's per group (a group may come in several entries; the shaper adds them up).
+    /// bucket, and the previous period's per group, or as one ungrouped row for a bucketed report (a group may come in
+    /// several entries; the shaper adds them up).
     /// Reports narrowed by channel type or priority read the detail blocks, all others the agent × team ones.
     public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> ReportSums? {
-        let group = "b." + p.groupBy.column
-        // Channel type and priority are kept only in the detail blocks.
-        let detail = p.filtersDimensions || !p.groupBy.inAgentTeamBlocks
-        // An agent × team block row already is an agent's sum for its block: where one block alone makes a bucket (a
-        // weekly report's whole weeks), its rows are sent as they are. PostgreSQL's aggregation of rows that are each
-        // their own group was half of a weekly agents' report's query.
-        let passing = !detail && p.groupBy == .agent ? Self.singleBlockParts(plan) : []
-        let summed = plan.parts.indices.filter { !passing.contains($0) }.map { plan.parts[$0] }
-        let passed = passing.sorted().map { plan.parts[$0] }
-        var f = Filters(binds: [p.timeZone, summed.map { $0.block.level }, summed.map { $0.block.firstDay.dayNumber }, summed.map { $0.tag }])
-        f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: detail)
-        let blocks = """
-              JOIN \(detail ? "csat_detail_blocks" : "csat_blocks") b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
-                                AND b.first_day = date '1970-01-01' + q.first_day
-             WHERE true\(f.sql)
-            """
-        var sql = """
-            SELECT \(group), q.tag, sum(b.requests), sum(b.responses), sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)
-              FROM unnest($2::int[], $3::int[], $4::int[]) AS q(level, first_day, tag)
-            \(blocks)
-             GROUP BY 1, 2
-            """
-        var binds = f.binds
-        if !passed.isEmpty {
-            let first = binds.count + 1
-            binds += [passed.map { $0.block.level }, passed.map { $0.block.firstDay.dayNumber }, passed.map { $0.tag }] as [any PostgresEncodable]
-            sql = """
-                SELECT \(group), q.tag, b.requests, b.responses, b.s1, b.s2, b.s3, b.s4, b.s5
-                  FROM unnest($\(first)::int[], $\(first + 1)::int[], $\(first + 2)::int[]) AS q(level, first_day, tag)
-                \(blocks)
-                UNION ALL
-                \(sql)
-                """
-        }
-        sql += Self.noRollupsRow
+        let (sql, binds) = Self.blocksStatement(p, plan: plan)
+        let totalOnly = p.bucket != .none
         // Capped: on the primary, reports from rollups hold at most REPORT_CONCURRENCY connections at once.
         let result = try await PostgresPool.capped { try await reads.run { try await $0.query(sql, binds) } }
         // Sized once: grown by doubling, a weekly report's 3,000 entries were copied about twice over.
@@ -100,7 +68,8 @@ public struct ReportStore: ReportReader {
                 noRollups = true
                 return
             }
-            let group = try p.groupBy.key(row)
+            // The previous period's totals row has no group.
+            let group = totalOnly && tag == BlockPlan.previousTag ? ReportKey.none : try p.groupBy.key(row)
             let distribution = ScoreCounts(try row.decode(4), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8))
             let figures = CSATFigures(requests: try row.decode(2), responses: try row.decode(3), distribution: distribution)
             if tag == BlockPlan.previousTag {
@@ -110,6 +79,64 @@ public struct ReportStore: ReportReader {
             }
         }
         return noRollups ? nil : (current, previous)
+    }
+
+    /// The statement of `fromBlocks` and its parameters.
+    static func blocksStatement(_ p: ReportParameters, plan: BlockPlan) -> (sql: String, binds: [any PostgresEncodable]) {
+        let group = "b." + p.groupBy.column
+        // Channel type and priority are kept only in the detail blocks.
+        let detail = p.filtersDimensions || !p.groupBy.inAgentTeamBlocks
+        // An agent × team block row already is an agent's sum for its block: where one block alone makes a bucket (a
+        // weekly report's whole weeks), its rows are sent as they are. PostgreSQL's aggregation of rows that are each
+        // their own group was half of a weekly agents' report's query.
+        let passing = !detail && p.groupBy == .agent ? Self.singleBlockParts(plan) : []
+        // A bucketed report shows the previous period only as its totals: summed there in one row, not one per group
+        // (a weekly agents' report hashed 2,000 block rows into 200 groups for it and sent them back).
+        let totalOnly = p.bucket != .none
+        let isTotal = { (part: BlockPlan.Part) in totalOnly && part.tag == BlockPlan.previousTag }
+        let summed = plan.parts.indices.filter { !passing.contains($0) && !isTotal(plan.parts[$0]) }.map { plan.parts[$0] }
+        let passed = passing.sorted().filter { !isTotal(plan.parts[$0]) }.map { plan.parts[$0] }
+        let totalled = plan.parts.filter(isTotal)
+        var f = Filters(binds: [p.timeZone, summed.map { $0.block.level }, summed.map { $0.block.firstDay.dayNumber }, summed.map { $0.tag }])
+        f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: detail)
+        let blocks = """
+              JOIN \(detail ? "csat_detail_blocks" : "csat_blocks") b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
+                                AND b.first_day = date '1970-01-01' + q.first_day
+             WHERE true\(f.sql)
+            """
+        let sums = "sum(b.requests), sum(b.responses), sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)"
+        var sql = """
+            SELECT \(group), q.tag, \(sums)
+              FROM unnest($2::int[], $3::int[], $4::int[]) AS q(level, first_day, tag)
+            \(blocks)
+             GROUP BY 1, 2
+            """
+        var binds = f.binds
+        if !totalled.isEmpty {
+            // After the grouped branch, whose first column sets the type the NULL takes.
+            let first = binds.count + 1
+            binds += [totalled.map { $0.block.level }, totalled.map { $0.block.firstDay.dayNumber }] as [any PostgresEncodable]
+            sql += """
+
+                UNION ALL
+                SELECT NULL, \(BlockPlan.previousTag), \(sums)
+                  FROM unnest($\(first)::int[], $\(first + 1)::int[]) AS q(level, first_day)
+                \(blocks)
+                HAVING count(*) > 0
+                """
+        }
+        if !passed.isEmpty {
+            let first = binds.count + 1
+            binds += [passed.map { $0.block.level }, passed.map { $0.block.firstDay.dayNumber }, passed.map { $0.tag }] as [any PostgresEncodable]
+            sql = """
+                SELECT \(group), q.tag, b.requests, b.responses, b.s1, b.s2, b.s3, b.s4, b.s5
+                  FROM unnest($\(first)::int[], $\(first + 1)::int[], $\(first + 2)::int[]) AS q(level, first_day, tag)
+                \(blocks)
+                UNION ALL
+                \(sql)
+                """
+        }
+        return (sql + noRollupsRow, binds)
     }
 
     /// The tag of the row that says the zone has no complete rollups (a plan's tags are the previous period's and 1…).
