@@ -273,7 +273,7 @@ public enum CSATReportShaper {
         // The previous period per group, found through the groups' ranks (a group absent from the current period has
         // no row, and counts only in the previous totals).
         var previousTotals = CSATFigures()
-        var previousByGroup = [CSATFigures](repeating: CSATFigures(), count: parameters.bucket == .none ? groups.count : 0)
+        var previousByGroup = [CSATFigures](repeating: CSATFigures(), count: parameters.previousPerGroup ? groups.count : 0)
         for entry in previous {
             let figures = entry.figures.restricted(to: parameters.scores)
             previousTotals.add(figures)

@@ -147,6 +147,9 @@ public struct ReportParameters: Sendable {
     public var days: Int { to.dayNumber - from.dayNumber + 1 }
     /// The period of equal length just before this one.
     public var previous: (from: LocalDate, to: LocalDate) { (from.adding(days: -days), from.adding(days: -1)) }
+    /// Whether each row shows its group's previous period: only unbucketed reports do; a bucketed one shows the
+    /// previous period's totals alone, so its readers may sum that period without grouping it.
+    public var previousPerGroup: Bool { bucket == .none }
     /// Whether channel type or priority narrow the report (only the full-dimension rollup can answer then).
     public var filtersDimensions: Bool { !channelTypes.isEmpty || !priorities.isEmpty }
 }

@@ -1,13 +1,14 @@
-/// Both periods' sums of a report: the current period's per group and bucket, the previous period's per group (for a
-/// bucketed report, which shows only the previous period's totals, they may come as entries of `ReportKey.none`).
+/// Both periods' sums of a report: the current period's per group and bucket, the previous period's per group (where
+/// rows do not show it, `ReportParameters.previousPerGroup`, it may come as entries of `ReportKey.none`).
 public typealias ReportSums = (current: [ReportEntry], previous: [(group: ReportKey, figures: CSATFigures)])
 
 /// The report reads as a port: `Store.ReportStore` reads PostgreSQL (the rollup blocks, or the raw ratings); the
 /// routes plan, admit and shape around it, and their tests read an in-memory fake.
 public protocol ReportReader: Sendable {
     /// Both periods from the zone's rollup blocks: the current period's sums per group and bucket, the previous
-    /// period's per group (a bucketed report's as its totals); nil when the zone has no complete rollups as the query saw the database (dropped or being
-    /// rebuilt since the caller looked), which the raw ratings then answer.
+    /// period's per group (as its totals where rows do not show it: `ReportParameters.previousPerGroup`); nil when
+    /// the zone has no complete rollups as the query saw the database (dropped or being rebuilt since the caller
+    /// looked), which the raw ratings then answer.
     func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> ReportSums?
     /// One period's sums from the raw ratings, at most `limit` rows.
     func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, limit: Int) async throws -> [ReportEntry]

@@ -54,7 +54,6 @@ public struct ReportStore: ReportReader {
     /// Reports narrowed by channel type or priority read the detail blocks, all others the agent × team ones.
     public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> ReportSums? {
         let (sql, binds) = Self.blocksStatement(p, plan: plan)
-        let totalOnly = p.bucket != .none
         // Capped: on the primary, reports from rollups hold at most REPORT_CONCURRENCY connections at once.
         let result = try await PostgresPool.capped { try await reads.run { try await $0.query(sql, binds) } }
         // Sized once: grown by doubling, a weekly report's 3,000 entries were copied about twice over.
@@ -69,7 +68,7 @@ public struct ReportStore: ReportReader {
                 return
             }
             // The previous period's totals row has no group.
-            let group = totalOnly && tag == BlockPlan.previousTag ? ReportKey.none : try p.groupBy.key(row)
+            let group = !p.previousPerGroup && tag == BlockPlan.previousTag ? ReportKey.none : try p.groupBy.key(row)
             let distribution = ScoreCounts(try row.decode(4), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8))
             let figures = CSATFigures(requests: try row.decode(2), responses: try row.decode(3), distribution: distribution)
             if tag == BlockPlan.previousTag {
@@ -92,8 +91,7 @@ public struct ReportStore: ReportReader {
         let passing = !detail && p.groupBy == .agent ? Self.singleBlockParts(plan) : []
         // A bucketed report shows the previous period only as its totals: summed there in one row, not one per group
         // (a weekly agents' report hashed 2,000 block rows into 200 groups for it and sent them back).
-        let totalOnly = p.bucket != .none
-        let isTotal = { (part: BlockPlan.Part) in totalOnly && part.tag == BlockPlan.previousTag }
+        let isTotal = { (part: BlockPlan.Part) in !p.previousPerGroup && part.tag == BlockPlan.previousTag }
         let summed = plan.parts.indices.filter { !passing.contains($0) && !isTotal(plan.parts[$0]) }.map { plan.parts[$0] }
         let passed = passing.sorted().filter { !isTotal(plan.parts[$0]) }.map { plan.parts[$0] }
         let totalled = plan.parts.filter(isTotal)

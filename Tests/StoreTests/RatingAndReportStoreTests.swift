@@ -296,7 +296,7 @@ import TestSupport
                 #expect(Self.sums(blocks.previous.map { (Self.previousKey($0.group, p), nil, $0.figures) }, bucket: p)
                         == Self.sums(rawBefore.map { (Self.previousKey($0.group, p), nil, $0.figures) }, bucket: p), "\(query)")
                 // A bucketed report shows the previous period as its totals, which the rollups send as one row.
-                #expect(p.bucket == .none || blocks.previous.count <= 1, "\(query)")
+                #expect(p.previousPerGroup || blocks.previous.count <= 1, "\(query)")
                 // Shaped, both give the same rows: a block row passed on unsummed (an agent in two teams comes as two
                 // entries of one bucket) counts once, in its agent's row.
                 let shapedBlocks = CSATReportShaper.shape(parameters: p, source: "rollup", current: blocks.current, previous: blocks.previous, names: GroupNames([:]))
@@ -360,10 +360,10 @@ import TestSupport
         }
     }
 
-    /// Responses and score counts per group and (clipped) bucket (requests aside: these ratings have none), empty ones dropped.
     /// The previous period is compared per group where the report shows it per group (unbucketed), else as totals.
-    static func previousKey(_ group: ReportKey, _ p: ReportParameters) -> ReportKey { p.bucket == .none ? group : .none }
+    static func previousKey(_ group: ReportKey, _ p: ReportParameters) -> ReportKey { p.previousPerGroup ? group : .none }
 
+    /// Responses and score counts per group and (clipped) bucket (requests aside: these ratings have none), empty ones dropped.
     static func sums(_ entries: [(ReportKey, LocalDate?, CSATFigures)], bucket p: ReportParameters, requests: Bool = false) -> [String: [Int]] {
         var result: [String: [Int]] = [:]
         for (group, start, figures) in entries {
