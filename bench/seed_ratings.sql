@@ -1,7 +1,7 @@
 -- 1,000,000 CSAT ratings and 1,250,000 requests over two years: 200 agents in 20 teams, 3 channel types,
 -- 4 priorities, scores skewed towards 4 and 5. Deterministic (setseed) so runs compare.
 SELECT setseed(0.42);
-TRUNCATE csat_ratings, csat_requests, csat_detail_blocks, csat_blocks, report_zones;
+TRUNCATE csat_ratings, csat_requests, csat_detail_blocks, csat_blocks, csat_team_blocks, report_zones;
 INSERT INTO teams (id, key, name)
 SELECT 100 + t, 'team-' || t, 'Team ' || t FROM generate_series(1, 20) AS t
 ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name;

@@ -62,4 +62,4 @@ awk -v from="$started" -v to="$ended" '{ end = $5 + $6 / 1e6; if (end >= from &&
   { w[NR] = $1 < 0 ? 0 : $1 }
   END { printf "build %.1f s; the writer, %d transactions during it: waited p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
         to - from, NR, w[int(NR * 0.5) + 1], w[int(NR * 0.99) + 1], w[NR] }'
-psql "$url" -Atc "SELECT 'rollups: ' || (SELECT count(*) FROM csat_blocks) || ' agent x team rows, ' || (SELECT count(*) FROM csat_detail_blocks) || ' detail rows'"
+psql "$url" -Atc "SELECT 'rollups: ' || (SELECT count(*) FROM csat_blocks) || ' agent x team rows, ' || (SELECT count(*) FROM csat_detail_blocks) || ' detail rows, ' || (SELECT count(*) FROM csat_team_blocks) || ' team rows'"

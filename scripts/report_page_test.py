@@ -34,7 +34,7 @@ conninfo = admin.replace("dbname=postgres", f"dbname={database}")
 # Deterministic ratings: 12 agents (one with a hostile name) in 4 teams, 120 days, some days without ratings.
 SEED = """
 SELECT setseed(0.7);
-TRUNCATE csat_ratings, csat_requests, csat_detail_blocks, csat_blocks, report_zones;
+TRUNCATE csat_ratings, csat_requests, csat_detail_blocks, csat_blocks, csat_team_blocks, report_zones;
 INSERT INTO teams (id, key, name) SELECT 200 + t, 'team-' || t, 'Team ' || t FROM generate_series(1, 4) AS t
 ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name;
 INSERT INTO agents (id, display_name) SELECT 2000 + a, CASE WHEN a = 7 THEN '<b>Bold</b> & "Co"' ELSE 'Agent ' || a END

@@ -79,13 +79,13 @@ public struct CSATStore: FeedbackRatings {
     /// Every level a rollup row is kept at: the aligned ones and the week.
     static let levels = "generate_series(0, \(RollupBlocks.weekLevel))"
 
-    /// Says that this transaction writes week blocks itself, so migration 0018's trigger (kept for a writer that does
-    /// not) leaves them alone, and that it leaves a zone's uncounted ratings to the zone's build, so migration 0019's
-    /// trigger lets it write while a zone is built in steps.
-    static let writingWeekBlocks = """
-        SELECT set_config('desk_gateway.week_blocks', 'on', true), set_config('desk_gateway.zone_steps', 'on', true)
+    /// Says that this transaction writes week and team blocks itself, so the triggers of migrations 0018 and 0028
+    /// (kept for a writer that does not) leave them alone, and that it leaves a zone's uncounted ratings to the zone's
+    /// build, so migration 0019's trigger lets it write while a zone is built in steps.
+    static let writingOwnBlocks = """
+        SELECT set_config('desk_gateway.week_blocks', 'on', true), set_config('desk_gateway.team_blocks', 'on', true),
+               set_config('desk_gateway.zone_steps', 'on', true)
         """
-
 
     /// Makes sure every configured zone has rollups. A new zone is registered in one short transaction under the zone
     /// lock, held exclusively (every CSAT writer takes it shared), its blocks empty and nothing counted. Its ratings and
@@ -146,8 +146,10 @@ public struct CSATStore: FeedbackRatings {
             if try row.decode(0, as: Bool.self) { return false }
             if try row.decode(1, as: Bool.self) { return true }
         }
-        try tx.query("DELETE FROM csat_detail_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
-        try tx.query("DELETE FROM csat_blocks WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
+        try tx.query(writingOwnBlocks)
+        for table in ["csat_detail_blocks", "csat_blocks", "csat_team_blocks"] {
+            try tx.query("DELETE FROM \(table) WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
+        }
         try tx.query("""
             INSERT INTO report_zones (zone, added_at, counted_until, stepped_at) VALUES ($1, clock_timestamp(), '-infinity', now())
             ON CONFLICT (zone) DO UPDATE SET added_at = EXCLUDED.added_at, backfilled_at = NULL, counted_until = '-infinity',
@@ -234,7 +236,7 @@ public struct CSATStore: FeedbackRatings {
     /// rollups, as they are now.
     static func backfill(zone: String, from: String, until: String, on tx: PostgresConnection) throws {
         // Per local day and every dimension first, then spread over the levels.
-        try tx.query(writingWeekBlocks)
+        try tx.query(writingOwnBlocks)
         try tx.execute(script: """
             CREATE TEMPORARY TABLE backfill_days (day date, channel_type text, priority text, agent_id bigint, team_id bigint,
                                                   requests bigint, responses bigint, s1 bigint, s2 bigint, s3 bigint, s4 bigint,
@@ -270,11 +272,18 @@ public struct CSATStore: FeedbackRatings {
              GROUP BY 2, 3, 4, 5
             ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET \(Self.addCounts)
             """, [zone])
+        try tx.query("""
+            INSERT INTO csat_team_blocks AS d (zone_id, level, first_day, team_id, \(Self.countColumns))
+            SELECT \(zoneId), level, \(Self.blockStart("day", "level")), team_id, \(sums)
+              FROM backfill_days CROSS JOIN \(Self.levels) AS level
+             GROUP BY 2, 3, 4
+            ON CONFLICT (zone_id, level, first_day, team_id) DO UPDATE SET \(Self.addCounts)
+            """, [zone])
     }
 
-    /// Rows of the one-day and week rollups (per agent and team, and per channel type and priority too) that differ from the
-    /// same counted from the raw ratings and requests now, per zone whose rollups are complete. A rating removed or
-    /// restored by hand, or counted twice, shows here.
+    /// Rows of the one-day and week rollups (per agent and team, per channel type and priority too, and per team) that
+    /// differ from the same counted from the raw ratings and requests now, per zone whose rollups are complete. A rating
+    /// removed or restored by hand, or counted twice, shows here.
     public func rollupDrift() async throws -> [String: Int] {
         let raw = """
             SELECT z.id AS zone_id, (rated_at AT TIME ZONE z.zone)::date AS day, channel_type, priority, coalesce(agent_id, 0) AS agent_id,
@@ -289,34 +298,28 @@ public struct CSATStore: FeedbackRatings {
         let sums = "sum(requests)::bigint, sum(responses)::bigint, sum(coalesce(s1, 0))::bigint, sum(coalesce(s2, 0))::bigint, "
             + "sum(coalesce(s3, 0))::bigint, sum(coalesce(s4, 0))::bigint, sum(coalesce(s5, 0))::bigint"
         let nonZero = "HAVING sum(requests) <> 0 OR sum(responses) <> 0"
+        let complete = "zone_id IN (SELECT id FROM report_zones WHERE backfilled_at IS NOT NULL)"
+        // Each rollup table's one-day and week rows against the raw rows summed the same way, in both directions.
+        var tables: [String] = []
+        var differing: [String] = []
+        for (table, columns) in [("csat_detail_blocks", "channel_type, priority, agent_id, team_id"),
+                                 ("csat_blocks", "agent_id, team_id"), ("csat_team_blocks", "team_id")] {
+            let groups = (1...(2 + columns.split(separator: ",").count)).map(String.init).joined(separator: ", ")
+            for (level, day) in [(0, "day"), (RollupBlocks.weekLevel, "date_trunc('week', day)::date")] {
+                let name = "\(table)_\(level)"
+                tables.append("""
+                    raw_\(name) AS (SELECT zone_id, \(day), \(columns), \(sums) FROM raw GROUP BY \(groups) \(nonZero)),
+                    \(name) AS (SELECT zone_id, first_day, \(columns), \(sums) FROM \(table) WHERE level = \(level) AND \(complete)
+                                 GROUP BY \(groups) \(nonZero))
+                    """)
+                differing += ["raw_\(name) EXCEPT SELECT * FROM \(name)", "\(name) EXCEPT SELECT * FROM raw_\(name)"]
+            }
+        }
         let sql = """
             WITH raw AS (\(raw)),
-            raw_detail AS (SELECT zone_id, day, channel_type, priority, agent_id, team_id, \(sums) FROM raw GROUP BY 1, 2, 3, 4, 5, 6 \(nonZero)),
-            raw_blocks AS (SELECT zone_id, day, agent_id, team_id, \(sums) FROM raw GROUP BY 1, 2, 3, 4 \(nonZero)),
-            detail AS (SELECT zone_id, first_day, channel_type, priority, agent_id, team_id, \(sums) FROM csat_detail_blocks
-                        WHERE level = 0 AND zone_id IN (SELECT id FROM report_zones WHERE backfilled_at IS NOT NULL)
-                        GROUP BY 1, 2, 3, 4, 5, 6 \(nonZero)),
-            blocks AS (SELECT zone_id, first_day, agent_id, team_id, \(sums) FROM csat_blocks
-                        WHERE level = 0 AND zone_id IN (SELECT id FROM report_zones WHERE backfilled_at IS NOT NULL)
-                        GROUP BY 1, 2, 3, 4 \(nonZero)),
-            raw_detail_weeks AS (SELECT zone_id, date_trunc('week', day)::date, channel_type, priority, agent_id, team_id, \(sums)
-                                   FROM raw GROUP BY 1, 2, 3, 4, 5, 6 \(nonZero)),
-            raw_weeks AS (SELECT zone_id, date_trunc('week', day)::date, agent_id, team_id, \(sums) FROM raw GROUP BY 1, 2, 3, 4 \(nonZero)),
-            detail_weeks AS (SELECT zone_id, first_day, channel_type, priority, agent_id, team_id, \(sums) FROM csat_detail_blocks
-                              WHERE level = \(RollupBlocks.weekLevel) AND zone_id IN (SELECT id FROM report_zones WHERE backfilled_at IS NOT NULL)
-                              GROUP BY 1, 2, 3, 4, 5, 6 \(nonZero)),
-            weeks AS (SELECT zone_id, first_day, agent_id, team_id, \(sums) FROM csat_blocks
-                       WHERE level = \(RollupBlocks.weekLevel) AND zone_id IN (SELECT id FROM report_zones WHERE backfilled_at IS NOT NULL)
-                       GROUP BY 1, 2, 3, 4 \(nonZero)),
-            differing AS (
-                (SELECT zone_id FROM (SELECT * FROM raw_detail EXCEPT SELECT * FROM detail) a)
-                UNION ALL (SELECT zone_id FROM (SELECT * FROM detail EXCEPT SELECT * FROM raw_detail) b)
-                UNION ALL (SELECT zone_id FROM (SELECT * FROM raw_blocks EXCEPT SELECT * FROM blocks) c)
-                UNION ALL (SELECT zone_id FROM (SELECT * FROM blocks EXCEPT SELECT * FROM raw_blocks) d)
-                UNION ALL (SELECT zone_id FROM (SELECT * FROM raw_detail_weeks EXCEPT SELECT * FROM detail_weeks) e)
-                UNION ALL (SELECT zone_id FROM (SELECT * FROM detail_weeks EXCEPT SELECT * FROM raw_detail_weeks) f)
-                UNION ALL (SELECT zone_id FROM (SELECT * FROM raw_weeks EXCEPT SELECT * FROM weeks) g)
-                UNION ALL (SELECT zone_id FROM (SELECT * FROM weeks EXCEPT SELECT * FROM raw_weeks) h))
+            \(tables.joined(separator: ",\n")),
+            differing AS (\(differing.enumerated().map { "(SELECT zone_id FROM (SELECT * FROM \($1)) d\($0))" }
+                .joined(separator: "\n    UNION ALL ")))
             SELECT z.zone, count(*) FROM differing JOIN report_zones z ON z.id = differing.zone_id GROUP BY z.zone
             """
         // The planner's estimates put this above the JIT threshold even for small tables, and compiling it took
@@ -345,7 +348,11 @@ public struct CSATStore: FeedbackRatings {
     /// their blocks. Reports in the zone are computed from the raw ratings from then on (one in flight notices in its
     /// own query). Returns false when the zone had no rollups.
     public func dropZone(_ zone: String) async throws -> Bool {
-        try await underZoneLock { tx in !(try tx.query("DELETE FROM report_zones WHERE zone = $1 RETURNING 1", [zone]).isEmpty) }
+        try await underZoneLock { tx in
+            // The team rows go with the zone's own cascade; migration 0028's trigger need not look at each deleted row.
+            try tx.query(Self.writingOwnBlocks)
+            return !(try tx.query("DELETE FROM report_zones WHERE zone = $1 RETURNING 1", [zone]).isEmpty)
+        }
     }
 
     /// Every zone registered, its rollups complete or not (with the time its build has counted up to, seconds since

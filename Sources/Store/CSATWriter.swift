@@ -7,9 +7,9 @@ import Reports
 /// Lock order, the same in every transaction that writes CSAT data, so no two of them can wait on each other in a
 /// circle: the ticket's advisory lock, then the zone lock (shared; a zone build's step holds it exclusively), then the
 /// ticket's own request and rating rows, and last the rollup rows, all of them in one statement per rollup table
-/// at the end of the transaction (`finish`), sorted by their key. Rollup rows are shared by every ticket of an agent
-/// and every day of a block; taken as each answer came, two transactions with two answers each could hold one row
-/// the other wanted.
+/// at the end of the transaction (`finish`), sorted by their key, the team rows (shared by every agent of a team) the
+/// last of them. Rollup rows are shared by every ticket of an agent and every day of a block; taken as each answer
+/// came, two transactions with two answers each could hold one row the other wanted.
 final class CSATWriter {
     let tx: PostgresConnection
     private var deltas = RollupDeltas()
@@ -184,7 +184,7 @@ final class CSATWriter {
         guard !deltas.isEmpty else { return }
         defer { deltas = RollupDeltas() }
         let d = deltas
-        try tx.query(CSATStore.writingWeekBlocks)
+        try tx.query(CSATStore.writingOwnBlocks)
         let binds: [any PostgresEncodable] = [d.times, d.agents, d.teams, d.channels, d.priorities, d.requests, d.responses,
                                               d.scores[0], d.scores[1], d.scores[2], d.scores[3], d.scores[4]]
         let blocks = """
@@ -208,6 +208,12 @@ final class CSATWriter {
             SELECT zone_id, level, first_day, agent_id, team_id, \(sums) FROM (\(blocks)) b
              GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
             ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET \(CSATStore.addCounts)
+            """, binds)
+        try tx.query("""
+            INSERT INTO csat_team_blocks AS d (zone_id, level, first_day, team_id, \(CSATStore.countColumns))
+            SELECT zone_id, level, first_day, team_id, \(sums) FROM (\(blocks)) b
+             GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+            ON CONFLICT (zone_id, level, first_day, team_id) DO UPDATE SET \(CSATStore.addCounts)
             """, binds)
     }
 }

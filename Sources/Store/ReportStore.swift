@@ -51,7 +51,7 @@ public struct ReportStore: ReportReader {
     /// Both periods of a report from the zone's rollup blocks, in one query: the current period's sums per group and
     /// bucket, and the previous period's per group, or as one ungrouped row for a bucketed report (a group may come in
     /// several entries; the shaper adds them up).
-    /// Reports narrowed by channel type or priority read the detail blocks, all others the agent × team ones.
+    /// Reports read the smallest rollup table that answers them (`blockTable`).
     public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> ReportSums? {
         let (sql, binds) = Self.blocksStatement(p, plan: plan)
         // Capped: on the primary, reports from rollups hold at most REPORT_CONCURRENCY connections at once.
@@ -83,25 +83,29 @@ public struct ReportStore: ReportReader {
     /// The statement of `fromBlocks` and its parameters.
     static func blocksStatement(_ p: ReportParameters, plan: BlockPlan) -> (sql: String, binds: [any PostgresEncodable]) {
         let group = "b." + p.groupBy.column
-        // Channel type and priority are kept only in the detail blocks.
-        let detail = p.filtersDimensions || !p.groupBy.inAgentTeamBlocks
-        // An agent × team block row already is an agent's sum for its block: where one block alone makes a bucket (a
-        // weekly report's whole weeks), its rows are sent as they are. PostgreSQL's aggregation of rows that are each
-        // their own group was half of a weekly agents' report's query.
-        let passing = !detail && p.groupBy == .agent ? Self.singleBlockParts(plan) : []
+        let table = Self.blockTable(p, grouped: true)
+        let detail = table == "csat_detail_blocks"
+        // An agent × team block row already is an agent's sum for its block, a team block row a team's: where one block
+        // alone makes a bucket (a weekly report's whole weeks), its rows are sent as they are. PostgreSQL's aggregation
+        // of rows that are each their own group was half of a weekly agents' report's query.
+        let passing = table == "csat_team_blocks" || (!detail && p.groupBy == .agent) ? Self.singleBlockParts(plan) : []
         // A bucketed report shows the previous period only as its totals: summed there in one row, not one per group
-        // (a weekly agents' report hashed 2,000 block rows into 200 groups for it and sent them back).
+        // (a weekly agents' report hashed 2,000 block rows into 200 groups for it and sent them back), and from the
+        // team blocks unless agents narrow it (200 rows instead of 2,000).
         let isTotal = { (part: BlockPlan.Part) in !p.previousPerGroup && part.tag == BlockPlan.previousTag }
         let summed = plan.parts.indices.filter { !passing.contains($0) && !isTotal(plan.parts[$0]) }.map { plan.parts[$0] }
         let passed = passing.sorted().filter { !isTotal(plan.parts[$0]) }.map { plan.parts[$0] }
         let totalled = plan.parts.filter(isTotal)
         var f = Filters(binds: [p.timeZone, summed.map { $0.block.level }, summed.map { $0.block.firstDay.dayNumber }, summed.map { $0.tag }])
         f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: detail)
-        let blocks = """
-              JOIN \(detail ? "csat_detail_blocks" : "csat_blocks") b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
+        let join = { (table: String) in
+            """
+              JOIN \(table) b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
                                 AND b.first_day = date '1970-01-01' + q.first_day
              WHERE true\(f.sql)
             """
+        }
+        let blocks = join(table)
         let sums = "sum(b.requests), sum(b.responses), sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)"
         var sql = """
             SELECT \(group), q.tag, \(sums)
@@ -119,7 +123,7 @@ public struct ReportStore: ReportReader {
                 UNION ALL
                 SELECT NULL, \(BlockPlan.previousTag), \(sums)
                   FROM unnest($\(first)::int[], $\(first + 1)::int[]) AS q(level, first_day)
-                \(blocks)
+                \(join(Self.blockTable(p, grouped: false)))
                 HAVING count(*) > 0
                 """
         }
@@ -135,6 +139,14 @@ public struct ReportStore: ReportReader {
                 """
         }
         return (sql + noRollupsRow, binds)
+    }
+
+    /// The smallest rollup table that answers `p`, per group or (`grouped` false) summed over every group: channel type
+    /// and priority are kept only in the detail blocks, agents in the agent × team ones; a teams' report, or any sum of
+    /// all groups, not narrowed to agents reads one row per team and block.
+    static func blockTable(_ p: ReportParameters, grouped: Bool) -> String {
+        if p.filtersDimensions || (grouped && !p.groupBy.inAgentTeamBlocks) { return "csat_detail_blocks" }
+        return (!grouped || p.groupBy == .team) && p.agentIds.isEmpty ? "csat_team_blocks" : "csat_blocks"
     }
 
     /// The tag of the row that says the zone has no complete rollups (a plan's tags are the previous period's and 1…).

@@ -196,6 +196,7 @@ import TestSupport
             #expect(changedAhead >= 5 && changedBehind >= 5)
             #expect(try await store.zones().contains(zone))
             #expect(try await store.rollupDrift().isEmpty)
+            #expect(try await Self.teamBlocksDiffering(db) == 0)
             let moved: Int = try await db.query("SELECT count(*) FROM csat_ratings WHERE agent_id = 503")[0].decode(0)
             let absorbed: Int = try await db.query("SELECT count(*) FROM csat_ratings WHERE message_id = 0")[0].decode(0)
             #expect(moved == 5 && absorbed == 0)
@@ -266,6 +267,62 @@ import TestSupport
         }
     }
 
+    /// Team block rows (every level) whose counts differ from the agent × team rows summed per team; rows counting
+    /// nothing are left out on both sides (a row emptied by a move stays, at zero).
+    static func teamBlocksDiffering(_ db: Database) async throws -> Int {
+        let counts = "sum(requests)::bigint, sum(responses)::bigint, sum(s1)::bigint, sum(s2)::bigint, sum(s3)::bigint, sum(s4)::bigint, sum(s5)::bigint"
+        let nonZero = "HAVING sum(requests) <> 0 OR sum(responses) <> 0"
+        let teams = "SELECT zone_id, level, first_day, team_id, \(counts) FROM csat_team_blocks GROUP BY 1, 2, 3, 4 \(nonZero)"
+        let summed = "SELECT zone_id, level, first_day, team_id, \(counts) FROM csat_blocks GROUP BY 1, 2, 3, 4 \(nonZero)"
+        return try await db.query("""
+            SELECT count(*) FROM ((\(teams) EXCEPT \(summed)) UNION ALL (\(summed) EXCEPT \(teams))) d
+            """)[0].decode(0)
+    }
+
+    @Test func teamBlocksFollowTheirAgentsWhoeverWritesThem() async throws {
+        try await withStore { db in
+            let store = CSATStore(database: db)
+            _ = try await store.ensureZones(["UTC", "Asia/Kolkata"])
+            // The gateway's writer: agents of two teams, a replacement, and an answer moved from the cache's team to Desk's.
+            for ticket in 1...12 {
+                #expect(try await store.record(Self.rating(ticket, score: ticket % 5 + 1, agent: 500 + ticket % 3, team: 11 + ticket % 2,
+                                                           at: Self.noon - Double(ticket) * 40_000)))
+            }
+            #expect(try await store.record(Self.rating(3, score: 1, agent: 500, team: 12, at: Self.noon + 600)))
+            let cached = RatingRecord(ticketId: 13, messageId: 1, score: 4, comment: nil, agentId: 999, teamId: 99, channelType: "SENDBIRD",
+                                      priority: .medium, customerSendbirdId: "c", ratedAt: Self.noon, source: .gateway, attributionInferred: true)
+            #expect(try await store.record(cached))
+            #expect(try await store.record(Self.rating(13, score: 4, agent: 502, team: 12)))
+            let teamRows: Int = try await db.query("SELECT count(*) FROM csat_team_blocks WHERE responses <> 0")[0].decode(0)
+            #expect(teamRows > 0)
+            #expect(try await Self.teamBlocksDiffering(db) == 0)
+            #expect(try await store.rollupDrift().isEmpty)
+            // A writer that keeps no team blocks (the release before them, during a rolling upgrade): the trigger adds
+            // each change of an agent × team row, its week's included, to the team's row.
+            _ = try await db.query("""
+                INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, responses, s4)
+                SELECT id, 0, date '2026-11-18', 501, 11, 1, 1 FROM report_zones WHERE zone = 'UTC'
+                ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET responses = d.responses + 1, s4 = d.s4 + 1
+                """)
+            _ = try await db.query("UPDATE csat_blocks SET responses = responses + 2, s2 = s2 + 2 WHERE team_id = 12 AND level = 3")
+            _ = try await db.query("DELETE FROM csat_blocks WHERE team_id = 11 AND level = 9")
+            #expect(try await Self.teamBlocksDiffering(db) == 0)
+            let weekOfTheInsert: Int = try await db.query("""
+                SELECT responses FROM csat_team_blocks WHERE level = \(RollupBlocks.weekLevel) AND first_day = date '2026-11-16' AND team_id = 11
+                   AND zone_id = (SELECT id FROM report_zones WHERE zone = 'UTC')
+                """)[0].decode(0)
+            #expect(weekOfTheInsert >= 1)
+            // Its registration of a zone empties the zone's rows one by one; its drop deletes the zone (the cascade).
+            _ = try await db.query("DELETE FROM csat_blocks WHERE zone_id = (SELECT id FROM report_zones WHERE zone = 'Asia/Kolkata')")
+            #expect(try await Self.teamBlocksDiffering(db) == 0)
+            _ = try await db.query("DELETE FROM report_zones WHERE zone = 'Asia/Kolkata'")
+            // The gateway's own drop.
+            #expect(try await store.dropZone("UTC"))
+            let left: Int = try await db.query("SELECT count(*) FROM csat_team_blocks")[0].decode(0)
+            #expect(left == 0)
+        }
+    }
+
     @Test func rollupBlocksEqualTheRawRatingsForAnyRangeAndBucket() async throws {
         try await withStore { db in
             let store = CSATStore(database: db)
@@ -285,8 +342,15 @@ import TestSupport
                           [("from", "2026-09-01"), ("to", "2026-11-20"), ("groupBy", "priority"), ("teamId", "10")],
                           [("from", "2026-09-07"), ("to", "2026-11-15"), ("bucket", "week")], [("from", "2026-11-02"), ("to", "2026-11-08"), ("bucket", "week")],
                           [("from", "2026-09-07"), ("to", "2026-11-15"), ("bucket", "week"), ("teamId", "11")],
+                          [("from", "2026-09-07"), ("to", "2026-11-15"), ("bucket", "week"), ("agentId", "501")],
                           // The previous period one block (11-11 to 11-18), which alone would be passed on per agent.
-                          [("from", "2026-11-19"), ("to", "2026-11-26"), ("bucket", "day")]] {
+                          [("from", "2026-11-19"), ("to", "2026-11-26"), ("bucket", "day")],
+                          // Teams' reports read the team blocks, unless narrowed to agents.
+                          [("from", "2026-08-01"), ("to", "2026-11-20"), ("groupBy", "team")],
+                          [("from", "2026-09-07"), ("to", "2026-11-15"), ("groupBy", "team"), ("bucket", "week")],
+                          [("from", "2026-09-03"), ("to", "2026-10-17"), ("groupBy", "team"), ("bucket", "week"), ("teamId", "12")],
+                          [("from", "2026-09-03"), ("to", "2026-11-17"), ("groupBy", "team"), ("bucket", "week"), ("agentId", "501")],
+                          [("from", "2026-11-19"), ("to", "2026-11-26"), ("groupBy", "team"), ("bucket", "day")]] {
                 let p = try reportParameters(query)
                 let blocks = try #require(try await reports.fromBlocks(p, plan: BlockPlan(p)))
                 let raw = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: .max)
