@@ -18,6 +18,11 @@ CREATE TABLE csat_team_blocks (
     PRIMARY KEY (zone_id, level, first_day, team_id) INCLUDE (requests, responses, s1, s2, s3, s4, s5)
 );
 
+-- Every rating updates a row per level of its team, shared by all of the team's agents: vacuumed sooner than
+-- PostgreSQL's default (a fifth of the table dead), so the reports' index-only reads of recent blocks find their
+-- pages all-visible again soon and the dead versions' room is reused.
+ALTER TABLE csat_team_blocks SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 200);
+
 INSERT INTO csat_team_blocks (zone_id, level, first_day, team_id, requests, responses, s1, s2, s3, s4, s5)
 SELECT zone_id, level, first_day, team_id, sum(requests), sum(responses), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)
   FROM csat_blocks
