@@ -51,7 +51,7 @@ public struct ReportStore: ReportReader {
     /// Both periods of a report from the zone's rollup blocks, in one query: the current period's sums per group and
     /// bucket, and the previous period's per group, or as one ungrouped row for a bucketed report (a group may come in
     /// several entries; the shaper adds them up).
-    /// Reports read the smallest rollup table that answers them (`blockTable`).
+    /// Reports read the smallest rollup table that answers them (`BlockTable`).
     public func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> ReportSums? {
         let (sql, binds) = Self.blocksStatement(p, plan: plan)
         // Capped: on the primary, reports from rollups hold at most REPORT_CONCURRENCY connections at once.
@@ -83,12 +83,11 @@ public struct ReportStore: ReportReader {
     /// The statement of `fromBlocks` and its parameters.
     static func blocksStatement(_ p: ReportParameters, plan: BlockPlan) -> (sql: String, binds: [any PostgresEncodable]) {
         let group = "b." + p.groupBy.column
-        let table = Self.blockTable(p, grouped: true)
-        let detail = table == "csat_detail_blocks"
+        let table = BlockTable(p, grouped: true)
         // An agent × team block row already is an agent's sum for its block, a team block row a team's: where one block
         // alone makes a bucket (a weekly report's whole weeks), its rows are sent as they are. PostgreSQL's aggregation
         // of rows that are each their own group was half of a weekly agents' report's query.
-        let passing = table == "csat_team_blocks" || (!detail && p.groupBy == .agent) ? Self.singleBlockParts(plan) : []
+        let passing = table == .team || (table == .agentTeam && p.groupBy == .agent) ? Self.singleBlockParts(plan) : []
         // A bucketed report shows the previous period only as its totals: summed there in one row, not one per group
         // (a weekly agents' report hashed 2,000 block rows into 200 groups for it and sent them back), and from the
         // team blocks unless agents narrow it (200 rows instead of 2,000).
@@ -97,10 +96,10 @@ public struct ReportStore: ReportReader {
         let passed = passing.sorted().filter { !isTotal(plan.parts[$0]) }.map { plan.parts[$0] }
         let totalled = plan.parts.filter(isTotal)
         var f = Filters(binds: [p.timeZone, summed.map { $0.block.level }, summed.map { $0.block.firstDay.dayNumber }, summed.map { $0.tag }])
-        f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: detail)
-        let join = { (table: String) in
+        f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: table == .detail)
+        let join = { (table: BlockTable) in
             """
-              JOIN \(table) b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
+              JOIN \(table.rawValue) b ON b.zone_id = (SELECT id FROM report_zones WHERE zone = $1) AND b.level = q.level
                                 AND b.first_day = date '1970-01-01' + q.first_day
              WHERE true\(f.sql)
             """
@@ -123,7 +122,7 @@ public struct ReportStore: ReportReader {
                 UNION ALL
                 SELECT NULL, \(BlockPlan.previousTag), \(sums)
                   FROM unnest($\(first)::int[], $\(first + 1)::int[]) AS q(level, first_day)
-                \(join(Self.blockTable(p, grouped: false)))
+                \(join(BlockTable(p, grouped: false)))
                 HAVING count(*) > 0
                 """
         }
@@ -141,12 +140,20 @@ public struct ReportStore: ReportReader {
         return (sql + noRollupsRow, binds)
     }
 
-    /// The smallest rollup table that answers `p`, per group or (`grouped` false) summed over every group: channel type
-    /// and priority are kept only in the detail blocks, agents in the agent × team ones; a teams' report, or any sum of
-    /// all groups, not narrowed to agents reads one row per team and block.
-    static func blockTable(_ p: ReportParameters, grouped: Bool) -> String {
-        if p.filtersDimensions || (grouped && !p.groupBy.inAgentTeamBlocks) { return "csat_detail_blocks" }
-        return (!grouped || p.groupBy == .team) && p.agentIds.isEmpty ? "csat_team_blocks" : "csat_blocks"
+    /// The rollup tables, from the largest.
+    enum BlockTable: String {
+        case detail = "csat_detail_blocks", agentTeam = "csat_blocks", team = "csat_team_blocks"
+
+        /// The smallest that answers `p`, per group or (`grouped` false) summed over every group: channel type and
+        /// priority are kept only in the detail blocks, agents in the agent × team ones; a teams' report, or any sum of
+        /// all groups, not narrowed to agents reads one row per team and block.
+        init(_ p: ReportParameters, grouped: Bool) {
+            if p.filtersDimensions || (grouped && !p.groupBy.inAgentTeamBlocks) {
+                self = .detail
+            } else {
+                self = (!grouped || p.groupBy == .team) && p.agentIds.isEmpty ? .team : .agentTeam
+            }
+        }
     }
 
     /// The tag of the row that says the zone has no complete rollups (a plan's tags are the previous period's and 1…).
@@ -311,7 +318,7 @@ public struct ReportStore: ReportReader {
 }
 
 /// Where each report dimension lives in the tables: its column (in the ratings, the requests and the detail blocks;
-/// agents and teams also in the agent × team blocks), its display names, and how a row's value becomes a `ReportKey`.
+/// agents and teams also in the agent × team blocks, teams in the team blocks), its display names, and how a row's value becomes a `ReportKey`.
 /// A new dimension is a case of `ReportDimension` and its lines here (and a migration when the rollup blocks do not
 /// carry its column yet).
 extension ReportDimension {
