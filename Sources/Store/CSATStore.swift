@@ -147,7 +147,7 @@ public struct CSATStore: FeedbackRatings {
             if try row.decode(1, as: Bool.self) { return true }
         }
         try tx.query(writingOwnBlocks)
-        for table in ["csat_detail_blocks", "csat_blocks", "csat_team_blocks"] {
+        for (table, _) in rollupTables {
             try tx.query("DELETE FROM \(table) WHERE zone_id IN (SELECT id FROM report_zones WHERE zone = $1)", [zone])
         }
         try tx.query("""
@@ -232,6 +232,23 @@ public struct CSATStore: FeedbackRatings {
     static let addCounts = ["requests", "responses", "s1", "s2", "s3", "s4", "s5"].map { "\($0) = d.\($0) + EXCLUDED.\($0)" }
         .joined(separator: ", ")
 
+    /// The rollup tables, from the largest, with the columns of their keys after zone, level and first day.
+    static let rollupTables = [("csat_detail_blocks", "channel_type, priority, agent_id, team_id"), ("csat_blocks", "agent_id, team_id"),
+                               ("csat_team_blocks", "team_id")]
+
+    /// The upsert that adds `source`'s rows (zone_id, level, first_day, the table's key columns, then the counts) to
+    /// `table`, summed per key; `ordered`: its rows taken in key order, as a CSAT writer's lock order needs.
+    static func addingRollups(to table: String, keys: String, from source: String, ordered: Bool) -> String {
+        let key = "zone_id, level, first_day, \(keys)"
+        let positions = (1...(3 + keys.split(separator: ",").count)).map(String.init).joined(separator: ", ")
+        return """
+            INSERT INTO \(table) AS d (\(key), \(countColumns))
+            SELECT \(key), sum(requests), sum(responses), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5) FROM (\(source)) b
+             GROUP BY \(positions)\(ordered ? " ORDER BY \(positions)" : "")
+            ON CONFLICT (\(key)) DO UPDATE SET \(addCounts)
+            """
+    }
+
     /// Adds the ratings and requests dated from `from` to before `until` (timestamps, infinities allowed) to the zone's
     /// rollups, as they are now.
     static func backfill(zone: String, from: String, until: String, on tx: PostgresConnection) throws {
@@ -256,29 +273,14 @@ public struct CSATStore: FeedbackRatings {
               FROM csat_requests WHERE requested_at >= $2::timestamptz AND requested_at < $3::timestamptz
              GROUP BY 1, 2, 3, 4, 5
             """, [zone, from, until])
-        let zoneId = "(SELECT id FROM report_zones WHERE zone = $1)"
-        let sums = "sum(requests), sum(responses), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)"
-        try tx.query("""
-            INSERT INTO csat_detail_blocks AS d (zone_id, level, first_day, channel_type, priority, agent_id, team_id, \(Self.countColumns))
-            SELECT \(zoneId), level, \(Self.blockStart("day", "level")), channel_type, priority, agent_id, team_id, \(sums)
+        let days = """
+            SELECT (SELECT id FROM report_zones WHERE zone = $1) AS zone_id, level, \(Self.blockStart("day", "level")) AS first_day,
+                   channel_type, priority, agent_id, team_id, requests, responses, s1, s2, s3, s4, s5
               FROM backfill_days CROSS JOIN \(Self.levels) AS level
-             GROUP BY 2, 3, 4, 5, 6, 7
-            ON CONFLICT (zone_id, level, first_day, channel_type, priority, agent_id, team_id) DO UPDATE SET \(Self.addCounts)
-            """, [zone])
-        try tx.query("""
-            INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, \(Self.countColumns))
-            SELECT \(zoneId), level, \(Self.blockStart("day", "level")), agent_id, team_id, \(sums)
-              FROM backfill_days CROSS JOIN \(Self.levels) AS level
-             GROUP BY 2, 3, 4, 5
-            ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET \(Self.addCounts)
-            """, [zone])
-        try tx.query("""
-            INSERT INTO csat_team_blocks AS d (zone_id, level, first_day, team_id, \(Self.countColumns))
-            SELECT \(zoneId), level, \(Self.blockStart("day", "level")), team_id, \(sums)
-              FROM backfill_days CROSS JOIN \(Self.levels) AS level
-             GROUP BY 2, 3, 4
-            ON CONFLICT (zone_id, level, first_day, team_id) DO UPDATE SET \(Self.addCounts)
-            """, [zone])
+            """
+        for (table, keys) in rollupTables {
+            try tx.query(addingRollups(to: table, keys: keys, from: days, ordered: false), [zone])
+        }
     }
 
     /// Rows of the one-day and week rollups (per agent and team, per channel type and priority too, and per team) that
@@ -302,8 +304,7 @@ public struct CSATStore: FeedbackRatings {
         // Each rollup table's one-day and week rows against the raw rows summed the same way, in both directions.
         var tables: [String] = []
         var differing: [String] = []
-        for (table, columns) in [("csat_detail_blocks", "channel_type, priority, agent_id, team_id"),
-                                 ("csat_blocks", "agent_id, team_id"), ("csat_team_blocks", "team_id")] {
+        for (table, columns) in Self.rollupTables {
             let groups = (1...(2 + columns.split(separator: ",").count)).map(String.init).joined(separator: ", ")
             for (level, day) in [(0, "day"), (RollupBlocks.weekLevel, "date_trunc('week', day)::date")] {
                 let name = "\(table)_\(level)"

@@ -196,25 +196,9 @@ final class CSATWriter {
               JOIN report_zones z ON z.backfilled_at IS NOT NULL OR to_timestamp(d.t) < z.counted_until
              CROSS JOIN \(CSATStore.levels) AS level
             """
-        let sums = "sum(requests), sum(responses), sum(s1), sum(s2), sum(s3), sum(s4), sum(s5)"
-        try tx.query("""
-            INSERT INTO csat_detail_blocks AS d (zone_id, level, first_day, channel_type, priority, agent_id, team_id, \(CSATStore.countColumns))
-            SELECT zone_id, level, first_day, channel_type, priority, agent_id, team_id, \(sums) FROM (\(blocks)) b
-             GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7
-            ON CONFLICT (zone_id, level, first_day, channel_type, priority, agent_id, team_id) DO UPDATE SET \(CSATStore.addCounts)
-            """, binds)
-        try tx.query("""
-            INSERT INTO csat_blocks AS d (zone_id, level, first_day, agent_id, team_id, \(CSATStore.countColumns))
-            SELECT zone_id, level, first_day, agent_id, team_id, \(sums) FROM (\(blocks)) b
-             GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-            ON CONFLICT (zone_id, level, first_day, agent_id, team_id) DO UPDATE SET \(CSATStore.addCounts)
-            """, binds)
-        try tx.query("""
-            INSERT INTO csat_team_blocks AS d (zone_id, level, first_day, team_id, \(CSATStore.countColumns))
-            SELECT zone_id, level, first_day, team_id, \(sums) FROM (\(blocks)) b
-             GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
-            ON CONFLICT (zone_id, level, first_day, team_id) DO UPDATE SET \(CSATStore.addCounts)
-            """, binds)
+        for (table, keys) in CSATStore.rollupTables {
+            try tx.query(CSATStore.addingRollups(to: table, keys: keys, from: blocks, ordered: true), binds)
+        }
     }
 }
 
