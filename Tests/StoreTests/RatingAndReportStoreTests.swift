@@ -407,6 +407,9 @@ import TestSupport
                 for query in [[("from", "2026-08-01"), ("to", "2026-11-20")], [("from", "2026-10-01"), ("to", "2026-11-04"), ("bucket", "day")],
                               [("from", "2026-09-03"), ("to", "2026-11-17"), ("bucket", "week")],
                               [("from", "2026-07-01"), ("to", "2026-11-20"), ("groupBy", "team"), ("bucket", "month")],
+                              // The team blocks: unbucketed (per team in both periods) and by week (whole weeks passed as they are).
+                              [("from", "2026-08-01"), ("to", "2026-11-20"), ("groupBy", "team")],
+                              [("from", "2026-09-03"), ("to", "2026-11-17"), ("groupBy", "team"), ("bucket", "week")],
                               [("from", "2026-10-03"), ("to", "2026-11-02"), ("groupBy", "priority"), ("bucket", "day")],
                               [("from", "2026-09-28"), ("to", "2026-11-08"), ("groupBy", "channelType"), ("bucket", "week"), ("priority", "HIGH")],
                               [("from", "2026-10-04"), ("to", "2026-11-01"), ("channelType", "SENDBIRD_IOS"), ("teamId", "11")]] {
