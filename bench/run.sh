@@ -295,6 +295,23 @@ if [ -n "${weekly_rows:-}" ]; then
   # What bounds the p99 above: four clients keep four reports in flight on two cores shared by the gateway and
   # PostgreSQL, so the mean wait is at least four over the rate the two cores' CPU a report allows (their system time
   # counted, wrk's own CPU not).
+  # A report reads one rollup row per agent and block, and how many blocks a 90-day range and the one before it take
+  # depends on how the dates fall (RollupBlocks.cover): sittings on different days read different amounts.
+  blocks=$(python3 - "$to" <<'PY'
+import datetime, sys
+def cover(first, last):  # the fewest aligned power-of-two blocks of days, as RollupBlocks.cover
+    count, start = 0, first
+    while start <= last:
+        level = 0
+        while level < 9 and start % (2 << level) == 0 and start + (2 << level) - 1 <= last:
+            level += 1
+        count, start = count + 1, start + (1 << level)
+    return count
+to = (datetime.date.fromisoformat(sys.argv[1]) - datetime.date(1970, 1, 1)).days
+print(cover(to - 89, to) + cover(to - 179, to - 90))
+PY
+)
+  echo "The 90-day reports and their previous periods read $blocks blocks on $to (8 to 17 over a year's dates, 12.8 on average)."
   echo "CPU a report in those rounds (medians), and what two cores allow at that cost:"
   for index in "${!c4_names[@]}"; do
     read -r -a gw_runs <<<"${c4_gw[$index]}"
