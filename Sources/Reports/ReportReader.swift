@@ -10,8 +10,9 @@ public protocol ReportReader: Sendable {
     /// the zone has no complete rollups as the query saw the database (dropped or being rebuilt since the caller
     /// looked), which the raw ratings then answer.
     func fromBlocks(_ p: ReportParameters, plan: BlockPlan) async throws -> ReportSums?
-    /// One period's sums from the raw ratings, at most `limit` rows.
-    func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, limit: Int) async throws -> [ReportEntry]
+    /// One period's sums from the raw ratings, at most `limit` rows: per group, or (`perGroup` false) one sum of every
+    /// group as entries of `ReportKey.none`.
+    func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, perGroup: Bool, limit: Int) async throws -> [ReportEntry]
     /// Display names of agents or teams by id (empty for a dimension without ids).
     func names(_ group: ReportDimension) async throws -> [Int: String]
     /// Channel types that have ratings in the rollups.

@@ -139,13 +139,13 @@ public final class CSATReports: Sendable {
         let previous = p.previous
         let current: [ReportEntry], before: [ReportEntry]
         if connections >= 2 {
-            async let now = reader.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: limit)
-            async let then = reader.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, limit: limit)
+            async let now = reader.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, perGroup: true, limit: limit)
+            async let then = reader.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, perGroup: p.previousPerGroup, limit: limit)
             (current, before) = (try await now, try await then)
         } else {
-            current = try await reader.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: limit)
+            current = try await reader.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, perGroup: true, limit: limit)
             if current.count >= limit { throw tooLarge(maxCells + 1) }
-            before = try await reader.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, limit: limit)
+            before = try await reader.fromRaw(p, from: previous.from, to: previous.to, bucket: .none, perGroup: p.previousPerGroup, limit: limit)
         }
         if current.count >= limit || before.count >= limit { throw tooLarge(maxCells + 1) }
         return (current, before.map { ($0.group, $0.figures) })

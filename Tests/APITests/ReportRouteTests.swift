@@ -135,7 +135,7 @@ final class FakeReportReader: ReportReader {
         return (current, previous)
     }
 
-    func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, limit: Int) async throws -> [ReportEntry] {
+    func fromRaw(_ p: ReportParameters, from: LocalDate, to: LocalDate, bucket: ReportBucket, perGroup: Bool, limit: Int) async throws -> [ReportEntry] {
         note("raw", p)
         return from == p.from ? current : previous.map { ($0.group, nil, $0.figures) }
     }

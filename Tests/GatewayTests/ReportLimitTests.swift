@@ -88,6 +88,39 @@ import TestSupport
 }
 
 extension ReportLimitTests {
+    /// A bucketed report shows its previous period only as totals: from the raw ratings that is one summed row, so a
+    /// previous period with more groups than a report may have rows neither makes it too large nor changes its totals.
+    @Test func aBucketedRawReportsPreviousPeriodIsOneTotalWhateverItsGroups() async throws {
+        try await withGateway(configure: {
+            $0.reportTimeZones = ["UTC"]
+            $0.reportMaxCells = 10
+        }) { app in
+            try await app.database.transaction { tx in
+                try tx.query("INSERT INTO agents (id, display_name) SELECT 700 + g, 'Agent ' || g FROM generate_series(1, 30) g ON CONFLICT (id) DO NOTHING")
+                // 30 agents rated 45 days ago (the previous period of the 30 days to today), two of them 3 days ago.
+                try tx.query("""
+                    INSERT INTO csat_ratings (ticket_id, message_id, score, agent_id, team_id, rated_at, source)
+                    SELECT 200000 + g, 1, 1 + g % 5, 701 + g % 30, 11, now() - interval '45 days', 'sync' FROM generate_series(0, 59) g
+                    UNION ALL
+                    SELECT 300000 + g, 1, 5, 701 + g % 2, 11, now() - interval '3 days', 'sync' FROM generate_series(0, 6) g
+                    """)
+            }
+            let reports = try await reporter(app)
+            let to = ISOTimestamp.format(Date().timeIntervalSince1970).prefix(10)
+            let from = ISOTimestamp.format(Date().timeIntervalSince1970 - 29 * 86_400).prefix(10)
+            // Asia/Tokyo has no rollups here: the raw ratings answer.
+            let response = try await reports.get("?from=\(from)&to=\(to)&groupBy=agent&bucket=month&tz=Asia/Tokyo")
+            #expect(response.status == 200, "\(response.text)")
+            #expect(response.header("X-Report-Source") == "raw")
+            let json = try #require(response.json)
+            #expect(Set((json["rows"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? Int }) == [701, 702])
+            #expect((json["totals"] as? [String: Any])?["responses"] as? Int == 7)
+            let previous = (json["previousPeriod"] as? [String: Any])?["totals"] as? [String: Any]
+            #expect(previous?["responses"] as? Int == 60, "\(String(describing: previous))")
+            #expect((previous?["distribution"] as? [String: Any])?["1"] as? Int == 12)
+        }
+    }
+
     @Test func onlyIANAZoneNamesAreAccepted() async throws {
         try await withGateway { app in
             let key = try await reporter(app).key
