@@ -139,7 +139,7 @@ rps_run() {  # URL [wrk args...] -> requests/s of one measured run, after the sa
 }
 livez_ratios=() cached_ratios=()
 bare_before=${engine_runs[2]}
-for _ in $(seq 1 "${BENCH_ENGINE_ROUNDS:-3}"); do
+for _ in $(seq 1 "${BENCH_ENGINE_ROUNDS:-5}"); do
   livez=$(rps_run "http://127.0.0.1:$port/livez")
   bare_between=$(rps_run "http://127.0.0.1:$engine_port/livez")
   cached=$(BENCH_MODE=ticket rps_run "http://127.0.0.1:$port" -s "$out/tickets.lua")
@@ -239,7 +239,7 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
            "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "$weekly_url"
            "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC&bucket=week")
   row_ratios=() c4_p99=() c4_gw=() c4_pg=()
-  for _ in $(seq 1 "${BENCH_ENGINE_ROUNDS:-3}"); do
+  for _ in $(seq 1 "${BENCH_ENGINE_ROUNDS:-5}"); do
     read -r weekly_cpu _ < <(report_run 1 "$weekly_url")
     read -r daily_cpu _ < <(report_run 1 "$daily_url")
     row_ratios+=("$(awk -v w="$weekly_cpu" -v d="$daily_cpu" -v wn="$weekly_rows" -v dn="$daily_rows" \
