@@ -12,6 +12,7 @@
 #   bench/compare-reports.sh OLD_BINARY NEW_BINARY [ROUNDS]   (after one `make bench`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/cluster-cpu.sh
 old_bin=$1 new_bin=$2 rounds=${3:-7} seconds=${COMPARE_SECONDS:-4} connections=${COMPARE_CONNECTIONS:-1} beside=${COMPARE_BESIDE:-0}
 only=" ${COMPARE_ONLY:-week agents page} "
 [ -d .build/bench-postgres/data ] || { echo "no bench database in .build/bench-postgres: run make bench first"; exit 1; }
@@ -78,12 +79,7 @@ rate() {
   awk 'function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
     /requests in/ {n = $1} /Requests\/sec/ {r = $2} $1 == "99%" {p = ms($2)} END {print n, r, p}' "$1"
 }
-pg_ticks() {  # CPU time of the bench cluster, in ticks
-  local main
-  main=$(head -n 1 .build/bench-postgres/data/postmaster.pid)
-  for pid in "$main" $(pgrep -P "$main"); do awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || true; done \
-    | awk '{ s += $1 } END { print s + 0 }'
-}
+pg_ticks() { cluster_ticks .build/bench-postgres/data; }  # CPU time of the bench cluster, in ticks
 measure() {  # pid port path header -> µs of gateway CPU per request, requests/s, p99 in ms, µs of PostgreSQL's CPU
              # per request [, requests/s and p99 beside]
   local file=.build/compare-reports-wrk.txt c0 c1 p0 p1 n r p side="" other

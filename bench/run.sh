@@ -4,6 +4,7 @@
 # the figures are whole-machine figures, good for comparing builds, not absolute capacity.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/cluster-cpu.sh
 
 port=${BENCH_PORT:-18080}
 duration=${BENCH_DURATION:-10s}
@@ -215,12 +216,7 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   # BENCH_ENGINE_ROUNDS rounds of the weekly and the daily report at one connection (gateway CPU a row) and of the
   # four reports at four connections (p99).
   # CPU time of the bench cluster (its postmaster and the backends under it, the gateway's pool among them), in ticks.
-  pg_ticks() {
-    local main
-    main=$(head -n 1 "$EMBEDDED_PG_DIR/data/postmaster.pid")
-    for pid in "$main" $(pgrep -P "$main"); do awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || true; done \
-      | awk '{ s += $1 } END { print s + 0 }'
-  }
+  pg_ticks() { cluster_ticks "$EMBEDDED_PG_DIR/data"; }
   report_run() {  # CONNECTIONS URL -> µs of gateway CPU a request, p99 in ms, µs of PostgreSQL's CPU a request
     local file="$out/report_round.txt" threads=$(( $1 < 2 ? $1 : 2 )) c0 c1 p0 p1
     wrk -t"$threads" -c"$1" -d1s "${auth[@]}" "$2" >/dev/null 2>&1 || true
