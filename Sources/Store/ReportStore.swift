@@ -71,6 +71,9 @@ public struct ReportStore: ReportReader {
             let group = !p.previousPerGroup && tag == BlockPlan.previousTag ? ReportKey.none : try p.groupBy.key(row)
             let distribution = ScoreCounts(try row.decode(4), try row.decode(5), try row.decode(6), try row.decode(7), try row.decode(8))
             let figures = CSATFigures(requests: try row.decode(2), responses: try row.decode(3), distribution: distribution)
+            // A rollup row whose ratings and requests all moved to another agent or team stays, at zero: the raw
+            // ratings have no such group, so neither has the report.
+            if figures.requests == 0, figures.responses == 0 { return }
             if tag == BlockPlan.previousTag {
                 previous.append((group, figures))
             } else if plan.buckets.indices.contains(tag - 1) {

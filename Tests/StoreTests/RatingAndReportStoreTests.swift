@@ -427,6 +427,40 @@ import TestSupport
         }
     }
 
+    /// A rating moved to Desk's agent and team leaves its first agent's and team's rollup rows at zero: a report from the
+    /// rollups shows no row for them, as one from the raw ratings has none.
+    @Test func aGroupWhoseRatingsAllMovedAwayHasNoRowInAReportFromTheRollups() async throws {
+        try await withStore { db in
+            let store = CSATStore(database: db)
+            _ = try await store.ensureZones(["UTC"])
+            let moved = RatingRecord(ticketId: 1, messageId: 1, score: 4, comment: nil, agentId: 501, teamId: 11, channelType: "SENDBIRD",
+                                     priority: .medium, customerSendbirdId: "c", ratedAt: Self.noon, source: .webhook, attributionInferred: true)
+            #expect(try await store.record(moved))
+            #expect(try await store.record(Self.rating(2, score: 5, agent: 502, team: 13)))
+            #expect(try await store.recordRequest(ticketId: 1, messageId: 1, agentId: 502, teamId: 12, channelType: "SENDBIRD",
+                                                  priority: .medium, requestedAt: Self.noon - 60))
+            #expect(try await store.rollupDrift().isEmpty)
+            let reports = ReportStore(database: db)
+            for query in [[("from", "2026-08-01"), ("to", "2026-11-20")], [("from", "2026-09-03"), ("to", "2026-11-20"), ("bucket", "week")],
+                          [("from", "2026-11-14"), ("to", "2026-11-20"), ("bucket", "day")],
+                          [("from", "2026-08-01"), ("to", "2026-11-20"), ("groupBy", "team")],
+                          [("from", "2026-09-03"), ("to", "2026-11-20"), ("groupBy", "team"), ("bucket", "week")],
+                          [("from", "2026-08-01"), ("to", "2026-11-20"), ("channelType", "SENDBIRD")],
+                          [("from", "2026-08-01"), ("to", "2026-11-20"), ("groupBy", "channelType"), ("teamId", "11")]] {
+                let p = try reportParameters(query)
+                let blocks = try #require(try await reports.fromBlocks(p, plan: BlockPlan(p)))
+                let raw = try await reports.fromRaw(p, from: p.from, to: p.to, bucket: p.bucket, limit: .max)
+                let rawBefore = try await reports.fromRaw(p, from: p.previous.from, to: p.previous.to, bucket: .none, perGroup: p.previousPerGroup, limit: .max)
+                let shapedBlocks = CSATReportShaper.shape(parameters: p, source: "rollup", current: blocks.current, previous: blocks.previous, names: GroupNames([:]))
+                let shapedRaw = CSATReportShaper.shape(parameters: p, source: "raw", current: raw, previous: rawBefore.map { ($0.group, $0.figures) }, names: GroupNames([:]))
+                let rows = { (report: CSATReport) in report.rows.map { "\($0.key)|\($0.bucketStart?.description ?? "-")|\($0.figures)|\(String(describing: $0.previous))" } }
+                #expect(rows(shapedBlocks) == rows(shapedRaw), "\(query)")
+                #expect(shapedBlocks.totals == shapedRaw.totals && shapedBlocks.previousTotals == shapedRaw.previousTotals, "\(query)")
+                #expect(!shapedBlocks.rows.contains { $0.figures.requests == 0 && $0.figures.responses == 0 }, "\(query)")
+            }
+        }
+    }
+
     /// The previous period is compared per group where the report shows it per group (unbucketed), else as totals.
     static func previousKey(_ group: ReportKey, _ p: ReportParameters) -> ReportKey { p.previousPerGroup ? group : .none }
 
