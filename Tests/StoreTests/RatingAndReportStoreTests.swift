@@ -330,9 +330,19 @@ import TestSupport
             var generator = SystemRandomNumberGenerator()
             for ticket in 1...300 {
                 let day = Double(Int.random(in: 0..<120, using: &generator)) * 86_400
-                _ = try await store.record(Self.rating(ticket, score: Int.random(in: 0...5, using: &generator).nonZero,
-                                                       agent: 500 + ticket % 4, team: 10 + ticket % 3,
-                                                       channel: ticket % 2 == 0 ? "SENDBIRD_IOS" : "SENDBIRD", at: Self.noon - day))
+                let rating = Self.rating(ticket, score: Int.random(in: 0...5, using: &generator).nonZero, agent: 500 + ticket % 4,
+                                         team: 10 + ticket % 3, channel: ticket % 2 == 0 ? "SENDBIRD_IOS" : "SENDBIRD", at: Self.noon - day)
+                guard ticket % 11 == 0 else {
+                    _ = try await store.record(rating)
+                    continue
+                }
+                // Some on the cache's agent and team, moved to other ones by Desk's request (the rows they leave may
+                // come to zero).
+                _ = try await store.record(RatingRecord(ticketId: ticket, messageId: 1, score: rating.score, comment: nil, agentId: 504,
+                                                        teamId: 14, channelType: "SENDBIRD_WEB", priority: .medium, customerSendbirdId: "c",
+                                                        ratedAt: rating.ratedAt, source: .webhook, attributionInferred: true))
+                #expect(try await store.recordRequest(ticketId: ticket, messageId: 1, agentId: rating.agentId, teamId: rating.teamId,
+                                                      channelType: "SENDBIRD_WEB", priority: .medium, requestedAt: rating.ratedAt - 60))
             }
             let reports = ReportStore(database: db)
             for query in [[("from", "2026-08-01"), ("to", "2026-11-20")], [("from", "2026-09-03"), ("to", "2026-10-17"), ("bucket", "week")],
