@@ -98,7 +98,8 @@ public struct ReportStore: ReportReader {
         let summed = plan.parts.indices.filter { !passing.contains($0) && !isTotal(plan.parts[$0]) }.map { plan.parts[$0] }
         let passed = passing.sorted().filter { !isTotal(plan.parts[$0]) }.map { plan.parts[$0] }
         let totalled = plan.parts.filter(isTotal)
-        var f = Filters(binds: [p.timeZone, summed.map { $0.block.level }, summed.map { $0.block.firstDay.dayNumber }, summed.map { $0.tag }])
+        let grouped = Self.blockArrays(summed, tags: true, from: 2)
+        var f = Filters(binds: [p.timeZone] + grouped.binds)
         f.addDimensions(p, prefix: "b.", nullableIds: false, dimensions: table == .detail)
         let join = { (table: BlockTable) in
             """
@@ -108,39 +109,59 @@ public struct ReportStore: ReportReader {
             """
         }
         let blocks = join(table)
-        let sums = "sum(b.requests), sum(b.responses), sum(b.s1), sum(b.s2), sum(b.s3), sum(b.s4), sum(b.s5)"
         var sql = """
-            SELECT \(group), q.tag, \(sums)
-              FROM unnest($2::int[], $3::int[], $4::int[]) AS q(level, first_day, tag)
+            SELECT \(group), q.tag, \(grouped.sums)
+              FROM \(grouped.from)
             \(blocks)
              GROUP BY 1, 2
             """
         var binds = f.binds
         if !totalled.isEmpty {
             // After the grouped branch, whose first column sets the type the NULL takes.
-            let first = binds.count + 1
-            binds += [totalled.map { $0.block.level }, totalled.map { $0.block.firstDay.dayNumber }] as [any PostgresEncodable]
+            let total = Self.blockArrays(totalled, tags: false, from: binds.count + 1)
+            binds += total.binds
             sql += """
 
                 UNION ALL
-                SELECT NULL, \(BlockPlan.previousTag), \(sums)
-                  FROM unnest($\(first)::int[], $\(first + 1)::int[]) AS q(level, first_day)
+                SELECT NULL, \(BlockPlan.previousTag), \(total.sums)
+                  FROM \(total.from)
                 \(join(BlockTable(p, grouped: false)))
                 HAVING count(*) > 0
                 """
         }
         if !passed.isEmpty {
-            let first = binds.count + 1
-            binds += [passed.map { $0.block.level }, passed.map { $0.block.firstDay.dayNumber }, passed.map { $0.tag }] as [any PostgresEncodable]
+            let single = Self.blockArrays(passed, tags: true, from: binds.count + 1)
+            binds += single.binds
             sql = """
                 SELECT \(group), q.tag, b.requests, b.responses, b.s1, b.s2, b.s3, b.s4, b.s5
-                  FROM unnest($\(first)::int[], $\(first + 1)::int[], $\(first + 2)::int[]) AS q(level, first_day, tag)
+                  FROM \(single.from)
                 \(blocks)
                 UNION ALL
                 \(sql)
                 """
         }
         return (sql + noRollupsRow, binds)
+    }
+
+    /// `parts` as rows `q` (level, first day, tag when `tags`, sign when a block is taken away) from parameters `first`
+    /// on, and the sums of the block rows joined to them: times the sign where any block is taken away (a signed cover),
+    /// as they are otherwise.
+    static func blockArrays(_ parts: [BlockPlan.Part], tags: Bool, from first: Int) -> (from: String, sums: String, binds: [any PostgresEncodable]) {
+        let signed = parts.contains { $0.sign != 1 }
+        var binds: [any PostgresEncodable] = [parts.map { $0.block.level }, parts.map { $0.block.firstDay.dayNumber }]
+        var columns = ["level", "first_day"]
+        if tags { (binds, columns) = (binds + [parts.map { $0.tag }], columns + ["tag"]) }
+        if signed { (binds, columns) = (binds + [parts.map { $0.sign }], columns + ["sign"]) }
+        let sums = ["requests", "responses", "s1", "s2", "s3", "s4", "s5"].map { "sum(b.\($0)\(signed ? " * q.sign" : ""))" }
+        return ("unnest(\(arrays(from: first, count: binds.count))) AS q(\(columns.joined(separator: ", ")))", sums.joined(separator: ", "), binds)
+    }
+
+    /// `unnest`'s arguments, the parameters from `first` on, each behind a sub-select so that the planner does not see
+    /// how long the arrays are. Seeing it, a statement with short arrays (a weekly report's previous period in five
+    /// blocks) looked cheaper planned for its values than planned once, and PostgreSQL planned it anew for every report
+    /// (about a millisecond); so each report statement takes its generic plan after the first five.
+    static func arrays(from first: Int, count: Int) -> String {
+        (first..<first + count).map { "(SELECT $\($0)::int[])" }.joined(separator: ", ")
     }
 
     /// The rollup tables, from the largest.
@@ -166,11 +187,11 @@ public struct ReportStore: ReportReader {
     static let noRollupsRow = "\nUNION ALL SELECT NULL, \(noRollupsTag), 0, 0, 0, 0, 0, 0, 0"
         + " WHERE NOT EXISTS (SELECT 1 FROM report_zones WHERE zone = $1 AND backfilled_at IS NOT NULL)"
 
-    /// The plan's parts that are the only block of their tag (their bucket, or the previous period).
+    /// The plan's parts that are the only block of their tag (their bucket, or the previous period), which is added.
     static func singleBlockParts(_ plan: BlockPlan) -> Set<Int> {
         var count: [Int: Int] = [:]
         for part in plan.parts { count[part.tag, default: 0] += 1 }
-        return Set(plan.parts.indices.filter { count[plan.parts[$0].tag] == 1 })
+        return Set(plan.parts.indices.filter { count[plan.parts[$0].tag] == 1 && plan.parts[$0].sign == 1 })
     }
 
     /// The same sums computed from raw ratings and requests with days cut in `zone`.
