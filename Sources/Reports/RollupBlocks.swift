@@ -26,7 +26,8 @@ public enum RollupBlocks {
         Block(level: level, firstDay: LocalDate(dayNumber: (day.dayNumber >> level) << level))
     }
 
-    /// The fewest aligned blocks that together cover exactly `from…to`, in order.
+    /// The fewest aligned blocks that together cover exactly `from…to`, in order: what reports read before
+    /// `signedCover`, kept as the plain cover that one is tested against (never more blocks).
     public static func cover(from: LocalDate, to: LocalDate) -> [Block] {
         var blocks: [Block] = []
         var start = from.dayNumber
