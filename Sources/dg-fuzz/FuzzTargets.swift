@@ -75,7 +75,39 @@ enum FuzzTargets {
                                                                isKnownZone: { TimeZone(identifier: $0) != nil }, maxDays: 366,
                                                                listing: listing) else { continue }
             guard parameters.from <= parameters.to else { fatalError("accepted a range that ends before it starts") }
+            checkPlan(BlockPlan(parameters), parameters)
         }
+    }
+
+    /// The blocks of each bucket, one after another, and of the previous period count each of its days once (blocks
+    /// taken away included) and no other day.
+    static func checkPlan(_ plan: BlockPlan, _ p: ReportParameters) {
+        var next = p.from.dayNumber
+        for tag in 1...plan.buckets.count {
+            guard let (first, last) = coverage(plan.parts.filter { $0.tag == tag }), first == next else { fatalError("bucket \(tag) not read once") }
+            next = last + 1
+        }
+        guard next == p.to.dayNumber + 1 else { fatalError("the buckets do not end with the range") }
+        guard let previous = coverage(plan.parts.filter { $0.tag == BlockPlan.previousTag }),
+              previous == (p.previous.from.dayNumber, p.previous.to.dayNumber) else { fatalError("the previous period not read once") }
+    }
+
+    /// The one run of days that `parts` count once each; nil when they count a day any other number of times.
+    static func coverage(_ parts: [BlockPlan.Part]) -> (Int, Int)? {
+        var changes: [Int: Int] = [:]
+        for part in parts {
+            changes[part.block.firstDay.dayNumber, default: 0] += part.sign
+            changes[part.block.lastDay.dayNumber + 1, default: 0] -= part.sign
+        }
+        var (count, run): (Int, (Int, Int)?) = (0, nil)
+        let days = changes.keys.sorted()
+        for (index, day) in days.enumerated() {
+            count += changes[day]!
+            guard count != 0 else { continue }
+            guard count == 1, index + 1 < days.count, run.map({ $0.1 == day - 1 }) ?? true else { return nil }
+            run = (run?.0 ?? day, days[index + 1] - 1)
+        }
+        return run
     }
 }
 
