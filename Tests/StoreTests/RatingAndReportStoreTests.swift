@@ -471,6 +471,38 @@ import TestSupport
         }
     }
 
+    /// The report page's choices, a team lead's agents and the channel types with ratings: from the ratings while no zone
+    /// has complete rollups (no channel types then), from the top-level blocks once one has, the same either way.
+    @Test func aTeamLeadsAgentsAndTheRatedChannelTypesComeFromTheTopBlocksOnceAZoneIsBuilt() async throws {
+        try await withStore { db in
+            let store = CSATStore(database: db)
+            // Two years before: another 512-day block.
+            #expect(try await store.record(Self.rating(1, score: 4, agent: 500, team: 11, channel: "SENDBIRD_IOS", at: Self.noon - 730 * 86_400)))
+            #expect(try await store.record(Self.rating(2, score: nil, agent: 501, team: 11)))
+            #expect(try await store.record(Self.rating(3, score: 2, agent: 502, team: 12, channel: "SENDBIRD_ANDROID")))
+            let noAgent = RatingRecord(ticketId: 4, messageId: 1, score: 3, comment: nil, agentId: nil, teamId: 11, channelType: "SENDBIRD",
+                                       priority: .medium, customerSendbirdId: "c", ratedAt: Self.noon, source: .webhook)
+            #expect(try await store.record(noAgent))
+            // First counted on agent 503 of team 11, then moved to the agent and team Desk's request names.
+            let moved = RatingRecord(ticketId: 5, messageId: 1, score: 5, comment: nil, agentId: 503, teamId: 11, channelType: "SENDBIRD",
+                                     priority: .medium, customerSendbirdId: "c", ratedAt: Self.noon, source: .webhook, attributionInferred: true)
+            #expect(try await store.record(moved))
+            #expect(try await store.recordRequest(ticketId: 5, messageId: 1, agentId: 504, teamId: 12, channelType: "SENDBIRD",
+                                                  priority: .medium, requestedAt: Self.noon - 60))
+            let reports = ReportStore(database: db)
+            let expected: [([Int], Set<Int>)] = [([11], [500, 501]), ([12], [502, 504]), ([11, 12], [500, 501, 502, 504]), ([99], [])]
+            #expect(try await reports.channelTypes().isEmpty)
+            for (teams, agents) in expected { #expect(try await reports.agents(inTeams: teams) == agents, "\(teams)") }
+            _ = try await store.ensureZones(["UTC", "Asia/Kolkata"])
+            #expect(try await reports.channelTypes() == ["SENDBIRD", "SENDBIRD_ANDROID", "SENDBIRD_IOS"])
+            for (teams, agents) in expected { #expect(try await reports.agents(inTeams: teams) == agents, "\(teams)") }
+            // Read from the blocks now: ratings moved behind the rollups' back do not change the answer.
+            _ = try await db.query("UPDATE csat_ratings SET team_id = 99")
+            #expect(try await reports.agents(inTeams: [99]).isEmpty)
+            #expect(try await reports.agents(inTeams: [11]) == [500, 501])
+        }
+    }
+
     /// The previous period is compared per group where the report shows it per group (unbucketed), else as totals.
     static func previousKey(_ group: ReportKey, _ p: ReportParameters) -> ReportKey { p.previousPerGroup ? group : .none }
 
