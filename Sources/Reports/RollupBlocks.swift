@@ -26,25 +26,6 @@ public enum RollupBlocks {
         Block(level: level, firstDay: LocalDate(dayNumber: (day.dayNumber >> level) << level))
     }
 
-    /// The fewest aligned blocks that together cover exactly `from…to`, in order: what reports read before
-    /// `signedCover`, kept as the plain cover that one is tested against (never more blocks).
-    public static func cover(from: LocalDate, to: LocalDate) -> [Block] {
-        var blocks: [Block] = []
-        var start = from.dayNumber
-        let end = to.dayNumber
-        while start <= end {
-            var level = 0
-            while level < maxLevel {
-                let next = level + 1
-                guard start & ((1 << next) - 1) == 0, start + (1 << next) - 1 <= end else { break }
-                level = next
-            }
-            blocks.append(Block(level: level, firstDay: LocalDate(dayNumber: start)))
-            start += 1 << level
-        }
-        return blocks
-    }
-
     /// A block added to a range's sum, or (sign -1) taken from it.
     public struct SignedBlock: Hashable, Sendable {
         public let block: Block
@@ -52,9 +33,9 @@ public enum RollupBlocks {
     }
 
     /// The fewest aligned blocks whose signed sum is exactly `from…to`: a larger block less its part outside the range
-    /// where that takes fewer than `cover` (a 90-day range and the 90 days before it: 10.5 blocks on average over a
-    /// year's end dates instead of 12.8, at most 14 instead of 17). Of covers as small, one that takes fewest away, so a
-    /// range a plain cover serves as well is read without any.
+    /// where that takes fewer than a cover of added blocks only (a 90-day range and the 90 days before it: 10.5 blocks
+    /// on average over a year's end dates instead of 12.8, at most 14 instead of 17). Of covers as small, one that takes
+    /// fewest away, so a range a plain cover serves as well is read without any.
     public static func signedCover(from: LocalDate, to: LocalDate) -> [SignedBlock] {
         let plan = SignedCoverSearch(from: from.dayNumber, to: to.dayNumber + 1).best
         var (x, y) = (from.dayNumber, to.dayNumber + 1)

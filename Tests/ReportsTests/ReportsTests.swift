@@ -151,6 +151,27 @@ import Testing
     }
 }
 
+extension RollupBlocks {
+    /// The fewest aligned blocks that together cover exactly `from…to`, in order, none taken away: what reports read
+    /// before `signedCover`, the plain cover that one is tested against (never more blocks).
+    static func cover(from: LocalDate, to: LocalDate) -> [Block] {
+        var blocks: [Block] = []
+        var start = from.dayNumber
+        let end = to.dayNumber
+        while start <= end {
+            var level = 0
+            while level < maxLevel {
+                let next = level + 1
+                guard start & ((1 << next) - 1) == 0, start + (1 << next) - 1 <= end else { break }
+                level = next
+            }
+            blocks.append(Block(level: level, firstDay: LocalDate(dayNumber: start)))
+            start += 1 << level
+        }
+        return blocks
+    }
+}
+
 @Suite struct RollupBlockTests {
     @Test func coversEveryRangeExactlyWithAlignedBlocks() {
         var generator = SystemRandomNumberGenerator()
