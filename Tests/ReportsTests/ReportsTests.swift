@@ -234,6 +234,11 @@ extension RollupBlocks {
             // Where the plain cover is as small, nothing is taken away.
             if signed.count == plain.count { #expect(signed.allSatisfy { $0.sign == 1 }, "\(from) \(to)") }
         }
+        // A single day, answered without the search: its own one-day block.
+        for day in [-1, 0, 1, 20_423, 20_424] {
+            let signed = RollupBlocks.signedCover(from: LocalDate(dayNumber: day), to: LocalDate(dayNumber: day))
+            #expect(signed.count == 1 && signed[0].block.level == 0 && signed[0].block.firstDay.dayNumber == day && signed[0].sign == 1)
+        }
         // A 90-day report and its previous period over a year's end dates: at most 14 blocks (17 plainly), 10.5 on
         // average (12.8); on 2026-12-01 12 instead of 17.
         var (total, most) = (0, 0)
