@@ -16,9 +16,13 @@ extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
     public var postgresText: String? { self?.postgresText }
 }
 
-/// Arrays become PostgreSQL array literals (for `= ANY($1)` and friends), every element quoted.
+/// Arrays become PostgreSQL array literals (for `= ANY($1)` and friends), every element quoted but whole numbers.
 extension Array: PostgresEncodable where Element: PostgresEncodable {
     public var postgresText: String? {
+        // Reached through `any PostgresEncodable`, this runs as unspecialized generic code: a report's block arrays,
+        // hundreds of numbers, spent a thirtieth of the report's CPU in the runtime's generic iteration. Numbers need
+        // no quotes.
+        if Element.self == Int.self { return Self.literal(unsafeBitCast(self, to: [Int].self)) }
         // By byte: a quote or backslash followed by a combining mark or an emoji modifier is one Character,
         // equal to neither, and would go out unescaped.
         var out: [UInt8] = [UInt8(ascii: "{")]
@@ -31,6 +35,17 @@ extension Array: PostgresEncodable where Element: PostgresEncodable {
                 out.append(byte)
             }
             out.append(UInt8(ascii: "\""))
+        }
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func literal(_ numbers: [Int]) -> String {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(2 + numbers.count * 8)
+        for index in numbers.indices {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out += String(numbers[index]).utf8
         }
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)

@@ -95,6 +95,13 @@ func withPool<T: Sendable>(size: Int = 4, _ body: (PostgresPool) async throws ->
             let clustered = ["\"\u{1F3FB}x", "\\\u{301}y", "\"\u{301}\\\u{1F3FB}", "\r\n\"", "z\u{3}\u{9C}"]
             let back = try await pool.query("SELECT x FROM unnest($1::text[]) WITH ORDINALITY AS u (x, n) ORDER BY n", [clustered])
             #expect(back.map { $0[0] } == clustered)
+            // Numbers go unquoted, optional ones quoted, nil as NULL.
+            let numbers = [0, -1, 7, 20_424, -800, Int.max, Int.min]
+            let numbersBack = try await pool.query("SELECT x FROM unnest($1::bigint[]) WITH ORDINALITY AS u (x, n) ORDER BY n", [numbers])
+            #expect(try numbersBack.map { try $0.decode(0, as: Int.self) } == numbers)
+            let optional: [Int?] = [3, nil, -4]
+            let optionalBack = try await pool.query("SELECT x FROM unnest($1::bigint[]) WITH ORDINALITY AS u (x, n) ORDER BY n", [optional])
+            #expect(try optionalBack.map { try $0.decodeIfPresent(0, as: Int.self) } == optional)
             let null = try await pool.query("SELECT $1::int IS NULL", [PostgresNull()])
             #expect(try null[0].decode(0, as: Bool.self))
         }
