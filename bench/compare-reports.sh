@@ -7,7 +7,7 @@
 # COMPARE_CONNECTIONS (1) sets wrk's connections: 4 is the issue's "reports at four connections" (the page is then
 # left out). COMPARE_BESIDE=1 reads a customer's open list at one connection beside each run, from the same gateway,
 # and prints its requests/s and p99 too: what the reports leave to the gateway's other work. COMPARE_ONLY names the
-# scenarios to run (week agents page teams teams-week teams-day; default week agents page). Each run also prints PostgreSQL's
+# scenarios to run (week agents page teams teams-week teams-day agents-day; default week agents page). Each run also prints PostgreSQL's
 # CPU a request (the cluster's postmaster and backends, both gateways' among them: only one runs at a time).
 #   bench/compare-reports.sh OLD_BINARY NEW_BINARY [ROUNDS]   (after one `make bench`)
 set -euo pipefail
@@ -43,13 +43,16 @@ cookie=$(curl -s -o /dev/null -D - -X POST --data-urlencode "key=$key" http://12
 # The range `make bench` reports on: the 90 days to today.
 to=$(date -u +%F)
 range="from=$(date -u -d "$to - 89 days" +%F)&to=$to&tz=UTC"
+# The daily report make bench sets the weekly one against: the 30 days to today.
+month="from=$(date -u -d "$to - 29 days" +%F)&to=$to&tz=UTC"
 # name path header
 scenarios=("week|/v1/reports/csat?groupBy=agent&$range&bucket=week|Authorization: Bearer $key"
            "agents|/v1/reports/csat?groupBy=agent&$range|Authorization: Bearer $key"
            "page|/reports?tz=UTC|Cookie: dg_reports=$cookie"
            "teams|/v1/reports/csat?groupBy=team&$range|Authorization: Bearer $key"
            "teams-week|/v1/reports/csat?groupBy=team&$range&bucket=week|Authorization: Bearer $key"
-           "teams-day|/v1/reports/csat?groupBy=team&$range&bucket=day|Authorization: Bearer $key")
+           "teams-day|/v1/reports/csat?groupBy=team&$range&bucket=day|Authorization: Bearer $key"
+           "agents-day|/v1/reports/csat?groupBy=agent&$month&bucket=day|Authorization: Bearer $key")
 for index in "${!scenarios[@]}"; do
   name=${scenarios[$index]%%|*}
   # The page's comments are a raw listing, one at a time per key (REPORT_RAW_CONCURRENCY_PER_KEY): more connections
