@@ -26,7 +26,7 @@ final class Housekeeper: Sendable {
         self.metrics = metrics
         self.logger = logger
         metrics.describe("housekeeping_rows_removed_total", .counter, help: "Rows removed by housekeeping, by retention rule.")
-        metrics.gauge("housekeeping_oldest_row_age_seconds", help: "Age of the oldest row each retention rule looks at.") { [weak self] in
+        metrics.gauge("housekeeping_oldest_row_age_seconds", help: "Seconds since the oldest row of each retention rule started its retention clock (finished, expired, received, closed).") { [weak self] in
             (self?.ages.withLock { $0 } ?? [:]).sorted { $0.key < $1.key }.map { ([("table", $0.key)], $0.value) }
         }
         metrics.gauge("housekeeping_last_run_timestamp_seconds",

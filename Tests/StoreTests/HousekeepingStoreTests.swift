@@ -58,6 +58,38 @@ import TestSupport
         }
     }
 
+    /// The ages the metrics show count from each rule's retention clock, before and after a pass, and are read from
+    /// the ends of indexes (the customers' last listings excepted: one narrow row per customer, read whole).
+    @Test func oldestAgesCountFromEachRulesRetentionClockAndReadIndexes() async throws {
+        try await Self.withDatabase { database, _ in
+            _ = try await RetentionSeed.seed(database, scale: 10)
+            let store = HousekeepingStore(database: database)
+            let (day, hour) = (86_400.0, 3_600.0)
+            func expectAges(_ expected: [String: Double]) async throws {
+                let ages = try await store.oldestAges(.defaults)
+                #expect(Set(ages.keys) == Set(expected.keys))
+                for (rule, seconds) in expected {
+                    #expect(abs((ages[rule] ?? -1) - seconds) < 120, "\(rule): \(ages[rule] ?? -1) vs \(seconds)")
+                }
+            }
+            try await expectAges(["outbox": 15 * day, "sessions": 5 * day, "report_sessions": 2 * day, "idempotency_keys": 25 * hour,
+                                  "webhook_events_applied": 7 * hour, "webhook_events_unapplied": 91 * day, "tickets_closed": 31 * day,
+                                  "customer_syncs": 40 * day])
+            _ = try await store.run(.defaults)
+            // What stays: the younger rows, the sessions operations name, the active customer's closed tickets.
+            try await expectAges(["outbox": day, "sessions": 5 * day, "report_sessions": hour, "idempotency_keys": hour,
+                                  "webhook_events_applied": 5 * hour, "webhook_events_unapplied": 15 * day, "tickets_closed": 31 * day,
+                                  "customer_syncs": 0])
+            let plan = try await database.transaction { tx in
+                try tx.query("SET LOCAL enable_seqscan = off")   // a table without a usable index is still scanned
+                return try tx.query("EXPLAIN " + HousekeepingStore.agesStatement(.defaults).sql).map { try $0.decode(0, as: String.self) }
+            }
+            let scans = plan.filter { $0.contains("Seq Scan") }
+            #expect(scans.count == 1 && scans[0].contains("Seq Scan on customer_syncs"), "\(plan.joined(separator: "\n"))")
+            #expect(plan.filter { $0.contains("Index") }.count >= 10, "\(plan.joined(separator: "\n"))")
+        }
+    }
+
     /// Retention in fractions of its unit: minutes of idempotency keys and closed tickets (what the soak uses), and
     /// the replay window follows the idempotency retention instead of a fixed day.
     @Test func fractionalRetentionAndTheReplayWindowAgree() async throws {
