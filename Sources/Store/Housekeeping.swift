@@ -50,6 +50,10 @@ public struct HousekeepingStore: Sendable {
         let label: String
         let due: String
         let clocks: [(time: String, rows: String)]
+        /// A unique, indexed column a pass's batches walk in order, each starting after the last row the one before
+        /// removed, where the rule keeps many rows among the ones it removes: without it every batch examined the kept
+        /// rows again from the start of the table.
+        var resumesAfter: String? = nil
     }
 
     static func rules(_ policy: RetentionPolicy) -> [Rule] {
@@ -80,7 +84,10 @@ public struct HousekeepingStore: Sendable {
                 AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.ticket_id = tickets.id AND o.status = 'pending')
                 AND NOT EXISTS (SELECT 1 FROM customer_syncs c WHERE c.customer_id = tickets.customer_id
                                    AND c.synced_at >= \(days(policy.closedTicketDays)))
-                """, clocks: [("coalesce(closed_at, updated_at)", "status = 'CLOSED'")]),
+                """, clocks: [("coalesce(closed_at, updated_at)", "status = 'CLOSED'")],
+                 // The closed tickets of customers who still list stay, among the others: 141,686 of 400,000 tickets
+                 // went in 142 batches in 27 s walked from the start each time, in 6.8 s resumed.
+                 resumesAfter: "id"),
             // When a customer last listed their tickets: older than the closed-ticket window it keeps nothing cached.
             Rule(table: "customer_syncs", label: "customer_syncs", due: "synced_at < \(days(policy.closedTicketDays))",
                  // Unindexed: an index would make every listing's update of the row a non-HOT one; a row is 40 bytes.
@@ -88,15 +95,20 @@ public struct HousekeepingStore: Sendable {
         ]
     }
 
-    /// One batch of one rule; nil when another instance holds the housekeeping lock.
-    func deleteBatch(_ rule: Rule, limit: Int) async throws -> Int? {
-        let sql = """
+    /// One batch of one rule (after `after` in its `resumesAfter` order, the last of them the second number); nil when
+    /// another instance holds the housekeeping lock.
+    func deleteBatch(_ rule: Rule, limit: Int, after: Int = .min) async throws -> (count: Int, last: Int)? {
+        let order = rule.resumesAfter.map { " AND \($0) > $2 ORDER BY \($0)" } ?? ""
+        let delete = """
             DELETE FROM \(rule.table) WHERE ctid IN (
-                SELECT ctid FROM \(rule.table) WHERE \(rule.due) LIMIT $1 FOR UPDATE SKIP LOCKED)
+                SELECT ctid FROM \(rule.table) WHERE \(rule.due)\(order) LIMIT $1 FOR UPDATE SKIP LOCKED)
             """
-        return try await database.transaction { tx -> Int? in
+        let sql = rule.resumesAfter.map { "WITH gone AS (\(delete) RETURNING \($0)) SELECT count(*), coalesce(max(\($0)), $2) FROM gone" } ?? delete
+        return try await database.transaction { tx -> (count: Int, last: Int)? in
             guard try tx.query("SELECT pg_try_advisory_xact_lock($1)", [Self.lockKey])[0].decode(0, as: Bool.self) else { return nil }
-            return try tx.query(sql, [limit]).affectedRows
+            guard rule.resumesAfter != nil else { return (try tx.query(sql, [limit]).affectedRows, after) }
+            let row = try tx.query(sql, [limit, after])[0]
+            return (try row.decode(0), try row.decode(1))
         }
     }
 
@@ -111,12 +123,14 @@ public struct HousekeepingStore: Sendable {
     public func run(_ policy: RetentionPolicy, pause: Duration = .milliseconds(20)) async throws -> Pass {
         var pass = Pass()
         for rule in Self.rules(policy) {
+            var after = Int.min
             while true {
-                guard let count = try await deleteBatch(rule, limit: max(1, policy.batchSize)) else {
+                guard let (count, last) = try await deleteBatch(rule, limit: max(1, policy.batchSize), after: after) else {
                     pass.yielded = true
                     return pass
                 }
                 pass.removed[rule.label, default: 0] += count
+                after = last
                 if count < policy.batchSize { break }
                 try await Task.sleep(for: pause)
             }

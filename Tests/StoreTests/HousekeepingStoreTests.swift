@@ -90,6 +90,31 @@ import TestSupport
         }
     }
 
+    /// Closed tickets kept for a customer who still lists lie between the ones that go: each batch resumes after the
+    /// last ticket the one before removed, and none is skipped or removed twice.
+    @Test func closedTicketsGoInBatchesThatResumeAmongTheKeptOnes() async throws {
+        try await Self.withDatabase { database, _ in
+            try await database.transaction { tx in
+                try tx.query("INSERT INTO customers (id, sendbird_id) VALUES (1, 'quiet'), (2, 'active')")
+                try tx.query("INSERT INTO customer_syncs (customer_id, synced_at) VALUES (2, now())")
+                // The active customer's every other ticket, and the first few.
+                try tx.query("""
+                    INSERT INTO tickets (id, customer_id, channel_url, status, priority, title, created_at, updated_at, closed_at, document, desk)
+                    SELECT g, CASE WHEN g % 2 = 0 OR g <= 10 THEN 2 ELSE 1 END, 'ch-' || g, 'CLOSED', 'LOW', 't', now() - interval '60 days',
+                           now() - interval '40 days', now() - interval '31 days', '{}', '{}'
+                      FROM generate_series(1, 5000) g
+                    """)
+            }
+            var policy = RetentionPolicy.defaults
+            policy.batchSize = 1000
+            let pass = try await HousekeepingStore(database: database).run(policy, pause: .milliseconds(1))
+            #expect(pass.removed["tickets_closed"] == 2495)
+            let left = try await database.query("SELECT customer_id, count(*) FROM tickets GROUP BY 1 ORDER BY 1")
+                .map { [try $0.decode(0, as: Int.self), try $0.decode(1, as: Int.self)] }
+            #expect(left == [[2, 2505]])
+        }
+    }
+
     /// Retention in fractions of its unit: minutes of idempotency keys and closed tickets (what the soak uses), and
     /// the replay window follows the idempotency retention instead of a fixed day.
     @Test func fractionalRetentionAndTheReplayWindowAgree() async throws {
