@@ -44,8 +44,10 @@ public protocol RatingStore: Sendable {
     func record(_ rating: RatingRecord) async throws -> Bool
     /// A ticket's own rating when the CSAT message is not known (yet): absorbed once the message-level answer arrives.
     func recordTicketLevel(_ rating: RatingRecord, closedAt: Double) async throws -> Bool
-    /// Tickets with a CSAT request younger than `maxAgeDays` that has no answer yet (oldest first, at most `limit`).
-    func ticketsAwaitingAnswers(maxAgeDays: Int, limit: Int) async throws -> [Int]
+    /// Tickets with a CSAT request younger than `maxAgeDays` that has no answer yet: at most `limit` requests' worth,
+    /// in the order the requests were made from after `cursor` (nil: the oldest); `next` continues after the last of
+    /// them, nil once the newest is reached, so every such request comes round however many there are.
+    func ticketsAwaitingAnswers(maxAgeDays: Int, after cursor: String?, limit: Int) async throws -> (tickets: [Int], next: String?)
     /// The scores stored for these tickets (the latest answer of each; nil score: declined).
     func storedAnswers(ticketIds: [Int]) async throws -> [Int: Int?]
 }

@@ -224,7 +224,7 @@ public struct GatewaySettings: Sendable {
     public let syncRequestsPerSecond = Setting.integer(
         "SYNC_REQUESTS_PER_SECOND", 5, 1...100, .sync, "Platform API requests per second a sync allows itself")
     public let syncLateRatingDays = Setting.integer(
-        "SYNC_LATE_RATING_DAYS", 30, 0...3650, .sync, "tickets updated this recently are read again on every sync (late ratings)")
+        "SYNC_LATE_RATING_DAYS", 30, 0...3650, .sync, "CSAT requests this recent and unanswered have their tickets read again, 500 a sync in turn (late ratings)")
     public let syncFirstRunDays = Setting.integer("SYNC_FIRST_RUN_DAYS", 90, 1...3650, .sync, "how far back the first sync reads")
 
     // Outbox

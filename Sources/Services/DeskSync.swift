@@ -82,6 +82,8 @@ public struct DeskSync: Sendable {
     /// Today, as `YYYY-MM-DD` (a test may fix it).
     let today: @Sendable () -> String
     let settings: SyncSettings
+    /// Where the next run's late-rating checks go on (`RatingStore.ticketsAwaitingAnswers`' cursor).
+    static let lateRatingsKey = "csat.late_ratings.after"
 
     public init(desk: any DeskPlatformReader, state: any SyncState, ratings: any RatingStore, logger: Logger,
                 settings: SyncSettings, today: (@Sendable () -> String)? = nil) {
@@ -238,13 +240,16 @@ public struct DeskSync: Sendable {
             if try await !collect(ticket, into: &summary) { failed.insert(id) }
         }
         // Late ratings: whatever date the list filters on (creation, maybe), a ticket whose CSAT request is still
-        // unanswered is read again by itself until it is answered or the request is older than `lateRatingDays`.
-        for id in try await ratings.ticketsAwaitingAnswers(maxAgeDays: settings.lateRatingDays, limit: settings.lateRatingLimit)
-            where seen.insert(id).inserted {
+        // unanswered is read again by itself until it is answered or the request is older than `lateRatingDays`:
+        // `lateRatingLimit` of them a run, each run going on where the last stopped and round from the oldest again.
+        let late = try await ratings.ticketsAwaitingAnswers(maxAgeDays: settings.lateRatingDays, after: try await state.value(Self.lateRatingsKey),
+                                                            limit: settings.lateRatingLimit)
+        for id in late.tickets where seen.insert(id).inserted {
             guard let ticket = try? await paced(&summary, { try await desk.platformTicket(id: id) }) else { continue }
             summary.lateChecked += 1
             if try await !collect(ticket, into: &summary) { failed.insert(id) }
         }
+        try await state.setValue(Self.lateRatingsKey, late.next)
         summary.complete = try await readList(&summary, seen: &seen, failed: &failed, cutoff: cutoff, fetch: { offset in
             try await desk.ticketPage(limit: 100, offset: offset, status: [.closed], startDate: startDate, endDate: today, order: "-updated_at")
         }, progress: progress)

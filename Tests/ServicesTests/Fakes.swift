@@ -176,11 +176,17 @@ final class FakeRatings: RatingStore {
         }
     }
 
-    func ticketsAwaitingAnswers(maxAgeDays: Int, limit: Int) async throws -> [Int] {
+    func ticketsAwaitingAnswers(maxAgeDays: Int, after cursor: String?, limit: Int) async throws -> (tickets: [Int], next: String?) {
         state.withLock { state in
-            Array(Set(state.requests.filter { request in
+            // Requests in the order they were made, the cursor the number already passed.
+            let open = state.requests.filter { request in
                 !state.ratings.contains { $0.ticketId == request.ticketId && ($0.messageId == request.messageId || $0.messageId == 0) }
-            }.map(\.ticketId))).sorted().prefix(limit).map { $0 }
+            }.sorted { ($0.requestedAt, $0.ticketId, $0.messageId) < ($1.requestedAt, $1.ticketId, $1.messageId) }
+            let start = cursor.flatMap { Int($0) } ?? 0
+            let slice = open.dropFirst(start).prefix(limit)
+            var tickets: [Int] = []
+            for request in slice where !tickets.contains(request.ticketId) { tickets.append(request.ticketId) }
+            return (tickets, slice.count < limit ? nil : String(start + slice.count))
         }
     }
 

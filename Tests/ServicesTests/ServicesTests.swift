@@ -202,6 +202,28 @@ import Testing
         #expect(third.newRatings == 0 && third.newRequests == 0 && third.ratings == 2)
     }
 
+    /// Tickets with unanswered CSAT requests are read again a slice a run, each run going on where the last stopped
+    /// and round from the oldest again after the newest.
+    @Test func lateRatingChecksGoRoundEveryUnansweredRequestASliceARun() async throws {
+        let desk = FakeDesk()
+        desk.state.withLock { $0.tickets = (1...5).map { Make.ticket($0) } }
+        let ratings = FakeRatings()
+        for id in 1...5 {
+            _ = try await ratings.recordRequest(CSATRequestRecord(ticketId: id, messageId: 1, agentId: 501, teamId: 11, channelType: "SENDBIRD",
+                                                                  priority: .high, requestedAt: Double(id)))
+        }
+        let state = FakeSyncState()
+        var settings = SyncSettings(requestsPerSecond: 1000, lateRatingDays: 30, firstRunDays: 90)
+        settings.lateRatingLimit = 2
+        var reads: [[Int]] = []
+        for _ in 0..<4 {
+            desk.state.withLock { $0.ticketReads = [] }
+            _ = try await DeskSync(desk: desk, state: state, ratings: ratings, logger: Self.logger, settings: settings, today: { "2026-11-20" }).run()
+            reads.append(desk.state.withLock { $0.ticketReads })
+        }
+        #expect(reads == [[1, 2], [3, 4], [5], [1, 2]])
+    }
+
     @Test func anotherInstancesLeaseSkipsTheRunWithoutTouchingDesk() async throws {
         let desk = FakeDesk()
         let state = FakeSyncState()

@@ -48,6 +48,42 @@ import TestSupport
         }
     }
 
+    /// Unanswered CSAT requests of the window come a slice at a time in the order they were made, each once a round
+    /// (requests made at the same instant split between slices included), and the round starts again after the newest.
+    @Test func unansweredRequestsComeRoundASliceAtATime() async throws {
+        try await withStore { db in
+            let store = CSATStore(database: db)
+            let now = Date().timeIntervalSince1970
+            let day = 86_400.0
+            func request(_ ticket: Int, message: Int = 1, daysAgo: Double) async throws {
+                _ = try await store.recordRequest(CSATRequestRecord(ticketId: ticket, messageId: message, agentId: 501, teamId: 11,
+                                                                    channelType: "SENDBIRD", priority: .medium, requestedAt: now - daysAgo * day))
+            }
+            try await request(1, daysAgo: 40)                               // outside the 30 days
+            for ticket in 2...8 { try await request(ticket, daysAgo: 10) }  // seven at one instant
+            try await request(9, daysAgo: 5)
+            _ = try await store.record(Self.rating(9, score: 4, at: now - 4 * day))    // answered
+            try await request(10, daysAgo: 3)
+            _ = try await store.record(Self.rating(10, score: 4, at: now - 6 * day))   // rated before it was asked: no answer
+            try await request(2, message: 2, daysAgo: 1)                    // the ticket's second request
+            func round(limit: Int) async throws -> [[Int]] {
+                var slices: [[Int]] = []
+                var cursor: String? = nil
+                repeat {
+                    let slice = try await store.ticketsAwaitingAnswers(maxAgeDays: 30, after: cursor, limit: limit)
+                    slices.append(slice.tickets)
+                    cursor = slice.next
+                } while cursor != nil && slices.count < 10
+                return slices
+            }
+            #expect(try await round(limit: 4) == [[2, 3, 4, 5], [6, 7, 8, 10], [2]])
+            #expect(try await round(limit: 3) == [[2, 3, 4], [5, 6, 7], [8, 10, 2], []])
+            #expect(try await round(limit: 100) == [[2, 3, 4, 5, 6, 7, 8, 10]])
+            _ = try await store.record(Self.rating(7, score: 5, at: now))
+            #expect(try await round(limit: 4) == [[2, 3, 4, 5], [6, 8, 10, 2], []])
+        }
+    }
+
     /// The UTC week rollup (level 10, the week of Monday 2026-11-16) of an agent and team in both tables: responses
     /// and the count of each score, per table.
     static func weekBlocks(_ db: Database, agent: Int = 501, team: Int = 11) async throws -> [[Int]] {
