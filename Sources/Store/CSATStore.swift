@@ -35,7 +35,10 @@ public struct CSATStore: FeedbackRatings {
             """, [maxAgeDays, limit] + (position.map { [$0.micros, $0.id] } ?? []))
         var tickets: [Int] = []
         var seen = Set<Int>()
-        for row in rows where seen.insert(try row.decode(0, as: Int.self)).inserted { tickets.append(try row.decode(0)) }
+        for row in rows {
+            let ticket: Int = try row.decode(0)
+            if seen.insert(ticket).inserted { tickets.append(ticket) }
+        }
         guard rows.count == limit, limit > 0 else { return (tickets, nil) }
         let last = rows[rows.count - 1]
         return (tickets, "\(try last.decode(1, as: Int.self)),\(try last.decode(2, as: Int.self))")

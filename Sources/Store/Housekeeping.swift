@@ -141,8 +141,8 @@ public struct HousekeepingStore: Sendable {
         return pass
     }
 
-    /// One statement (public for its plan's test): per rule, seconds since the earliest retention clock of its rows started (0 when it has none,
-    /// or when they all start in the future: sessions not yet expired).
+    /// One statement (public for its plan's test): per rule, seconds since the earliest retention clock of its rows
+    /// started (0 when it has none, or when they all start in the future: sessions not yet expired).
     public static func agesStatement(_ policy: RetentionPolicy) -> (labels: [String], sql: String) {
         let rules = rules(policy)
         let columns = rules.map { rule in
