@@ -29,6 +29,10 @@ final class Housekeeper: Sendable {
         metrics.gauge("housekeeping_oldest_row_age_seconds", help: "Seconds since the oldest row of each retention rule started its retention clock (finished, expired, received, closed).") { [weak self] in
             (self?.ages.withLock { $0 } ?? [:]).sorted { $0.key < $1.key }.map { ([("table", $0.key)], $0.value) }
         }
+        let retentions = HousekeepingStore.retentions(policy).sorted { $0.key < $1.key }
+        metrics.gauge("housekeeping_retention_seconds", help: "How long each retention rule keeps its rows (the RETENTION_* settings).") {
+            retentions.map { ([("table", $0.key)], $0.value) }
+        }
         metrics.gauge("housekeeping_last_run_timestamp_seconds",
                       help: "When this instance last finished a housekeeping pass (its own or one it found another instance running).") { [weak self] in
             [([], self?.lastRun.value ?? 0)]

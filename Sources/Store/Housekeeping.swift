@@ -42,60 +42,70 @@ public struct HousekeepingStore: Sendable {
         self.database = database
     }
 
-    /// One retention rule: the table it cleans (the metrics label), the rows past retention, and where each row's
-    /// retention clock starts (`clocks`: a time and the rows it is read of, each served by an index whose first entry
-    /// is its minimum, so the metrics never scan a table; the earliest of them is the rule's oldest row).
+    /// One retention rule: the table it cleans (the metrics label), how long its rows are kept (seconds), the rows past
+    /// it (`due`, given the cutoff as SQL), and where each row's retention clock starts (`clocks`: a time and the rows
+    /// it is read of, each served by an index whose first entry is its minimum, so the metrics never scan a table; the
+    /// earliest of them is the rule's oldest row).
     struct Rule {
         let table: String
         let label: String
+        let retention: Double
         let due: String
         let clocks: [(time: String, rows: String)]
         /// A unique, indexed column a pass's batches walk in order, each starting after the last row the one before
         /// removed, where the rule keeps many rows among the ones it removes: without it every batch examined the kept
         /// rows again from the start of the table.
-        var resumesAfter: String? = nil
+        let resumesAfter: String?
+
+        init(table: String, label: String, retention: Double, due: (_ cutoff: String) -> String, clocks: [(time: String, rows: String)],
+             resumesAfter: String? = nil) {
+            (self.table, self.label, self.retention, self.clocks, self.resumesAfter) = (table, label, max(0, retention), clocks, resumesAfter)
+            // Fixed-point text: Swift would write a small Double in exponent form, which an interval literal refuses.
+            self.due = due("now() - interval '\(String(format: "%.6f", self.retention)) seconds'")
+        }
     }
 
     static func rules(_ policy: RetentionPolicy) -> [Rule] {
-        // Fixed-point text: Swift would write a small Double in exponent form, which an interval literal refuses.
-        let ago = { (n: Double, unit: String) in "now() - interval '\(String(format: "%.6f", max(0, n))) \(unit)'" }
-        let days = { (n: Double) in ago(n, "days") }
+        let (day, hour) = (86_400.0, 3_600.0)
         return [
             // The outbox first: a session named by an outbox row can only go once that row has gone.
-            Rule(table: "outbox", label: "outbox", due: "status IN ('delivered', 'failed') AND finished_at < \(days(policy.finishedOutboxDays))",
-                 clocks: [("finished_at", "status <> 'pending'")]),
-            Rule(table: "sessions", label: "sessions", due: """
-                (expires_at < \(days(policy.deadSessionDays)) OR revoked_at < \(days(policy.deadSessionDays)))
-                AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.session_id = sessions.id)
-                """, clocks: [("expires_at", "true"), ("revoked_at", "revoked_at IS NOT NULL")],
+            Rule(table: "outbox", label: "outbox", retention: policy.finishedOutboxDays * day,
+                 due: { "status IN ('delivered', 'failed') AND finished_at < \($0)" }, clocks: [("finished_at", "status <> 'pending'")]),
+            Rule(table: "sessions", label: "sessions", retention: policy.deadSessionDays * day, due: { """
+                (expires_at < \($0) OR revoked_at < \($0)) AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.session_id = sessions.id)
+                """ }, clocks: [("expires_at", "true"), ("revoked_at", "revoked_at IS NOT NULL")],
                  // Sessions an operation names stay, among the others: 392,000 of 500,000 went in 30.5 s walked from
                  // the start each time (a fifth of them held), in 21.2 s resumed.
                  resumesAfter: "id"),
-            Rule(table: "report_sessions", label: "report_sessions", due: "expires_at < \(days(policy.deadSessionDays))",
-                 clocks: [("expires_at", "true")]),
-            Rule(table: "idempotency_keys", label: "idempotency_keys",
-                 due: "created_at < \(ago(policy.idempotencyHours, "hours"))", clocks: [("created_at", "true")]),
-            Rule(table: "webhook_events", label: "webhook_events_applied",
-                 due: "status = 'applied' AND received_at < \(days(policy.appliedWebhookDays))",
-                 clocks: [("received_at", "status = 'applied'")]),
-            Rule(table: "webhook_events", label: "webhook_events_unapplied",
-                 due: "status IN ('unrecognized', 'failed', 'foreign') AND received_at < \(days(policy.unappliedWebhookDays))",
+            Rule(table: "report_sessions", label: "report_sessions", retention: policy.deadSessionDays * day,
+                 due: { "expires_at < \($0)" }, clocks: [("expires_at", "true")]),
+            Rule(table: "idempotency_keys", label: "idempotency_keys", retention: policy.idempotencyHours * hour,
+                 due: { "created_at < \($0)" }, clocks: [("created_at", "true")]),
+            Rule(table: "webhook_events", label: "webhook_events_applied", retention: policy.appliedWebhookDays * day,
+                 due: { "status = 'applied' AND received_at < \($0)" }, clocks: [("received_at", "status = 'applied'")]),
+            Rule(table: "webhook_events", label: "webhook_events_unapplied", retention: policy.unappliedWebhookDays * day,
+                 due: { "status IN ('unrecognized', 'failed', 'foreign') AND received_at < \($0)" },
                  clocks: ["unrecognized", "failed", "foreign"].map { ("received_at", "status = '\($0)'") }),
-            Rule(table: "tickets", label: "tickets_closed", due: """
-                status = 'CLOSED' AND coalesce(closed_at, updated_at) < \(days(policy.closedTicketDays))
+            Rule(table: "tickets", label: "tickets_closed", retention: policy.closedTicketDays * day, due: { """
+                status = 'CLOSED' AND coalesce(closed_at, updated_at) < \($0)
                 AND pending_operations = '[]'::jsonb
                 AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.ticket_id = tickets.id AND o.status = 'pending')
-                AND NOT EXISTS (SELECT 1 FROM customer_syncs c WHERE c.customer_id = tickets.customer_id
-                                   AND c.synced_at >= \(days(policy.closedTicketDays)))
-                """, clocks: [("coalesce(closed_at, updated_at)", "status = 'CLOSED'")],
+                AND NOT EXISTS (SELECT 1 FROM customer_syncs c WHERE c.customer_id = tickets.customer_id AND c.synced_at >= \($0))
+                """ }, clocks: [("coalesce(closed_at, updated_at)", "status = 'CLOSED'")],
                  // The closed tickets of customers who still list stay, among the others: 141,686 of 400,000 tickets
                  // went in 142 batches in 27 s walked from the start each time, in 6.8 s resumed.
                  resumesAfter: "id"),
             // When a customer last listed their tickets: older than the closed-ticket window it keeps nothing cached.
-            Rule(table: "customer_syncs", label: "customer_syncs", due: "synced_at < \(days(policy.closedTicketDays))",
+            Rule(table: "customer_syncs", label: "customer_syncs", retention: policy.closedTicketDays * day,
+                 due: { "synced_at < \($0)" },
                  // Unindexed: an index would make every listing's update of the row a non-HOT one; a row is 40 bytes.
                  clocks: [("synced_at", "true")]),
         ]
+    }
+
+    /// How long each rule keeps its rows, in seconds (the metrics show it beside the oldest row's age).
+    public static func retentions(_ policy: RetentionPolicy) -> [String: Double] {
+        Dictionary(uniqueKeysWithValues: rules(policy).map { ($0.label, $0.retention) })
     }
 
     /// One batch of one rule (after `after` in its `resumesAfter` order, the last of them the second number); nil when

@@ -17,6 +17,8 @@ import TestSupport
             }
             #expect(metrics.contains(#"housekeeping_rows_removed_total{table="sessions"} 20"#), "\(metrics.split(separator: "\n").filter { $0.contains("housekeeping") })")
             #expect(metrics.contains(#"housekeeping_oldest_row_age_seconds{table="webhook_events_unapplied"}"#))
+            #expect(metrics.contains(#"housekeeping_retention_seconds{table="outbox"} 1209600"#))
+            #expect(metrics.contains(#"housekeeping_retention_seconds{table="idempotency_keys"} 86400"#))
             #expect(metrics.contains("housekeeping_last_run_timestamp_seconds"))
             let expired: Int = try await app.database.query("SELECT count(*) FROM sessions WHERE expires_at < now() - interval '1 day' AND id NOT IN (SELECT session_id FROM outbox)")[0].decode(0)
             #expect(expired == 0)
