@@ -17,7 +17,7 @@ start)
   [ ${#as_pg[@]} -eq 0 ] || chown postgres:postgres "$dir" "$dir/data" "$sock"
   "${as_pg[@]}" "$bin/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 --no-sync >/dev/null
   "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -t 60 -o \
-    "-p $port -k $sock -c listen_addresses=127.0.0.1 -c max_connections=1000 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    "-p $port -k $sock -c listen_addresses=127.0.0.1 -c max_connections=2000 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
     start >/dev/null
   echo "host=$sock port=$port user=postgres dbname=postgres"
   ;;

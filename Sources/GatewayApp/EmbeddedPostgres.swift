@@ -78,8 +78,9 @@ public final class EmbeddedPostgres: Sendable {
             return false
         }
         var options = "-p \(port) -k \(socketDirectory) -c listen_addresses=127.0.0.1"
-        // Throwaway clusters serve a whole test suite's gateways at once (each holds its pool and an emulator connection).
-        options += durable ? " -c max_connections=200" : " -c max_connections=1000 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        // Throwaway clusters serve a whole test suite's gateways at once (each holds its pool and an emulator connection):
+        // the unit suite alone peaks near a thousand connections.
+        options += durable ? " -c max_connections=200" : " -c max_connections=2000 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         try run(binDirectory + "/pg_ctl", ["-D", dataDirectory, "-l", logDirectory + "/server.log", "-w", "-t", "60",
                                            "-o", options, "start"], timeout: 90)
         startedByUs.withLock { $0 = true }

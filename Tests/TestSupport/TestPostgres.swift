@@ -41,17 +41,21 @@ public enum TestPostgres {
     public static func withDatabase<T: Sendable>(_ body: (String) async throws -> T) async throws -> T {
         let admin = try await adminConnectionString()
         let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(20)
-        // Creating a database waits for a checkpoint, which takes seconds while many suites write at once.
-        let pool = PostgresPool(configuration: PostgresConfiguration.forTests(admin, poolSize: 1, statementTimeoutMilliseconds: 120_000))
-        defer { pool.shutdown() }
-        try await pool.query("CREATE DATABASE \(name)")
+        // Creating a database waits for a checkpoint, which takes seconds while many suites write at once. The admin
+        // connection is not held while the test runs: a hundred and more tests at once would each keep one open.
+        func administer(_ statement: String) async throws {
+            let pool = PostgresPool(configuration: PostgresConfiguration.forTests(admin, poolSize: 1, statementTimeoutMilliseconds: 120_000))
+            defer { pool.shutdown() }
+            try await pool.query(statement)
+        }
+        try await administer("CREATE DATABASE \(name)")
         let connectionString = replacingDatabase(in: admin, with: String(name))
         do {
             let result = try await body(connectionString)
-            _ = try? await pool.query("DROP DATABASE \(name) WITH (FORCE)")
+            try? await administer("DROP DATABASE \(name) WITH (FORCE)")
             return result
         } catch {
-            _ = try? await pool.query("DROP DATABASE \(name) WITH (FORCE)")
+            try? await administer("DROP DATABASE \(name) WITH (FORCE)")
             throw error
         }
     }
