@@ -277,16 +277,16 @@ public final class PostgresConnection {
         while true {
             var timeout: Int32 = -1
             if let deadline {
-                let left = deadline - .now
-                guard left > .zero else {
-                    close()
-                    throw PostgresError(code: .noAnswer, detail: "no answer within \(answerWithin); the connection was closed")
-                }
-                let (seconds, attoseconds) = left.components
-                timeout = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+                let (seconds, attoseconds) = max(.zero, deadline - .now).components
+                timeout = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + (seconds > 0 || attoseconds > 0 ? 1 : 0))
             }
             let ready = poll(&descriptor, 1, timeout)
             if ready > 0 || (ready < 0 && errno != EINTR) { return }
+            // Past the deadline only after a look at the socket: a thread kept off the CPU that long finds its answer waiting.
+            if timeout == 0 {
+                close()
+                throw PostgresError(code: .noAnswer, detail: "no answer within \(answerWithin); the connection was closed")
+            }
         }
     }
 
