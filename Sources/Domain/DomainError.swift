@@ -74,4 +74,7 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(code): \(message)" }
+
+    /// For a log line: the failure in a client's words and what lies behind it (the database's or Desk's own words).
+    public var logged: String { internalDetail.map { "\(description) (\($0))" } ?? description }
 }

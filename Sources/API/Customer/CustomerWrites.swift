@@ -78,7 +78,7 @@ final class CustomerWrites: Sendable {
             metrics.set("outbox_oldest_pending_seconds", to: depth.oldestSeconds)
             return handled
         } catch {
-            logger.warning("outbox relay pass failed", metadata: ["error": "\(error)"])
+            logger.warning("outbox relay pass failed", metadata: ["error": "\((error as? DomainError)?.logged ?? "\(error)")"])
             return 0
         }
     }
