@@ -38,8 +38,11 @@ def pg_ctl(*args):
 
 
 def start_replica():
+    # A hot standby refuses to start with fewer connections than its primary allows.
+    connections = psql(admin, "SHOW max_connections")
     result = pg_ctl("-l", str(out / "replica.log"), "-w", "-t", "60", "-o",
-                    f"-p {replica_port} -k {sock} -c listen_addresses='' -c hot_standby=on -c fsync=off -c max_connections=1000", "start")
+                    f"-p {replica_port} -k {sock} -c listen_addresses='' -c hot_standby=on -c fsync=off -c max_connections={connections}",
+                    "start")
     if result.returncode != 0:
         raise RuntimeError("replica did not start: " + result.stderr + (out / "replica.log").read_text()[-1500:])
 
