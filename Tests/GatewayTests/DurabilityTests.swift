@@ -119,6 +119,8 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             try await TestGateway.running(config) { second in
                 try desk.start()
                 try await waitForEmptyOutbox(second.database)
+                // The relay reads the queue's depth at most once a second while it drains, and after an empty pass.
+                #expect(await eventually { second.metrics.value("outbox_pending") == 0 })
                 let statuses = try await second.database.query("SELECT status, count(*) FROM outbox GROUP BY status")
                 #expect(statuses.map { "\($0[0] ?? ""):\($0[1] ?? "")" } == ["delivered:250"])
                 for (index, item) in prepared.enumerated() {
@@ -179,6 +181,8 @@ func messageState(_ deskPort: Int, ticket: Int, message: Int) async throws -> (s
             operations.append(response.json?["id"] as? Int ?? -1)
         }
         // The cached ticket shows the change as pending, and the operation can be looked up.
+        #expect(await eventually { first.metrics.value("outbox_pending") == 250 })
+        #expect(first.metrics.value("outbox_oldest_pending_seconds") < 600)
         let sample = try await prepared[0].0.send("GET", "/v1/tickets/\(prepared[0].1)")
         #expect((sample.json?["pendingOperations"] as? [[String: Any]])?.first?["kind"] as? String == "feedback")
         let operation = try await prepared[0].0.send("GET", "/v1/operations/\(operations[0])")

@@ -72,20 +72,31 @@ final class CustomerWrites: Sendable {
     /// One relay pass; returns how many operations it handled.
     func relayOnce() async -> Int {
         do {
-            let handled = try await delivery.relayOnce()
-            let depth = try await outbox.depth()
-            metrics.set("outbox_pending", to: Double(depth.pending))
-            metrics.set("outbox_oldest_pending_seconds", to: depth.oldestSeconds)
-            return handled
+            return try await delivery.relayOnce()
         } catch {
             logger.warning("outbox relay pass failed", metadata: ["error": "\((error as? DomainError)?.logged ?? "\(error)")"])
             return 0
         }
     }
 
+    /// The queue's depth for the gauges (unread, they keep their values: the relay's pass logs the database's trouble).
+    func measureDepth() async {
+        guard let depth = try? await outbox.depth() else { return }
+        metrics.set("outbox_pending", to: Double(depth.pending))
+        metrics.set("outbox_oldest_pending_seconds", to: depth.oldestSeconds)
+    }
+
     func runRelay() async {
+        // Counting the queue reads every pending row (26–62 ms at 100,000): while a backlog drains, pass after pass,
+        // the gauges are read at most once a second; after a pass that found nothing, every time.
+        var measured = ContinuousClock.now - .seconds(10)
         while !Task.isCancelled {
-            if await relayOnce() == 0 {
+            let handled = await relayOnce()
+            if handled == 0 || ContinuousClock.now - measured >= .seconds(1) {
+                measured = .now
+                await measureDepth()
+            }
+            if handled == 0 {
                 try? await Task.sleep(for: .milliseconds(settings.relayIntervalMilliseconds))
             }
         }
