@@ -21,6 +21,7 @@ public struct CSATStore: FeedbackRatings {
     /// took 250–350 ms of three processes (and every rating read, a hash join) for the same oldest 500 every run.
     public func ticketsAwaitingAnswers(maxAgeDays: Int, after cursor: String?, limit: Int) async throws -> (tickets: [Int], next: String?) {
         let position = cursor.flatMap(Self.requestPosition)
+        // The first bound is the one the index on `requested_at` serves; the pair orders requests made at one instant.
         let after = position == nil ? "" : """
 
                AND requested_at >= timestamptz 'epoch' + $3 * interval '1 microsecond'
