@@ -62,6 +62,29 @@ public enum RollupBlocks {
         }
         return left + right.reversed()
     }
+
+    /// How many times signed blocks count each day, as runs (first and last day number, count) of the days they count
+    /// other than 0: what a cover or a plan is checked against (the tests, the fuzz target).
+    public static func coverage(_ parts: [(block: Block, sign: Int)]) -> [(first: Int, last: Int, count: Int)] {
+        var changes: [Int: Int] = [:]
+        for part in parts {
+            changes[part.block.firstDay.dayNumber, default: 0] += part.sign
+            changes[part.block.lastDay.dayNumber + 1, default: 0] -= part.sign
+        }
+        var runs: [(first: Int, last: Int, count: Int)] = []
+        var count = 0
+        let days = changes.keys.sorted()
+        for (index, day) in days.enumerated() {
+            count += changes[day]!
+            guard count != 0, index + 1 < days.count else { continue }
+            if let last = runs.last, last.last == day - 1, last.count == count {
+                runs[runs.count - 1].last = days[index + 1] - 1
+            } else {
+                runs.append((day, days[index + 1] - 1, count))
+            }
+        }
+        return runs
+    }
 }
 
 /// The search behind `RollupBlocks.signedCover`. The range's ends [x, y) move level by level: at level k an end whose

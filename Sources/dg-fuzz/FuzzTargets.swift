@@ -94,20 +94,9 @@ enum FuzzTargets {
 
     /// The one run of days that `parts` count once each; nil when they count a day any other number of times.
     static func coverage(_ parts: [BlockPlan.Part]) -> (Int, Int)? {
-        var changes: [Int: Int] = [:]
-        for part in parts {
-            changes[part.block.firstDay.dayNumber, default: 0] += part.sign
-            changes[part.block.lastDay.dayNumber + 1, default: 0] -= part.sign
-        }
-        var (count, run): (Int, (Int, Int)?) = (0, nil)
-        let days = changes.keys.sorted()
-        for (index, day) in days.enumerated() {
-            count += changes[day]!
-            guard count != 0 else { continue }
-            guard count == 1, index + 1 < days.count, run.map({ $0.1 == day - 1 }) ?? true else { return nil }
-            run = (run?.0 ?? day, days[index + 1] - 1)
-        }
-        return run
+        let runs = RollupBlocks.coverage(parts.map { ($0.block, $0.sign) })
+        guard runs.count == 1, runs[0].count == 1 else { return nil }
+        return (runs[0].first, runs[0].last)
     }
 }
 

@@ -194,28 +194,6 @@ extension RollupBlocks {
         }
     }
 
-    /// Each day's coverage from a set of signed blocks: the days where it is not 0, as ranges (first, last, count).
-    static func coverage(_ parts: [(block: RollupBlocks.Block, sign: Int)]) -> [(Int, Int, Int)] {
-        var changes: [Int: Int] = [:]
-        for part in parts {
-            changes[part.block.firstDay.dayNumber, default: 0] += part.sign
-            changes[part.block.lastDay.dayNumber + 1, default: 0] -= part.sign
-        }
-        var runs: [(Int, Int, Int)] = []
-        var level = 0
-        let days = changes.keys.sorted()
-        for (index, day) in days.enumerated() {
-            level += changes[day]!
-            guard level != 0, index + 1 < days.count else { continue }
-            if let last = runs.last, last.1 == day - 1, last.2 == level {
-                runs[runs.count - 1].1 = days[index + 1] - 1
-            } else {
-                runs.append((day, days[index + 1] - 1, level))
-            }
-        }
-        return runs
-    }
-
     @Test func signedCoversAreExactAndNeverLargerThanPlainOnes() {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<3_000 {
@@ -228,7 +206,7 @@ extension RollupBlocks {
                 #expect(RollupBlocks.block(holding: part.block.firstDay, level: part.block.level) == part.block)
             }
             // Every day of the range counted once, and no other day, after the blocks taken away.
-            let runs = Self.coverage(signed.map { ($0.block, $0.sign) })
+            let runs = RollupBlocks.coverage(signed.map { ($0.block, $0.sign) })
             #expect(runs.count == 1 && runs.first! == (from.dayNumber, to.dayNumber, 1), "\(from) \(to)")
             #expect(signed.count <= plain.count)
             // Where the plain cover is as small, nothing is taken away.
@@ -266,7 +244,7 @@ extension RollupBlocks {
         var plan = BlockPlan(try parameters("none"))
         #expect(plan.buckets == [nil])
         #expect(plan.parts.count <= 20)
-        #expect(Self.coverage(plan.parts.filter { $0.tag == BlockPlan.previousTag }.map { ($0.block, $0.sign) }).map { [$0.0, $0.1, $0.2] }
+        #expect(RollupBlocks.coverage(plan.parts.filter { $0.tag == BlockPlan.previousTag }.map { ($0.block, $0.sign) }).map { [$0.first, $0.last, $0.count] }
                 == [[LocalDate("2026-05-26")!.dayNumber, LocalDate("2026-08-23")!.dayNumber, 1]])
         plan = BlockPlan(try parameters("week"))
         // 2026-08-24 is a Monday: 13 whole weeks (the last one clipped to the range).
