@@ -77,4 +77,7 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
 
     /// For a log line: the failure in a client's words and what lies behind it (the database's or Desk's own words).
     public var logged: String { internalDetail.map { "\(description) (\($0))" } ?? description }
+
+    /// What a log line says of any error: a `DomainError` as `logged`, another as it describes itself.
+    public static func logged(_ error: any Error) -> String { (error as? DomainError)?.logged ?? "\(error)" }
 }

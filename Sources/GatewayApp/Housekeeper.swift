@@ -61,7 +61,7 @@ final class Housekeeper: Sendable {
             lastRun.set(WallClock.seconds())
             return removed
         } catch {
-            logger.warning("housekeeping pass failed; the next one retries", metadata: ["error": "\((error as? DomainError)?.logged ?? "\(error)")"])
+            logger.warning("housekeeping pass failed; the next one retries", metadata: ["error": "\(DomainError.logged(error))"])
             return [:]
         }
     }

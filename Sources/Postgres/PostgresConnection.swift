@@ -277,8 +277,9 @@ public final class PostgresConnection {
         while true {
             var timeout: Int32 = -1
             if let deadline {
-                let (seconds, attoseconds) = max(.zero, deadline - .now).components
-                timeout = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + (seconds > 0 || attoseconds > 0 ? 1 : 0))
+                let left = max(.zero, deadline - .now)
+                let (seconds, attoseconds) = left.components
+                timeout = left == .zero ? 0 : Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
             }
             let ready = poll(&descriptor, 1, timeout)
             if ready > 0 || (ready < 0 && errno != EINTR) { return }

@@ -75,7 +75,7 @@ public struct WebhookProcessor: Sendable {
             }
             return pass.total
         } catch {
-            logger.warning("webhook inbox pass failed", metadata: ["error": "\((error as? DomainError)?.logged ?? "\(error)")"])
+            logger.warning("webhook inbox pass failed", metadata: ["error": "\(DomainError.logged(error))"])
             return 0
         }
     }

@@ -74,7 +74,7 @@ final class CustomerWrites: Sendable {
         do {
             return try await delivery.relayOnce()
         } catch {
-            logger.warning("outbox relay pass failed", metadata: ["error": "\((error as? DomainError)?.logged ?? "\(error)")"])
+            logger.warning("outbox relay pass failed", metadata: ["error": "\(DomainError.logged(error))"])
             return 0
         }
     }
