@@ -273,7 +273,7 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
             reads.replicaState.lag.map { [([], $0)] } ?? []
         }
     }
-    wiring.metrics.gauge("report_reads_total", help: "Report reads by the database that served them (replica or primary); only ever grows.") {
+    wiring.metrics.gauge("report_reads_total", help: "Report reads by the database that served them (replica or primary).", kind: .counter) {
         let counts = reads.readCounts
         return [([("database", "replica")], Double(counts.replica)), ([("database", "primary")], Double(counts.primary))]
     }
@@ -286,6 +286,12 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
     let reports = ReportRoutes(keys: APIKeyStore(database: database), reports: reportStore, sessions: customerSessions,
                                settings: config.reportSettings, knownZones: knownZones, verified: wiring.verified)
     reports.register(in: &wiring.routes)
+    wiring.metrics.gauge("report_rollup_reads_total", help: "Reports computed from the rollup blocks of a configured zone.", kind: .counter) {
+        [([], Double(reports.reports.rollupReadCounts.reports))]
+    }
+    wiring.metrics.gauge("report_rollup_blocks_total", help: "Rollup blocks those reports read, both periods' (a range is the fewest aligned blocks whose signed sum it is; how many depends on how its dates fall).", kind: .counter) {
+        [([], Double(reports.reports.rollupReadCounts.blocks))]
+    }
     wiring.metrics.gauge("report_cache_bytes", help: "Bytes of computed reports held in memory (REPORT_CACHE_MAX_MB bounds them).") {
         [([], Double(reports.cachedReports.bytes))]
     }

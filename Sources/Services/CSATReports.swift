@@ -1,5 +1,6 @@
 import Domain
 public import Reports
+import Synchronization
 
 /// Why a report or a listing was not computed; the API maps each to its problem.
 public enum ReportRefusal: Error, Sendable {
@@ -56,6 +57,8 @@ public final class CSATReports: Sendable {
     private let displayNames = TTLCache<ReportDimension, GroupNames>(ttl: 30)
     private let teamAgents = TTLCache<[Int], Set<Int>>(ttl: 60)
     private let channels = CachedValue<[String]>(ttl: 60)
+    private let rollupReports = Atomic<Int>(0)
+    private let rollupBlocks = Atomic<Int>(0)
 
     public init(reader: any ReportReader, maxCells: Int, rawConcurrency: Int, rawConcurrencyPerKey: Int) {
         self.reader = reader
@@ -87,7 +90,12 @@ public final class CSATReports: Sendable {
     func sums(_ p: ReportParameters, rollups: Bool, caller: ReportCaller) async throws -> (sums: ReportSums, fromRollups: Bool) {
         do {
             if rollups {
-                if let sums = try await reader.fromBlocks(p, plan: BlockPlan(p)) { return (sums, true) }
+                let plan = BlockPlan(p)
+                if let sums = try await reader.fromBlocks(p, plan: plan) {
+                    rollupReports.add(1, ordering: .relaxed)
+                    rollupBlocks.add(plan.parts.count, ordering: .relaxed)
+                    return (sums, true)
+                }
                 // The zone's rollups went away since they were looked up (`desk-gateway csat drop-zone`, a rebuild).
                 rollupZones.put(try await reader.rollupZones())
             }
@@ -96,6 +104,12 @@ public final class CSATReports: Sendable {
             throw ReportRefusal.timeout("The report took longer than the database allows; narrow the range, use a coarser "
                                         + "bucket or a time zone with rollups (REPORT_TIME_ZONES).")
         }
+    }
+
+    /// Reports computed from rollups so far, and the blocks they read (both periods'): how many a range takes depends on
+    /// how its dates fall (`BlockPlan`), which is what a report's cost follows.
+    public var rollupReadCounts: (reports: Int, blocks: Int) {
+        (rollupReports.load(ordering: .relaxed), rollupBlocks.load(ordering: .relaxed))
     }
 
     /// Whether reports in this zone come from rollups (`report_zones`; a zone added elsewhere shows up within a second).
