@@ -75,9 +75,10 @@ public struct DomainError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { "\(code): \(message)" }
 
-    /// For a log line: the failure in a client's words and what lies behind it (the database's or Desk's own words).
-    public var logged: String { internalDetail.map { "\(description) (\($0))" } ?? description }
-
-    /// What a log line says of any error: a `DomainError` as `logged`, another as it describes itself.
-    public static func logged(_ error: any Error) -> String { (error as? DomainError)?.logged ?? "\(error)" }
+    /// What a log line says of any error: a `DomainError` in a client's words and what lies behind it (the database's
+    /// or Desk's own words), another as it describes itself.
+    public static func logged(_ error: any Error) -> String {
+        guard let error = error as? DomainError else { return "\(error)" }
+        return error.internalDetail.map { "\(error.description) (\($0))" } ?? error.description
+    }
 }

@@ -253,11 +253,16 @@ public struct ReportStore: ReportReader {
     }
 
     static let channelTypesQuery = """
-        SELECT DISTINCT b.channel_type FROM report_zones z
-          JOIN csat_detail_blocks b ON b.zone_id = z.id AND b.level = \(RollupBlocks.maxLevel)
-         WHERE z.backfilled_at IS NOT NULL AND b.responses > 0
-         ORDER BY 1
+        SELECT DISTINCT b.channel_type FROM \(completeTopBlocks(.detail)) WHERE b.responses > 0 ORDER BY 1
         """
+
+    /// `table`'s rows `b` of the top level in the zones whose rollups are complete: each holds its group's every rating
+    /// of 512 days, so together they name every group that has one.
+    static func completeTopBlocks(_ table: BlockTable) -> String {
+        """
+        report_zones z JOIN \(table.rawValue) b ON b.zone_id = z.id AND b.level = \(RollupBlocks.maxLevel) AND z.backfilled_at IS NOT NULL
+        """
+    }
 
     /// Agents with ratings in these teams (a team lead's agent list): from the top-level agent × team blocks of the
     /// zones whose rollups are complete (a row an agent, team and 512 days), else from the ratings through the team
@@ -268,9 +273,8 @@ public struct ReportStore: ReportReader {
 
     /// The second branch runs only where no zone is complete (a condition PostgreSQL tests once, before any row).
     static let teamAgentsQuery = """
-        SELECT b.agent_id FROM report_zones z
-          JOIN csat_blocks b ON b.zone_id = z.id AND b.level = \(RollupBlocks.maxLevel)
-         WHERE z.backfilled_at IS NOT NULL AND b.team_id = ANY($1::bigint[]) AND b.agent_id <> 0 AND b.responses > 0
+        SELECT b.agent_id FROM \(completeTopBlocks(.agentTeam))
+         WHERE b.team_id = ANY($1::bigint[]) AND b.agent_id <> 0 AND b.responses > 0
         UNION
         SELECT agent_id FROM csat_ratings
          WHERE NOT EXISTS (SELECT 1 FROM report_zones WHERE backfilled_at IS NOT NULL)
