@@ -53,7 +53,13 @@ def measured_side(expr):
     return match.group(1) if match else flat
 
 
-def load():
+def report_key(env):
+    created = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--name", "prometheus"],
+                             env=env, capture_output=True, text=True, timeout=60)
+    return next((line.split()[1] for line in created.stdout.splitlines() if line.startswith("key")), "")
+
+
+def load(key):
     _, session = call("POST", f"{gateway}/v1/sessions", {"userId": "demo-customer", "accessToken": "demo-token"})
     auth = {"Authorization": f"Bearer {session['token']}"}
     for index in range(12):
@@ -68,6 +74,12 @@ def load():
     call("GET", f"{gateway}/v1/nowhere", headers=auth)
     for _ in range(5):
         call("GET", f"{admin_url}/readyz")
+    # Reports from the rollups (UTC is in REPORT_TIME_ZONES by default) and from raw ratings (Denver is not), each
+    # computed anew: the cache keys on the parameters.
+    for days in range(3):
+        for zone in ("UTC", "America/Denver"):
+            call("GET", f"{gateway}/v1/reports/csat?groupBy=agent&tz={zone}&from=2026-01-01&to=2026-01-{days + 2:02d}",
+                 headers={"X-API-Key": key})
 
 
 def main():
@@ -100,7 +112,9 @@ def main():
                 break
             time.sleep(0.5)
         check("Prometheus scrapes the gateway", query('up{job="desk-gateway"}')["data"]["result"][0]["value"][1] == "1")
-        load()
+        key = report_key(env)
+        check("a reports key for the dashboard's report panels", key.startswith("dgk_"), key)
+        load(key)
         time.sleep(12)   # scrapes, a sync and a housekeeping pass, and enough samples for 1m rates
         rules = yaml.safe_load((root / "deploy/prometheus/alerts.yml").read_text())
         recorded = [rule for group in rules["groups"] for rule in group["rules"] if "record" in rule]
@@ -127,7 +141,7 @@ def main():
         check("Prometheus loaded the rule file", loaded.get("status") == "success")
         dashboard = json.loads((root / "deploy/grafana/desk-gateway.json").read_text())
         rows = [panel["title"] for panel in dashboard["panels"] if panel["type"] == "row"]
-        check("the dashboard is in rows (API, dependencies, background work, the process)", len(rows) == 4, str(rows))
+        check("the dashboard is in rows (API, dependencies, background work, reports, the process)", len(rows) == 5, str(rows))
         variables = {v["name"] for v in dashboard["templating"]["list"]}
         check("the dashboard has job and instance variables", {"job", "instance"} <= variables, str(variables))
         check("the dashboard's job and instance variables find the gateway",
@@ -143,6 +157,10 @@ def main():
                 result = query(expr)
                 check(f"panel '{panel['title']}' {target['refId']}: returns data",
                       result.get("status") == "success" and result["data"]["result"], expr + " " + json.dumps(result)[:200])
+        # The load's three UTC reports read 2, 4 and 4 blocks (their ranges and the ones before them).
+        per_report = query('sum(rate(report_rollup_blocks_total[5m])) / sum(rate(report_computations_total{source="rollup"}[5m]))')
+        value = float(per_report["data"]["result"][0]["value"][1]) if per_report.get("data", {}).get("result") else 0
+        check("rollup blocks per report: what the load's reports read (10 over 3)", 3.2 < value < 3.5, json.dumps(per_report)[:200])
     finally:
         for process in (prom, gw):
             terminate(process)

@@ -286,11 +286,12 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
     let reports = ReportRoutes(keys: APIKeyStore(database: database), reports: reportStore, sessions: customerSessions,
                                settings: config.reportSettings, knownZones: knownZones, verified: wiring.verified)
     reports.register(in: &wiring.routes)
-    wiring.metrics.gauge("report_rollup_reads_total", help: "Reports computed from the rollup blocks of a configured zone.", kind: .counter) {
-        [([], Double(reports.reports.rollupReadCounts.reports))]
+    wiring.metrics.gauge("report_computations_total", help: "Reports computed (not served from the report cache), by source: the rollups of a zone in REPORT_TIME_ZONES, or the raw ratings of any other zone.", kind: .counter) {
+        let counts = reports.reports.computedCounts
+        return [([("source", "rollup")], Double(counts.rollup)), ([("source", "raw")], Double(counts.raw))]
     }
-    wiring.metrics.gauge("report_rollup_blocks_total", help: "Rollup blocks those reports read, both periods' (a range is the fewest aligned blocks whose signed sum it is; how many depends on how its dates fall).", kind: .counter) {
-        [([], Double(reports.reports.rollupReadCounts.blocks))]
+    wiring.metrics.gauge("report_rollup_blocks_total", help: "Rollup blocks the reports from rollups read, both periods' (a range is the fewest aligned blocks whose signed sum it is; how many depends on how its dates fall).", kind: .counter) {
+        [([], Double(reports.reports.computedCounts.blocks))]
     }
     wiring.metrics.gauge("report_cache_bytes", help: "Bytes of computed reports held in memory (REPORT_CACHE_MAX_MB bounds them).") {
         [([], Double(reports.cachedReports.bytes))]

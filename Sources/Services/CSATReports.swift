@@ -59,6 +59,7 @@ public final class CSATReports: Sendable {
     private let channels = CachedValue<[String]>(ttl: 60)
     private let rollupReports = Atomic<Int>(0)
     private let rollupBlocks = Atomic<Int>(0)
+    private let rawReports = Atomic<Int>(0)
 
     public init(reader: any ReportReader, maxCells: Int, rawConcurrency: Int, rawConcurrencyPerKey: Int) {
         self.reader = reader
@@ -99,17 +100,19 @@ public final class CSATReports: Sendable {
                 // The zone's rollups went away since they were looked up (`desk-gateway csat drop-zone`, a rebuild).
                 rollupZones.put(try await reader.rollupZones())
             }
-            return (try await admission.run(key: caller.admissionIdentity) { connections in try await rawSums(p, connections: connections) }, false)
+            let sums = try await admission.run(key: caller.admissionIdentity) { connections in try await rawSums(p, connections: connections) }
+            rawReports.add(1, ordering: .relaxed)
+            return (sums, false)
         } catch let error as DomainError where error.code == .storeTimeout {
             throw ReportRefusal.timeout("The report took longer than the database allows; narrow the range, use a coarser "
                                         + "bucket or a time zone with rollups (REPORT_TIME_ZONES).")
         }
     }
 
-    /// Reports computed from rollups so far, and the blocks they read (both periods'): how many a range takes depends on
-    /// how its dates fall (`BlockPlan`), which is what a report's cost follows.
-    public var rollupReadCounts: (reports: Int, blocks: Int) {
-        (rollupReports.load(ordering: .relaxed), rollupBlocks.load(ordering: .relaxed))
+    /// Reports computed so far from rollups and from raw ratings, and the blocks the first read (both periods'): how
+    /// many a range takes depends on how its dates fall (`BlockPlan`), which is what such a report's cost follows.
+    public var computedCounts: (rollup: Int, raw: Int, blocks: Int) {
+        (rollupReports.load(ordering: .relaxed), rawReports.load(ordering: .relaxed), rollupBlocks.load(ordering: .relaxed))
     }
 
     /// Whether reports in this zone come from rollups (`report_zones`; a zone added elsewhere shows up within a second).

@@ -220,22 +220,24 @@ func reporter(_ app: GatewayApplication) async throws -> Reporter {
         }
     }
 
-    /// `/metrics` counts the reports computed from rollups and the blocks they read (what a report's cost follows).
+    /// `/metrics` counts the reports computed, by source, and the blocks the ones from rollups read (what their cost
+    /// follows).
     @Test func rollupReportsCountTheBlocksTheyRead() async throws {
         try await withGateway(configure: { $0.reportTimeZones = ["UTC"]; $0.reportCacheSeconds = 0 }) { app in
             let reporter = try await reporter(app)
-            let counts = { (try await ReportCacheTests.gauge(app, "report_rollup_reads_total"),
+            let counts = { (try await ReportCacheTests.gauge(app, #"report_computations_total{source="rollup"}"#),
+                            try await ReportCacheTests.gauge(app, #"report_computations_total{source="raw"}"#),
                             try await ReportCacheTests.gauge(app, "report_rollup_blocks_total")) }
-            #expect(try await counts() == (0, 0))
+            #expect(try await counts() == (0, 0, 0))
             // Days 20,452–20,455 are one aligned four-day block, and so are the four before them.
             #expect(try await reporter.get("?from=2025-12-30&to=2026-01-02&tz=UTC").header("X-Report-Source") == "rollup")
-            #expect(try await counts() == (1, 2))
+            #expect(try await counts() == (1, 0, 2))
             // Days 20,454–20,456: a two-day block and a day; the three before: a day and a two-day block.
             #expect(try await reporter.get("?from=2026-01-01&to=2026-01-03&tz=UTC").status == 200)
-            #expect(try await counts() == (2, 6))
+            #expect(try await counts() == (2, 0, 6))
             // A zone without rollups reads the ratings, and no block.
             #expect(try await reporter.get("?from=2026-01-01&to=2026-01-03&tz=America/Chicago").header("X-Report-Source") == "raw")
-            #expect(try await counts() == (2, 6))
+            #expect(try await counts() == (2, 1, 6))
         }
     }
 
