@@ -286,7 +286,7 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
     let reports = ReportRoutes(keys: APIKeyStore(database: database), reports: reportStore, sessions: customerSessions,
                                settings: config.reportSettings, knownZones: knownZones, verified: wiring.verified)
     reports.register(in: &wiring.routes)
-    wiring.metrics.gauge("report_computations_total", help: "Reports computed (not served from the report cache), by source: the rollups of a zone in REPORT_TIME_ZONES, or the raw ratings of any other zone.", kind: .counter) {
+    wiring.metrics.gauge("report_computations_total", help: "Reports computed (not served from the report cache), by source: the rollups of a zone in REPORT_TIME_ZONES, or the raw ratings of any other zone (counted as they start, so one past the statement timeout counts too).", kind: .counter) {
         let counts = reports.reports.computedCounts
         return [([("source", "rollup")], Double(counts.rollup)), ([("source", "raw")], Double(counts.raw))]
     }

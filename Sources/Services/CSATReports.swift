@@ -100,17 +100,20 @@ public final class CSATReports: Sendable {
                 // The zone's rollups went away since they were looked up (`desk-gateway csat drop-zone`, a rebuild).
                 rollupZones.put(try await reader.rollupZones())
             }
-            let sums = try await admission.run(key: caller.admissionIdentity) { connections in try await rawSums(p, connections: connections) }
-            rawReports.add(1, ordering: .relaxed)
-            return (sums, false)
+            // Counted as it starts: one that runs past the statement timeout held its connections the longest.
+            return (try await admission.run(key: caller.admissionIdentity) { connections in
+                rawReports.add(1, ordering: .relaxed)
+                return try await rawSums(p, connections: connections)
+            }, false)
         } catch let error as DomainError where error.code == .storeTimeout {
             throw ReportRefusal.timeout("The report took longer than the database allows; narrow the range, use a coarser "
                                         + "bucket or a time zone with rollups (REPORT_TIME_ZONES).")
         }
     }
 
-    /// Reports computed so far from rollups and from raw ratings, and the blocks the first read (both periods'): how
-    /// many a range takes depends on how its dates fall (`BlockPlan`), which is what such a report's cost follows.
+    /// Reports computed so far from rollups, reports from raw ratings started (admitted), and the blocks the first read
+    /// (both periods'): how many a range takes depends on how its dates fall (`BlockPlan`), which is what such a
+    /// report's cost follows.
     public var computedCounts: (rollup: Int, raw: Int, blocks: Int) {
         (rollupReports.load(ordering: .relaxed), rawReports.load(ordering: .relaxed), rollupBlocks.load(ordering: .relaxed))
     }
