@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from testlib import call, check, psql, summary, terminate, wait_ready
+from testlib import call, check, psql, reports_key, summary, terminate, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -149,13 +149,8 @@ def main():
         check("eight ratings accepted", scores == [200] * 8, scores)
 
         # Reports: from rollups in UTC, equal to the raw computation (Etc/UTC has no rollups).
-        key = None
-        created = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--name", "bouncer"],
-                                 env=gateway_env(ports[0]), capture_output=True, text=True, timeout=60)
-        for line in created.stdout.splitlines():
-            if line.startswith("key"):
-                key = line.split()[1]
-        check("an API key created through pgbouncer", key is not None, created.stderr[-300:])
+        key, errors = reports_key(gateway_env(ports[0]), "bouncer")
+        check("an API key created through pgbouncer", key is not None, errors)
         deadline = time.time() + 30
         rollup = raw = None
         while time.time() < deadline:

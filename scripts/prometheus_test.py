@@ -16,7 +16,7 @@ import urllib.request
 
 import yaml
 
-from testlib import call, check, psql, summary, terminate, wait_ready
+from testlib import call, check, psql, reports_key, summary, terminate, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -51,12 +51,6 @@ def measured_side(expr):
     flat = " ".join(expr.split())
     match = re.match(r"^(.*?)\s*(==|>|<|>=|<=|!=)\s*[0-9.]+$", flat)
     return match.group(1) if match else flat
-
-
-def report_key(env):
-    created = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--name", "prometheus"],
-                             env=env, capture_output=True, text=True, timeout=60)
-    return next((line.split()[1] for line in created.stdout.splitlines() if line.startswith("key")), "")
 
 
 def load(key):
@@ -112,8 +106,8 @@ def main():
                 break
             time.sleep(0.5)
         check("Prometheus scrapes the gateway", query('up{job="desk-gateway"}')["data"]["result"][0]["value"][1] == "1")
-        key = report_key(env)
-        check("a reports key for the dashboard's report panels", key.startswith("dgk_"), key)
+        key, errors = reports_key(env, "prometheus")
+        check("a reports key for the dashboard's report panels", (key or "").startswith("dgk_"), errors)
         load(key)
         time.sleep(12)   # scrapes, a sync and a housekeeping pass, and enough samples for 1m rates
         rules = yaml.safe_load((root / "deploy/prometheus/alerts.yml").read_text())

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from testlib import call, check, psql, summary, terminate, wait_ready
+from testlib import call, check, psql, reports_key, summary, terminate, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -341,10 +341,8 @@ def main():
         if not all(ready):
             return summary("proxy")
         check("/livez answers directly", direct("/livez").status == 200)
-        created = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--name", "proxied"],
-                                 env=gateway_env(ports[0]), capture_output=True, text=True, timeout=60)
-        key = next((line.split()[1] for line in created.stdout.splitlines() if line.startswith("key")), None)
-        check("an API key for reports", key is not None, created.stderr[-300:])
+        key, errors = reports_key(gateway_env(ports[0]), "proxied")
+        check("an API key for reports", key is not None, errors)
         plain = direct("/reports/sign-in", method="POST", body=f"key={key}",
                        headers={"Content-Type": "application/x-www-form-urlencoded", "Origin": f"http://127.0.0.1:{ports[0]}"})
         check("directly over plain HTTP the report page's cookie is not Secure",

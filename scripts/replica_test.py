@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 
-from testlib import call, check, metric, psql, summary, terminate, wait_ready
+from testlib import call, check, metric, psql, reports_key, summary, terminate, wait_ready
 
 root = pathlib.Path(__file__).resolve().parent.parent
 admin = sys.argv[1]
@@ -103,9 +103,7 @@ def main():
         log = open(out / "gateway.log", "w")
         gateway_process = subprocess.Popen([str(root / ".build/debug/desk-gateway"), "serve"], env=env, stdout=log, stderr=log)
         check("the gateway starts with a read replica", wait_ready(gateway, process=gateway_process))
-        created = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--name", "replica"],
-                                 env=env, capture_output=True, text=True)
-        key = next((line.split()[1] for line in created.stdout.splitlines() if line.startswith("key")), "")
+        key = reports_key(env, "replica")[0] or ""
         # What a release would do to the schema, read from the standby (it takes no writes).
         migrations = len(list((root / "sql").glob("*.sql")))
         for _ in range(20):  # until the standby has replayed the gateway's migrations

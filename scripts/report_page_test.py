@@ -18,7 +18,7 @@ import urllib.parse
 import urllib.request
 import zoneinfo
 
-from testlib import call, check, psql, summary, terminate, wait_ready
+from testlib import call, check, psql, reports_key, summary, terminate, wait_ready
 from webdriver import Browser
 
 root = pathlib.Path(__file__).resolve().parent.parent
@@ -122,10 +122,10 @@ def cli(*args):
 
 
 def new_key(name):
-    for line in cli("api-key", "create", "--scope", "reports", "--name", name).splitlines():
-        if line.startswith("key"):
-            return line.split()[1]
-    raise RuntimeError("no key printed")
+    key, errors = reports_key(dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), name)
+    if key is None:
+        raise RuntimeError(f"no key printed: {errors}")
+    return key
 
 
 def api(path, key):
@@ -423,10 +423,7 @@ def main():
         check("after sign-out the page asks for a key", browser.wait_for("return !!document.querySelector('#key')"))
 
         # A team lead's key sees its team only, on the page and through the API; another team is 403 by URL.
-        lead_key = None
-        for line in cli("api-key", "create", "--scope", "reports", "--name", "team lead", "--team", "team-1").splitlines():
-            if line.startswith("key"):
-                lead_key = line.split()[1]
+        lead_key = reports_key(dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), "team lead", "--team", "team-1")[0]
         unknown = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--team", "no-such-team"],
                                  env=dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), capture_output=True, text=True)
         check("a key for an unknown team is refused", unknown.returncode == 1 and "no-such-team" in unknown.stderr, unknown.stderr[-300:])

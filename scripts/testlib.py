@@ -1,5 +1,6 @@
 """Helpers shared by the process-level test scripts: JSON over HTTP, /metrics readings and check lines."""
 import json
+import pathlib
 import random
 import re
 import shutil
@@ -11,6 +12,7 @@ import urllib.error
 import urllib.request
 
 results = []
+root = pathlib.Path(__file__).resolve().parent.parent
 
 
 def check(name, ok, detail=""):
@@ -32,6 +34,14 @@ def call(method, url, body=None, headers=None, timeout=15):
             return error.code, json.loads(text)
         except ValueError:
             return error.code, None
+
+
+def reports_key(env, name, *options):
+    """A key with the reports scope, made by the debug build's CLI with `env` (its DATABASE_URL): the key (None when the
+    command printed none) and the end of the command's error output."""
+    created = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--name", name, *options],
+                             env=env, capture_output=True, text=True, timeout=60)
+    return next((line.split()[1] for line in created.stdout.splitlines() if line.startswith("key")), None), created.stderr[-300:]
 
 
 def metric(base_url, name, labels=None, timeout=10):
