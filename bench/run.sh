@@ -217,16 +217,20 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   # four reports at four connections (p99).
   # CPU time of the bench cluster (its postmaster and the backends under it, the gateway's pool among them), in ticks.
   pg_ticks() { cluster_ticks "$EMBEDDED_PG_DIR/data"; }
-  report_run() {  # CONNECTIONS URL -> µs of gateway CPU a request, p99 in ms, µs of PostgreSQL's CPU a request
-    local file="$out/report_round.txt" threads=$(( $1 < 2 ? $1 : 2 )) c0 c1 p0 p1
+  raw_reports() { curl -s "http://127.0.0.1:$port/metrics" | awk '$1 == "report_computations_total{source=\"raw\"}" {v = $2} END {print v + 0}'; }
+  # CONNECTIONS URL -> µs of gateway CPU a request, p99 in ms, µs of PostgreSQL's CPU a request, requests, non-2xx
+  # answers, reports computed from raw ratings, the slowest request in ms (the last four tell a run that stalled).
+  report_run() {
+    local file="$out/report_round.txt" threads=$(( $1 < 2 ? $1 : 2 )) c0 c1 p0 p1 r0
     wrk -t"$threads" -c"$1" -d1s "${auth[@]}" "$2" >/dev/null 2>&1 || true
-    c0=$(awk '{print $14 + $15}' "/proc/$gw/stat"); p0=$(pg_ticks)
+    c0=$(awk '{print $14 + $15}' "/proc/$gw/stat"); p0=$(pg_ticks); r0=$(raw_reports)
     wrk -t"$threads" -c"$1" -d"${BENCH_ROUND_DURATION:-5s}" --latency "${auth[@]}" "$2" >"$file" 2>&1
     c1=$(awk '{print $14 + $15}' "/proc/$gw/stat"); p1=$(pg_ticks)
-    awk -v a="$c0" -v b="$c1" -v pa="$p0" -v pb="$p1" -v hz="$(getconf CLK_TCK)" '
+    awk -v a="$c0" -v b="$c1" -v pa="$p0" -v pb="$p1" -v hz="$(getconf CLK_TCK)" -v raw="$(( $(raw_reports) - ${r0:-0} ))" '
       function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
-      /requests in/ {n = $1} $1 == "99%" {p = ms($2)}
-      END { printf "%.1f %.2f %.1f\n", (n > 0 ? (b - a) / hz * 1e6 / n : 0), p, (n > 0 ? (pb - pa) / hz * 1e6 / n : 0) }' "$file"
+      /requests in/ {n = $1} $1 == "99%" {p = ms($2)} $1 == "Latency" && !max {max = ms($4)} /Non-2xx/ {e = $5}
+      END { printf "%.1f %.2f %.1f %d %d %d %.2f\n", (n > 0 ? (b - a) / hz * 1e6 / n : 0), p,
+                   (n > 0 ? (pb - pa) / hz * 1e6 / n : 0), n, e, raw, max }' "$file"
   }
   weekly_url="http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&bucket=week"
   daily_url="http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&from=$from30&to=$to&tz=UTC&bucket=day"
@@ -234,15 +238,19 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   c4_urls=("http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC"
            "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC" "$weekly_url"
            "http://127.0.0.1:$port/v1/reports/csat?groupBy=team&$q&tz=UTC&bucket=week")
-  row_ratios=() c4_p99=() c4_gw=() c4_pg=()
-  for _ in $(seq 1 "${BENCH_ENGINE_ROUNDS:-5}"); do
+  row_ratios=() c4_p99=() c4_gw=() c4_pg=() c4_n=() odd_runs=()
+  for round in $(seq 1 "${BENCH_ENGINE_ROUNDS:-5}"); do
     read -r weekly_cpu _ < <(report_run 1 "$weekly_url")
     read -r daily_cpu _ < <(report_run 1 "$daily_url")
     row_ratios+=("$(awk -v w="$weekly_cpu" -v d="$daily_cpu" -v wn="$weekly_rows" -v dn="$daily_rows" \
       'BEGIN { printf "%.2f", (w / wn) / (d / dn) }')")
     for index in "${!c4_urls[@]}"; do
-      read -r gw_us p99 pg_us < <(report_run 4 "${c4_urls[$index]}")
+      read -r gw_us p99 pg_us n errors raw slowest < <(report_run 4 "${c4_urls[$index]}")
       c4_p99[$index]="${c4_p99[$index]:-} $p99"
+      c4_n[$index]="${c4_n[$index]:-} $n"
+      if [ "$errors" -gt 0 ] || [ "$raw" -gt 0 ]; then
+        odd_runs+=("round $round, ${c4_names[$index]}: $errors of $n answers not 2xx, $raw reports from raw ratings, slowest $slowest ms")
+      fi
       c4_gw[$index]="${c4_gw[$index]:-} $gw_us"
       c4_pg[$index]="${c4_pg[$index]:-} $pg_us"
     done
@@ -293,6 +301,12 @@ if [ -n "${weekly_rows:-}" ]; then
     read -r -a runs <<<"${c4_p99[$index]}"
     printf '  p99 at four connections, %-15s %s ms  median %s ms\n' "${c4_names[$index]}" "${runs[*]}" "$(median "${runs[@]}")"
   done
+  # A run whose p99 is far off its neighbours' did fewer requests than they: a stall, or reports that were not computed
+  # as the others (an error, a fall to the raw ratings), which the lines after say.
+  for index in "${!c4_names[@]}"; do
+    printf '  requests a run at four connections, %-15s %s\n' "${c4_names[$index]}" "${c4_n[$index]# }"
+  done
+  for line in "${odd_runs[@]}"; do echo "  $line"; done
   # What bounds the p99 above: four clients keep four reports in flight on two cores shared by the gateway and
   # PostgreSQL, so the mean wait is at least four over the rate the two cores' CPU a report allows (their system time
   # counted, wrk's own CPU not).
