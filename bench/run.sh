@@ -223,7 +223,8 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   report_run() {
     local file="$out/report_round.txt" threads=$(( $1 < 2 ? $1 : 2 )) c0 c1 p0 p1 r0
     wrk -t"$threads" -c"$1" -d1s "${auth[@]}" "$2" >/dev/null 2>&1 || true
-    c0=$(awk '{print $14 + $15}' "/proc/$gw/stat"); p0=$(pg_ticks); r0=$(raw_reports)
+    r0=$(raw_reports)  # before the CPU is read: the scrape is not the run's
+    c0=$(awk '{print $14 + $15}' "/proc/$gw/stat"); p0=$(pg_ticks)
     wrk -t"$threads" -c"$1" -d"${BENCH_ROUND_DURATION:-5s}" --latency "${auth[@]}" "$2" >"$file" 2>&1
     c1=$(awk '{print $14 + $15}' "/proc/$gw/stat"); p1=$(pg_ticks)
     awk -v a="$c0" -v b="$c1" -v pa="$p0" -v pb="$p1" -v hz="$(getconf CLK_TCK)" -v raw="$(( $(raw_reports) - ${r0:-0} ))" '
