@@ -217,7 +217,9 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
   # four reports at four connections (p99).
   # CPU time of the bench cluster (its postmaster and the backends under it, the gateway's pool among them), in ticks.
   pg_ticks() { cluster_ticks "$EMBEDDED_PG_DIR/data"; }
-  raw_reports() { curl -s "http://127.0.0.1:$port/metrics" | awk '$1 == "report_computations_total{source=\"raw\"}" {v = $2} END {print v + 0}'; }
+  # One series of the gateway's /metrics (0 when it has none yet).
+  gateway_metric() { curl -s "http://127.0.0.1:$port/metrics" | awk -v series="$1" '$1 == series {v = $2} END {print v + 0}'; }
+  raw_reports() { gateway_metric 'report_computations_total{source="raw"}'; }
   # CONNECTIONS URL -> µs of gateway CPU a request, p99 in ms, µs of PostgreSQL's CPU a request, requests, non-2xx
   # answers, reports computed from raw ratings, the slowest request in ms (the last four tell a run that stalled).
   report_run() {
@@ -314,10 +316,9 @@ if [ -n "${weekly_rows:-}" ]; then
   # A report reads one rollup row per agent and block, and how many blocks a 90-day range and the one before it take
   # depends on how the dates fall (RollupBlocks.signedCover): sittings on different days read different amounts. The
   # gateway counts them (report_rollup_blocks_total); one more report tells this date's number.
-  rollup_blocks() { curl -s "http://127.0.0.1:$port/metrics" | awk '$1 == "report_rollup_blocks_total" {print $2}'; }
-  blocks_before=$(rollup_blocks)
+  blocks_before=$(gateway_metric report_rollup_blocks_total)
   curl -s -o /dev/null "${auth[@]}" "http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC"
-  blocks=$(awk -v a="$blocks_before" -v b="$(rollup_blocks)" 'BEGIN { printf "%d", b - a }')
+  blocks=$(awk -v a="$blocks_before" -v b="$(gateway_metric report_rollup_blocks_total)" 'BEGIN { printf "%d", b - a }')
   echo "The 90-day reports and their previous periods read $blocks blocks on $to (8 to 14 over a year's dates, 10.5 on average)."
   echo "CPU a report in those rounds (medians), and what two cores allow at that cost:"
   for index in "${!c4_names[@]}"; do

@@ -116,13 +116,17 @@ def start_gateway():
     return subprocess.Popen([str(root / ".build/debug/desk-gateway"), "serve"], env=env, stdout=log, stderr=log)
 
 
+def cli_env():
+    """The environment of the CLI's commands: the test's database."""
+    return dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root))
+
+
 def cli(*args):
-    env = dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root))
-    return subprocess.run([str(root / ".build/debug/desk-gateway"), *args], env=env, check=True, capture_output=True, text=True).stdout
+    return subprocess.run([str(root / ".build/debug/desk-gateway"), *args], env=cli_env(), check=True, capture_output=True, text=True).stdout
 
 
 def new_key(name):
-    key, errors = reports_key(dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), name)
+    key, errors = reports_key(cli_env(), name)
     if key is None:
         raise RuntimeError(f"no key printed: {errors}")
     return key
@@ -423,14 +427,14 @@ def main():
         check("after sign-out the page asks for a key", browser.wait_for("return !!document.querySelector('#key')"))
 
         # A team lead's key sees its team only, on the page and through the API; another team is 403 by URL.
-        lead_key = reports_key(dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), "team lead", "--team", "team-1")[0]
+        lead_key = reports_key(cli_env(), "team lead", "--team", "team-1")[0]
         unknown = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--team", "no-such-team"],
-                                 env=dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), capture_output=True, text=True)
+                                 env=cli_env(), capture_output=True, text=True)
         check("a key for an unknown team is refused", unknown.returncode == 1 and "no-such-team" in unknown.stderr, unknown.stderr[-300:])
         check("a refused command logs no failure besides its message", "command failed" not in unknown.stderr, unknown.stderr[-300:])
         for name in ("two\nlines", "tab\there", "x" * 101):
             refused = subprocess.run([str(root / ".build/debug/desk-gateway"), "api-key", "create", "--scope", "reports", "--name", name],
-                                     env=dict(os.environ, DATABASE_URL=conninfo, ASSETS_DIR=str(root)), capture_output=True, text=True)
+                                     env=cli_env(), capture_output=True, text=True)
             check(f"a key named {name[:12]!r} is refused", refused.returncode == 64 and "--name must be one line" in refused.stderr,
                   refused.stderr[-300:])
         listed_keys = cli("api-key", "list")
