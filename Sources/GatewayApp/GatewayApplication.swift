@@ -291,7 +291,7 @@ func registerReports(_ wiring: inout Wiring) async throws -> (ReportReads, Repor
         return [([("source", "rollup")], Double(counts.rollup)), ([("source", "raw")], Double(counts.raw))]
     }
     wiring.metrics.gauge("report_rollup_blocks_total", help: "Rollup blocks the reports from rollups read, both periods' (a range is the fewest aligned blocks whose signed sum it is; how many depends on how its dates fall).", kind: .counter) {
-        [([], Double(reports.reports.computedCounts.blocks))]
+        [([], Double(reports.reports.rollupBlocksRead))]
     }
     wiring.metrics.gauge("report_cache_bytes", help: "Bytes of computed reports held in memory (REPORT_CACHE_MAX_MB bounds them).") {
         [([], Double(reports.cachedReports.bytes))]

@@ -111,12 +111,13 @@ public final class CSATReports: Sendable {
         }
     }
 
-    /// Reports computed so far from rollups, reports from raw ratings started (admitted), and the blocks the first read
-    /// (both periods'): how many a range takes depends on how its dates fall (`BlockPlan`), which is what such a
-    /// report's cost follows.
-    public var computedCounts: (rollup: Int, raw: Int, blocks: Int) {
-        (rollupReports.load(ordering: .relaxed), rawReports.load(ordering: .relaxed), rollupBlocks.load(ordering: .relaxed))
+    /// Reports computed so far from rollups and reports from raw ratings started (admitted).
+    public var computedCounts: (rollup: Int, raw: Int) {
+        (rollupReports.load(ordering: .relaxed), rawReports.load(ordering: .relaxed))
     }
+
+    /// The rollup blocks the reports from rollups read, both periods' (`BlockPlan`).
+    public var rollupBlocksRead: Int { rollupBlocks.load(ordering: .relaxed) }
 
     /// Whether reports in this zone come from rollups (`report_zones`; a zone added elsewhere shows up within a second).
     /// A zone known to have them is not asked again: the report's own query tells when they went away (`sums`).
