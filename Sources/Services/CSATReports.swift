@@ -116,7 +116,8 @@ public final class CSATReports: Sendable {
         (rollupReports.load(ordering: .relaxed), rawReports.load(ordering: .relaxed))
     }
 
-    /// The rollup blocks the reports from rollups read, both periods' (`BlockPlan`).
+    /// The rollup blocks the reports from rollups read, both periods': how many a range takes depends on how its dates
+    /// fall (`BlockPlan`), which is what such a report's cost follows.
     public var rollupBlocksRead: Int { rollupBlocks.load(ordering: .relaxed) }
 
     /// Whether reports in this zone come from rollups (`report_zones`; a zone added elsewhere shows up within a second).
