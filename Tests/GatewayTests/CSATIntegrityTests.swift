@@ -165,17 +165,22 @@ import TestSupport
             let control = Database.forTests(app.config.databaseURL ?? "", poolSize: 1)
             defer { control.shutdown() }
             let building = Atomic<Bool>(true)
+            let locked = Atomic<Int>(0)
             let steps = Task {
                 var taken = 0
                 while building.load(ordering: .relaxed) {
                     try await control.transaction { tx in
                         try tx.query("SELECT pg_advisory_xact_lock($1)", [CSATStore.zoneLock])
+                        locked.wrappingAdd(1, ordering: .relaxed)
                         try tx.query("SELECT pg_sleep(0.4)")
                     }
                     taken += 1
                 }
                 return taken
             }
+            // The build is under way before Desk is asked: on a loaded host the task can start after the event is applied.
+            let started = await eventually { locked.load(ordering: .relaxed) >= 1 }
+            try #require(started, "the build's first step never took the zone lock")
             let csat = agent.messageId(try await agent.post("/tickets/\(id)/csat-request"))
             try await Self.waitForRequest(app, ticket: id, message: csat)
             building.store(false, ordering: .relaxed)
