@@ -2,17 +2,19 @@
 # Two builds' report work side by side on the database `make bench` leaves behind (1,000,000 ratings): both gateways
 # up at once on it with the report cache off, and wrk at one connection alternating between them ROUNDS times on the
 # weekly and the unbucketed agents' report and the 30-day report page, which build goes first swapped each round.
-# Prints the gateway's µs of CPU per request (from /proc), requests/s and p99 per round, the medians, and in how many
-# rounds the new build was the cheaper. The answers are compared first: a change that alters a report is not a speed-up.
-# COMPARE_CONNECTIONS (1) sets wrk's connections: 4 is the issue's "reports at four connections" (the page is then
-# left out). COMPARE_BESIDE=1 reads a customer's open list at one connection beside each run, from the same gateway,
-# and prints its requests/s and p99 too: what the reports leave to the gateway's other work. COMPARE_ONLY names the
-# scenarios to run (week agents page teams teams-week teams-day agents-day; default week agents page). Each run also prints PostgreSQL's
-# CPU a request (the cluster's postmaster and backends, both gateways' among them: only one runs at a time).
+# Prints the gateway's µs of CPU per request (from /proc), requests/s, p99 and the p99 as timed (bench/latency.lua)
+# per round, the medians, and in how many rounds the new build was the cheaper. The answers are compared first: a
+# change that alters a report is not a speed-up. COMPARE_CONNECTIONS (1) sets wrk's connections: 4 is the issue's
+# "reports at four connections" (the page is then left out). COMPARE_BESIDE=1 reads a customer's open list at one
+# connection beside each run, from the same gateway, and prints its requests/s and p99 too: what the reports leave to
+# the gateway's other work. COMPARE_ONLY names the scenarios to run (week agents page teams teams-week teams-day
+# agents-day; default week agents page). Each run also prints PostgreSQL's CPU a request (the cluster's postmaster
+# and backends, both gateways' among them: only one runs at a time).
 #   bench/compare-reports.sh OLD_BINARY NEW_BINARY [ROUNDS]   (after one `make bench`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/cluster-cpu.sh
+. bench/timed.sh
 old_bin=$1 new_bin=$2 rounds=${3:-7} seconds=${COMPARE_SECONDS:-4} connections=${COMPARE_CONNECTIONS:-1} beside=${COMPARE_BESIDE:-0}
 only=" ${COMPARE_ONLY:-week agents page} "
 [ -d .build/bench-postgres/data ] || { echo "no bench database in .build/bench-postgres: run make bench first"; exit 1; }
@@ -78,15 +80,17 @@ for scenario in "${scenarios[@]}"; do
   [ "$old_body" = "$new_body" ] || { echo "$name: the two builds answer differently"; exit 1; }
 done
 
-# wrk's output -> requests, requests/s, p99 in ms
+# wrk's output -> requests, requests/s, p99 in ms, p99 of the requests as timed in ms ("-" when bench/latency.lua
+# did not undo wrk's fill-in or did not run)
 rate() {
   awk 'function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
-    /requests in/ {n = $1} /Requests\/sec/ {r = $2} $1 == "99%" {p = ms($2)} END {print n, r, p}' "$1"
+    /requests in/ {n = $1} /Requests\/sec/ {r = $2} $1 == "99%" {p = ms($2)} END {printf "%s %s %s ", n, r, p}' "$1"
+  timed_of "$1" | awk '{sub(/ms$/, "", $1); print $1}'
 }
 pg_ticks() { cluster_ticks .build/bench-postgres/data; }  # CPU time of the bench cluster, in ticks
 measure() {  # pid port path header -> µs of gateway CPU per request, requests/s, p99 in ms, µs of PostgreSQL's CPU
-             # per request [, requests/s and p99 beside]
-  local file=.build/compare-reports-wrk.txt c0 c1 p0 p1 n r p side="" other
+             # per request, p99 as timed [, requests/s and p99 beside]
+  local file=.build/compare-reports-wrk.txt c0 c1 p0 p1 n r p t side="" other
   wrk -t1 -c"$connections" -d1s -H "$4" "http://127.0.0.1:$2$3" >/dev/null
   c0=$(awk '{print $14 + $15}' "/proc/$1/stat"); p0=$(pg_ticks)
   if ((beside)); then
@@ -94,13 +98,14 @@ measure() {  # pid port path header -> µs of gateway CPU per request, requests/
       "http://127.0.0.1:$2/v1/tickets?status=open" >.build/compare-reports-beside.txt &
     other=$!
   fi
-  wrk -t1 -c"$connections" -d"${seconds}s" --latency -H "$4" "http://127.0.0.1:$2$3" >"$file"
+  BENCH_CONNECTIONS=$connections wrk -t1 -c"$connections" -d"${seconds}s" --latency -s bench/latency.lua -H "$4" \
+    "http://127.0.0.1:$2$3" >"$file"
   c1=$(awk '{print $14 + $15}' "/proc/$1/stat"); p1=$(pg_ticks)
   if ((beside)); then wait "$other"; side=$(rate .build/compare-reports-beside.txt | awk '{printf " %.1f %.2f", $2, $3}'); fi
-  read -r n r p < <(rate "$file")
+  read -r n r p t < <(rate "$file")
   # With the list beside, the gateway's CPU is both loads' but still divided by the reports: a paired comparison only.
-  awk -v a="$c0" -v b="$c1" -v pa="$p0" -v pb="$p1" -v hz="$(getconf CLK_TCK)" -v n="$n" -v r="$r" -v p="$p" -v side="$side" \
-    'BEGIN {printf "%.0f %.1f %.2f %.0f%s\n", (b - a) / hz * 1e6 / n, r, p, (pb - pa) / hz * 1e6 / n, side}'
+  awk -v a="$c0" -v b="$c1" -v pa="$p0" -v pb="$p1" -v hz="$(getconf CLK_TCK)" -v n="$n" -v r="$r" -v p="$p" -v t="$t" \
+    -v side="$side" 'BEGIN {printf "%.0f %.1f %.2f %.0f %s%s\n", (b - a) / hz * 1e6 / n, r, p, (pb - pa) / hz * 1e6 / n, t, side}'
 }
 results=.build/compare-reports-results.txt
 : >"$results"
@@ -112,22 +117,25 @@ for round in $(seq 1 "$rounds"); do
     else
       new=$(measure "${pids[1]}" 18642 "$path" "$header"); old=$(measure "${pids[0]}" 18641 "$path" "$header")
     fi
-    echo "$name $old $new" | tee -a "$results"   # name, then cpu rps p99 pg [beside rps p99] of each
+    echo "$name $old $new" | tee -a "$results"   # name, then cpu rps p99 pg timed [beside rps p99] of each
   done
 done
 python3 - "$results" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
-width = (len(rows[0]) - 1) // 2  # cpu rps p99 pg, and the list's rps p99 when it ran beside
+width = (len(rows[0]) - 1) // 2  # cpu rps p99 pg timed, and the list's rps p99 when it ran beside
+def median(values):  # "-": a run whose p99 as timed was not undone, left out
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else float("nan")
 for name in dict.fromkeys(r[0] for r in rows):
-    old = [[float(v) for v in r[1:1 + width]] for r in rows if r[0] == name]
-    new = [[float(v) for v in r[1 + width:]] for r in rows if r[0] == name]
-    o, n = ([statistics.median(x[i] for x in runs) for i in range(width)] for runs in (old, new))
+    old = [[None if v == "-" else float(v) for v in r[1:1 + width]] for r in rows if r[0] == name]
+    new = [[None if v == "-" else float(v) for v in r[1 + width:]] for r in rows if r[0] == name]
+    o, n = ([median(x[i] for x in runs) for i in range(width)] for runs in (old, new))
     cheaper = sum(1 for a, b in zip(old, new) if b[0] < a[0])
     line = (f"{name}: old {o[0]:.0f} µs, new {n[0]:.0f} µs of gateway CPU a request ({(n[0] / o[0] - 1) * 100:+.1f} %), "
-            f"new cheaper in {cheaper} of {len(old)}; requests/s {o[1]:.0f} / {n[1]:.0f}, p99 {o[2]:.2f} / {n[2]:.2f} ms; "
-            f"PostgreSQL {o[3]:.0f} / {n[3]:.0f} µs a request")
-    if width == 6:
-        line += f"; the open list beside: requests/s {o[4]:.0f} / {n[4]:.0f}, p99 {o[5]:.2f} / {n[5]:.2f} ms"
+            f"new cheaper in {cheaper} of {len(old)}; requests/s {o[1]:.0f} / {n[1]:.0f}, p99 {o[2]:.2f} / {n[2]:.2f} ms "
+            f"({o[4]:.2f} / {n[4]:.2f} as timed); PostgreSQL {o[3]:.0f} / {n[3]:.0f} µs a request")
+    if width == 7:
+        line += f"; the open list beside: requests/s {o[5]:.0f} / {n[5]:.0f}, p99 {o[6]:.2f} / {n[6]:.2f} ms"
     print(line)
 PY

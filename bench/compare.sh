@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Two builds side by side in one sitting: both gateways up at once (own ports, own databases on one private
 # PostgreSQL, the embedded emulator each), wrk alternating between them on /livez, a cached authenticated ticket
-# read and the customer's open list, ROUNDS times. Prints requests/s, gateway µs of CPU per request and p99 (ms) for each,
-# then the medians. Start-up, seeding and the machine's drift between separate `make bench` runs stay out of the
+# read and the customer's open list, ROUNDS times. Prints requests/s, gateway µs of CPU per request, p99 (ms) and the
+# p99 of the requests as timed (bench/latency.lua) for each, then the medians. Start-up, seeding and the machine's drift between separate `make bench` runs stay out of the
 # comparison.
 #   bench/compare.sh OLD_BINARY NEW_BINARY [ROUNDS]   (e.g. a worktree's .build/release/desk-gateway and this one's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/timed.sh
 old_bin=$1 new_bin=$2 rounds=${3:-5}
 pg_dir=.build/compare-pg
 admin=$(scripts/test-postgres.sh start "$pg_dir" "${COMPARE_PG_PORT:-25437}")
@@ -38,17 +39,20 @@ customer() {
 # what Chromium sends with a page's API call; wrk alone sends two).
 extra=()
 while IFS= read -r line; do [ -n "$line" ] && extra+=(-H "$line"); done <<<"${COMPARE_HEADERS:-}"
-# pid url [token] -> "requests/s µs-per-request p99-ms"
+# pid url [token] -> "requests/s µs-per-request p99-ms timed-p99-ms" (the last "-" when bench/latency.lua did not undo
+# wrk's fill-in after slow requests)
 measure() {
-  local auth=("${extra[@]}") c0 c1 file=.build/compare-wrk.txt
+  local auth=("${extra[@]}") c0 c1 timed _ file=.build/compare-wrk.txt
   [ -n "${3:-}" ] && auth+=(-H "Authorization: Bearer $3")
   wrk -t2 -c64 -d2s "${auth[@]}" "$2" >/dev/null
   c0=$(awk '{print $14 + $15}' "/proc/$1/stat")
-  wrk -t2 -c64 -d8s --latency "${auth[@]}" "$2" >"$file"
+  BENCH_CONNECTIONS=64 wrk -t2 -c64 -d8s --latency -s bench/latency.lua "${auth[@]}" "$2" >"$file"
   c1=$(awk '{print $14 + $15}' "/proc/$1/stat")
-  awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" '/requests in/ {n = $1} /Requests\/sec/ {r = $2}
-    / 99%/ {p = $2; m = p ~ /us$/ ? 0.001 : (p ~ /ms$/ ? 1 : 1000); sub(/[a-z]+$/, "", p); p *= m}
-    END {printf "%s %.1f %.2f\n", r, (b - a) / hz * 1e6 / n, p}' "$file"
+  read -r timed _ < <(timed_of "$file")
+  awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" -v t="${timed%ms}" '
+    function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
+    /requests in/ {n = $1} /Requests\/sec/ {r = $2} $1 == "99%" {p = ms($2)}
+    END {printf "%s %.1f %.2f %s\n", r, (b - a) / hz * 1e6 / n, p, t}' "$file"
 }
 
 start "$old_bin" old 18631 19631
@@ -74,6 +78,9 @@ done
 python3 - "$results" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
+def timed(which):  # the median p99 as timed, over the runs bench/latency.lua undid
+    values = [float(r[5]) for r in rows if r[0] == scenario and r[1] == which and r[5] != "-"]
+    return f"{statistics.median(values):.2f}" if values else "-"
 for scenario in ("livez", "ticket", "list"):
     med = {which: tuple(statistics.median(float(r[k]) for r in rows if r[0] == scenario and r[1] == which) for k in (2, 3, 4))
            for which in ("old", "new")}
@@ -82,7 +89,7 @@ for scenario in ("livez", "ticket", "list"):
     olds = [float(r[2]) for r in rows if r[0] == scenario and r[1] == "old"]
     news = [float(r[2]) for r in rows if r[0] == scenario and r[1] == "new"]
     paired = (statistics.median(n / o for o, n in zip(olds, news)) - 1) * 100
-    print(f"{scenario}: old {med['old'][0]:.0f} req/s {med['old'][1]:.1f} µs p99 {med['old'][2]:.2f} ms, "
-          f"new {med['new'][0]:.0f} req/s {med['new'][1]:.1f} µs p99 {med['new'][2]:.2f} ms, "
+    print(f"{scenario}: old {med['old'][0]:.0f} req/s {med['old'][1]:.1f} µs p99 {med['old'][2]:.2f} ms ({timed('old')} timed), "
+          f"new {med['new'][0]:.0f} req/s {med['new'][1]:.1f} µs p99 {med['new'][2]:.2f} ms ({timed('new')} timed), "
           f"requests/s {change:+.1f} % (median of paired rounds {paired:+.1f} %)")
 PY

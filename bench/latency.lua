@@ -3,7 +3,7 @@
 -- to e that a client keeping to a schedule would have seen (stats_correct in wrk 4's stats.c): one pause of 0.66 s
 -- at one connection adds some 780 of them and sets the p99 alone. This undoes that fill-in from wrk's own histogram
 -- and prints the requests as timed, so a p99 can be told apart from a single pause. BENCH_CONNECTIONS must be the
--- run's -c; a script of its own (the ticket reads') appends this file.
+-- run's -c; a script of its own (the ticket reads') loads this file.
 done = function(summary, latency, requests)
   local connections = tonumber(os.getenv("BENCH_CONNECTIONS") or "")
   local per_connection = connections and math.floor(summary.requests / connections) or 0
@@ -16,12 +16,10 @@ done = function(summary, latency, requests)
     io.write(string.format("timed: not undone (%d latencies held, up to %.2fms)\n", distinct, latency.max / 1000))
     return
   end
-  local held = {}
-  for i = 1, distinct do held[i] = {latency(i)} end
   -- Top down: what wrk added at L is the sum of the timed counts at L + e, L + 2e, ..., kept per residue of e.
   local added, values, counts, total, filled = {}, {}, {}, 0, 0
   for i = distinct, 1, -1 do
-    local n, count = held[i][1], held[i][2]
+    local n, count = latency(i)
     filled = filled + count
     if n > e then
       local slot = n % e

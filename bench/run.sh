@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/cluster-cpu.sh
+. bench/timed.sh
 
 port=${BENCH_PORT:-18080}
 duration=${BENCH_DURATION:-10s}
@@ -66,7 +67,7 @@ scenario() {
   done
   # The gateway's CPU time per request varies far less than requests/s, which wrk's share of the cores moves.
   local cpu_before cpu_after requests cpu
-  # bench/latency.lua prints the requests as timed beside wrk's percentiles (a script of the run's own appends it).
+  # bench/latency.lua prints the requests as timed beside wrk's percentiles (a script of the run's own loads it).
   local script=(); [[ " $* " == *" -s "* ]] || script=(-s bench/latency.lua)
   cpu_before=$(awk '{print $14 + $15}' "/proc/$gw/stat")
   BENCH_CONNECTIONS=$connections wrk -t"$threads" -c"$connections" -d"$duration" --latency "${script[@]}" "$@" "$url" \
@@ -79,10 +80,10 @@ scenario() {
   rps=$(awk '/Requests\/sec/ {print $2}' "$file")
   p50=$(awk '$1=="50%" {print $2}' "$file")
   p99=$(awk '$1=="99%" {print $2}' "$file")
-  read -r timed slowest < <(awk '$1 == "timed:" && $2 ~ /^[0-9]/ {gsub(",", ""); print $9, $11}' "$file")
+  read -r timed slowest < <(timed_of "$file")
   errors=$(awk '/Non-2xx/ {print $5}' "$file"); errors=${errors:-0}
-  rows+=("$(printf '| %-36s | %12s | %9s | %9s | %9s | %9s | %8s | %10s |' "$name" "$rps" "$p50" "$p99" "${timed:--}" \
-    "${slowest:--}" "$errors" "$cpu")")
+  rows+=("$(printf '| %-36s | %12s | %9s | %9s | %9s | %9s | %8s | %10s |' "$name" "$rps" "$p50" "$p99" "$timed" \
+    "$slowest" "$errors" "$cpu")")
   rps_of[$name]=$rps
   cpu_of[$name]=$cpu
 }
@@ -123,7 +124,6 @@ customers=${BENCH_CUSTOMERS:-50}
 per_customer=${BENCH_TICKETS_PER_CUSTOMER:-20}
 echo "seeding $customers customers x $per_customer tickets ..."
 python3 bench/seed_tickets.py "http://127.0.0.1:$port" "http://127.0.0.1:$DESK_EMULATOR_PORT" "$customers" "$per_customer" "$out/tickets.lua"
-cat bench/latency.lua >>"$out/tickets.lua"
 # The seeding's Desk webhooks are applied in the background: let them finish so the reads are measured alone.
 drained=$(date +%s)
 for _ in $(seq 1 600); do
@@ -237,12 +237,14 @@ if [ "${BENCH_REPORTS:-1}" = 1 ]; then
     BENCH_CONNECTIONS=$1 wrk -t"$threads" -c"$1" -d"${BENCH_ROUND_DURATION:-5s}" --latency -s bench/latency.lua "${auth[@]}" \
       "$2" >"$file" 2>&1
     c1=$(awk '{print $14 + $15}' "/proc/$gw/stat"); p1=$(pg_ticks)
-    awk -v a="$c0" -v b="$c1" -v pa="$p0" -v pb="$p1" -v hz="$(getconf CLK_TCK)" -v raw="$(( $(raw_reports) - ${r0:-0} ))" '
+    local timed _
+    read -r timed _ < <(timed_of "$file")
+    awk -v a="$c0" -v b="$c1" -v pa="$p0" -v pb="$p1" -v hz="$(getconf CLK_TCK)" -v raw="$(( $(raw_reports) - ${r0:-0} ))" \
+      -v t="${timed%ms}" '
       function ms(v) { return v ~ /us$/ ? v / 1000 : v ~ /ms$/ ? v + 0 : v * 1000 }
       /requests in/ {n = $1} $1 == "99%" {p = ms($2)} $1 == "Latency" && !max {max = ms($4)} /Non-2xx/ {e = $5}
-      $1 == "timed:" && $2 ~ /^[0-9]/ {gsub(",", ""); t = sprintf("%.2f", ms($9))}
       END { printf "%.1f %.2f %.1f %d %d %d %.2f %s\n", (n > 0 ? (b - a) / hz * 1e6 / n : 0), p,
-                   (n > 0 ? (pb - pa) / hz * 1e6 / n : 0), n, e, raw, max, (t == "" ? "-" : t) }' "$file"
+                   (n > 0 ? (pb - pa) / hz * 1e6 / n : 0), n, e, raw, max, t }' "$file"
   }
   weekly_url="http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&$q&tz=UTC&bucket=week"
   daily_url="http://127.0.0.1:$port/v1/reports/csat?groupBy=agent&from=$from30&to=$to&tz=UTC&bucket=day"

@@ -55,5 +55,7 @@ request = function()
   local p = pairs_[(i % #pairs_) + 1]
   return wrk.format("GET", "/v1/tickets/" .. p[2], {{["Authorization"] = "Bearer " .. p[1]}})
 end
+-- The requests as timed beside wrk's percentiles (run from the repository's root, as bench/run.sh is).
+dofile("bench/latency.lua")
 """)
 print(f"seeded {customers} customers, {customers * per_customer} tickets")
