@@ -126,7 +126,9 @@ rows = [line.split() for line in open(sys.argv[1]) if line.strip()]
 width = (len(rows[0]) - 1) // 2  # cpu rps p99 pg timed, and the list's rps p99 when it ran beside
 def median(values):  # "-": a run whose p99 as timed was not undone, left out
     values = [v for v in values if v is not None]
-    return statistics.median(values) if values else float("nan")
+    return statistics.median(values) if values else None
+def ms(value):
+    return "-" if value is None else f"{value:.2f}"
 for name in dict.fromkeys(r[0] for r in rows):
     old = [[None if v == "-" else float(v) for v in r[1:1 + width]] for r in rows if r[0] == name]
     new = [[None if v == "-" else float(v) for v in r[1 + width:]] for r in rows if r[0] == name]
@@ -134,7 +136,7 @@ for name in dict.fromkeys(r[0] for r in rows):
     cheaper = sum(1 for a, b in zip(old, new) if b[0] < a[0])
     line = (f"{name}: old {o[0]:.0f} µs, new {n[0]:.0f} µs of gateway CPU a request ({(n[0] / o[0] - 1) * 100:+.1f} %), "
             f"new cheaper in {cheaper} of {len(old)}; requests/s {o[1]:.0f} / {n[1]:.0f}, p99 {o[2]:.2f} / {n[2]:.2f} ms "
-            f"({o[4]:.2f} / {n[4]:.2f} as timed); PostgreSQL {o[3]:.0f} / {n[3]:.0f} µs a request")
+            f"({ms(o[4])} / {ms(n[4])} as timed); PostgreSQL {o[3]:.0f} / {n[3]:.0f} µs a request")
     if width == 7:
         line += f"; the open list beside: requests/s {o[5]:.0f} / {n[5]:.0f}, p99 {o[6]:.2f} / {n[6]:.2f} ms"
     print(line)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Two builds side by side in one sitting: both gateways up at once (own ports, own databases on one private
-# PostgreSQL, the embedded emulator each), wrk alternating between them on /livez, a cached authenticated ticket
-# read and the customer's open list, ROUNDS times. Prints requests/s, gateway µs of CPU per request, p99 (ms) and the
-# p99 of the requests as timed (bench/latency.lua) for each, then the medians. Start-up, seeding and the machine's drift between separate `make bench` runs stay out of the
-# comparison.
+# PostgreSQL, the embedded emulator each), wrk alternating between them on /livez, a cached authenticated ticket read
+# and the customer's open list, ROUNDS times. Prints requests/s, gateway µs of CPU per request, p99 (ms) and the p99
+# of the requests as timed (bench/latency.lua) for each, then the medians. Start-up, seeding and the machine's drift
+# between separate `make bench` runs stay out of the comparison.
 #   bench/compare.sh OLD_BINARY NEW_BINARY [ROUNDS]   (e.g. a worktree's .build/release/desk-gateway and this one's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
