@@ -58,7 +58,9 @@ scenario() {
   local file="$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_').txt"
   export BENCH_MODE=${BENCH_MODE:-ticket}
   local threads=$(( connections < 2 ? connections : 2 ))
-  wrk -t"$threads" -c"$connections" -d2s "$@" "$url" >/dev/null 2>&1 || true
+  # The run's Lua script: bench/latency.lua, or a script of the run's own that loads it (wrk_script, the ticket reads').
+  local lua=${wrk_script:-bench/latency.lua}
+  wrk -t"$threads" -c"$connections" -d2s -s "$lua" "$@" "$url" >/dev/null 2>&1 || true
   # wrk drops its connections with requests in flight; the gateway finishes them (a raw report holds its key's one
   # slot for a while): let them end, so the measured run does not start against leftovers.
   for _ in $(seq 1 100); do
@@ -67,10 +69,8 @@ scenario() {
   done
   # The gateway's CPU time per request varies far less than requests/s, which wrk's share of the cores moves.
   local cpu_before cpu_after requests cpu
-  # bench/latency.lua prints the requests as timed beside wrk's percentiles (a script of the run's own loads it).
-  local script=(); [[ " $* " == *" -s "* ]] || script=(-s bench/latency.lua)
   cpu_before=$(awk '{print $14 + $15}' "/proc/$gw/stat")
-  BENCH_CONNECTIONS=$connections wrk -t"$threads" -c"$connections" -d"$duration" --latency "${script[@]}" "$@" "$url" \
+  BENCH_CONNECTIONS=$connections wrk -t"$threads" -c"$connections" -d"$duration" --latency -s "$lua" "$@" "$url" \
     >"$file" 2>&1
   cpu_after=$(awk '{print $14 + $15}' "/proc/$gw/stat")
   requests=$(awk '/requests in/ {print $1}' "$file")
@@ -133,9 +133,9 @@ for _ in $(seq 1 600); do
   sleep 0.2
 done
 echo "webhook backlog applied $(( $(date +%s) - drained )) s after seeding"
-scenario "GET /v1/tickets/{id} (cached)" "http://127.0.0.1:$port" -s "$out/tickets.lua"
+wrk_script="$out/tickets.lua" scenario "GET /v1/tickets/{id} (cached)" "http://127.0.0.1:$port"
 engine_scenario 3
-BENCH_MODE=list scenario "GET /v1/tickets?status=open" "http://127.0.0.1:$port" -s "$out/tickets.lua"
+BENCH_MODE=list wrk_script="$out/tickets.lua" scenario "GET /v1/tickets?status=open" "http://127.0.0.1:$port"
 # The issue's ratios are medians of interleaved runs: BENCH_ENGINE_ROUNDS more rounds of the bare server, /livez, the
 # bare server, the cached read, each ratio taken against the bare runs on either side of it (a single run of either
 # moves by a fifth on this host within minutes).
@@ -301,7 +301,8 @@ echo "  engine, answer made per request $(ratio "engine, answer made per request
 echo "  GET /livez                      $(ratio "GET /livez" "$(around "${engine_runs[0]}" "${engine_runs[1]}")")"
 echo "  GET /v1/tickets/{id} (cached)   $(ratio "GET /v1/tickets/{id} (cached)" "$(around "${engine_runs[1]}" "${engine_runs[2]}")")"
 echo "  GET /v1/tickets?status=open     $(ratio "GET /v1/tickets?status=open" "${engine_runs[2]}")"
-median() { printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# The median of the numbers given; a "-" (a run bench/latency.lua did not undo) is left out, and none at all is "-".
+median() { printf '%s\n' "$@" | awk '$1 ~ /^[0-9.]+$/' | sort -n | awk '{ v[NR] = $1 } END { if (!NR) printf "-"; else printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 if [ "${#livez_ratios[@]}" -gt 0 ]; then
   echo "Interleaved rounds after the table (${#livez_ratios[@]}; the bare server's runs between them), each against its neighbours:"
   echo "  GET /livez                      ${livez_ratios[*]}  median $(median "${livez_ratios[@]}")"
