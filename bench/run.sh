@@ -58,7 +58,7 @@ scenario() {
   local file="$out/$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_').txt"
   export BENCH_MODE=${BENCH_MODE:-ticket}
   local threads=$(( connections < 2 ? connections : 2 ))
-  # The run's Lua script: bench/latency.lua, or a script of the run's own that loads it (wrk_script, the ticket reads').
+  # The run's Lua script: bench/latency.lua, or one of the run's own that loads it (wrk_script: the ticket reads').
   local lua=${wrk_script:-bench/latency.lua}
   wrk -t"$threads" -c"$connections" -d2s -s "$lua" "$@" "$url" >/dev/null 2>&1 || true
   # wrk drops its connections with requests in flight; the gateway finishes them (a raw report holds its key's one
