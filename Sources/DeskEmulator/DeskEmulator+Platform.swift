@@ -93,10 +93,9 @@ extension DeskEmulator {
         }
         add("GET", "/customers") { emulator, request throws(EmulatorFailure) in
             let sendbirdId = request.queryValue("sendbird_id")
-            return try emulator.platformList(request) { world in
-                (sendbirdId.map { world.customer(sendbirdId: $0).map { [$0] } ?? [] } ?? Array(world.customers.values))
-                    .sorted { $0.id < $1.id }.map { world.customerJSON($0) }
-            }
+            return try emulator.platformPage(request, listing: "customers", { world in
+                sendbirdId.map { world.customer(sendbirdId: $0).map { [$0.id] } ?? [] } ?? world.customers.keys.sorted()
+            }, render: { world, id in world.customers[id].map { world.customerJSON($0) } })
         }
         add("GET", "/customers/{id}") { emulator, request throws(EmulatorFailure) in
             try emulator.one(request, \.customers) { world, customer in world.customerJSON(customer) }
@@ -133,18 +132,30 @@ extension DeskEmulator {
         }
     }
 
+    /// A page of a short list (agents, teams, a ticket's messages), made whole for each page.
     func platformList(_ request: HTTPRequest, _ items: (EmulatorWorld) -> [JSONValue]) throws(EmulatorFailure) -> HTTPResponse {
-        try platformList(request, { world in items(world) }, render: { _, json in json })
-    }
-
-    /// A page of `items` (filtered and ordered), rendered only for the items on the page.
-    func platformList<Item>(_ request: HTTPRequest, _ items: (EmulatorWorld) -> [Item],
-                            render: (EmulatorWorld, Item) -> JSONValue) throws(EmulatorFailure) -> HTTPResponse {
         let limit = try request.intQuery("limit", default: 50, range: 1...500)
         let offset = try request.intQuery("offset", default: 0, range: 0...Int.max)
         let (page, count) = world.read { world in
             let all = items(world)
-            return (all.dropFirst(offset).prefix(limit).map { render(world, $0) }, all.count)
+            return (Array(all.dropFirst(offset).prefix(limit)), all.count)
+        }
+        return EmulatorResponse.json(pageJSON(page, count: count, limit: limit, offset: offset, request: request))
+    }
+
+    /// A page of a list of tickets or customers, which `ids` filters and orders once for all its pages while the world
+    /// stands (`ListingCache`); only the page's items are rendered.
+    func platformPage(_ request: HTTPRequest, listing: String, _ ids: (EmulatorWorld) -> [Int],
+                      render: (EmulatorWorld, Int) -> JSONValue?) throws(EmulatorFailure) -> HTTPResponse {
+        let limit = try request.intQuery("limit", default: 50, range: 1...500)
+        let offset = try request.intQuery("offset", default: 0, range: 0...Int.max)
+        var key = listing
+        for item in request.query where item.name != "limit" && item.name != "offset" {
+            key += "\u{0}" + item.name + "=" + item.value
+        }
+        let (page, count) = world.read { world in
+            let all = listings.withLock { cache in cache.ids(key, revision: world.revision) { ids(world) } }
+            return (all.dropFirst(offset).prefix(limit).compactMap { render(world, $0) }, all.count)
         }
         return EmulatorResponse.json(pageJSON(page, count: count, limit: limit, offset: offset, request: request))
     }
@@ -178,7 +189,7 @@ extension DeskEmulator {
         let endDate = try day("end_date").map { $0 + 86_400 }
         let order = request.queryValue("order") ?? "-created_at"
         let byCreation = variants.withLock { $0.ticketListDateField == "created" }
-        return try platformList(request, { world in
+        return try platformPage(request, listing: byCreation ? "tickets by creation" : "tickets", { world in
             // A channel or a customer named: only their tickets are looked at.
             let candidates: [EmulatedTicket]
             if let channelUrl {
@@ -201,7 +212,7 @@ extension DeskEmulator {
                 return true
             }
             Self.sort(&matches, order: order)
-            return matches
-        }, render: { world, ticket in world.ticketJSON(ticket, platform: true) })
+            return matches.map(\.id)
+        }, render: { world, id in world.tickets[id].map { world.ticketJSON($0, platform: true) } })
     }
 }

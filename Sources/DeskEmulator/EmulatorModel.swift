@@ -97,6 +97,9 @@ struct EmulatorWorld: Sendable {
     var nextCustomerId = 2001
     var nextTicketId = 1001
     var nextMessageId = 880_001
+    /// Bumped by every change under the world's lock (not saved): a list kept for the pages after its first is
+    /// current while it stands.
+    var revision = 0
 
     func team(key: String) -> EmulatedTeam? { teams.values.first { $0.key == key } }
     func customer(sendbirdId: String) -> EmulatedCustomer? {

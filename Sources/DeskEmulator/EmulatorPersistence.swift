@@ -158,6 +158,7 @@ final class WorldCell: Sendable {
             // No copy of the world is kept (a copy would be duplicated in full by the first write): the maps keep
             // the keys written and their old values instead.
             defer { world.commit() }
+            world.revision &+= 1
             guard let store else { return try body(&world) }
             let meta = EmulatorMeta(world)
             let outcome: Result<T, EmulatorFailure>

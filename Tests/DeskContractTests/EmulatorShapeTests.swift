@@ -206,6 +206,49 @@ import TestSupport
         }
     }
 
+    /// Ticket and customer lists are filtered and ordered once for the pages after the first (the ids kept): a page
+    /// read after any change must show the world as changed, and one read before it the same as ever.
+    @Test func platformListPagesFollowEveryChange() async throws {
+        try await withEmulator { port in
+            let token = try await login(port)
+            let platform: [(String, String)] = [("SENDBIRDDESKAPITOKEN", "emulator-api-token")]
+            func create(_ name: String) async throws -> Int {
+                let created = try json(try await httpRequest(port: port, "POST", "/sapi/tickets/", headers: [("sendbirdDeskToken", token)],
+                                                             json: #"{"sendbirdAppId":"emulated-app","channelName":"\#(name)"}"#))
+                return try #require(created["id"]?.intValue)
+            }
+            func page(_ query: String) async throws -> (ids: [Int], count: Int?) {
+                let body = try json(try await httpRequest(port: port, "GET", "/platform/v1/tickets?" + query, headers: platform))
+                return ((body["results"]?.arrayValue ?? []).compactMap { $0["id"]?.intValue }, body["count"]?.intValue)
+            }
+            let first = try await create("L1"), second = try await create("L2"), third = try await create("L3")
+            let initialized = "status2=INITIALIZED&limit=2"
+            #expect(try await page(initialized + "&offset=0") == ([third, second], 3))
+            #expect(try await page(initialized + "&offset=2") == ([first], 3))
+            #expect(try await page(initialized + "&offset=0") == ([third, second], 3), "the same page again")
+            #expect(try await page("status2=INITIALIZED&offset=0&limit=2&order=created_at") == ([first, second], 3),
+                    "another order is another list")
+
+            let fourth = try await create("L4")
+            #expect(try await page(initialized + "&offset=0") == ([fourth, third], 4), "a new ticket")
+            let closed = try await httpRequest(port: port, "PATCH", "/platform/v1/tickets/\(third)/close", headers: platform,
+                                               json: #"{"closeComment":"done"}"#)
+            #expect(closed.status == 200)
+            #expect(try await page(initialized + "&offset=0") == ([fourth, second], 3), "a ticket closed leaves the list")
+            #expect(try await page(initialized + "&offset=2") == ([first], 3))
+            #expect(try await page("status2=CLOSED&limit=2&offset=0") == ([third], 1))
+
+            func customers() async throws -> Int? {
+                try json(try await httpRequest(port: port, "GET", "/platform/v1/customers?limit=1", headers: platform))["count"]?.intValue
+            }
+            let before = try #require(try await customers())
+            #expect(try await customers() == before)
+            let added = try await httpRequest(port: port, "POST", "/emulator/customers", json: #"{"sendbirdId":"listed-later"}"#)
+            #expect(added.status == 201)
+            #expect(try await customers() == before + 1, "a new customer")
+        }
+    }
+
     @Test func errorsAreJSONWithDetailAndCode() async throws {
         try await withEmulator { port in
             let cases: [(String, String, [(String, String)], Int)] = [
