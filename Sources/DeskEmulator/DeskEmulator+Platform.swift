@@ -149,9 +149,10 @@ extension DeskEmulator {
                       render: (EmulatorWorld, Int) -> JSONValue?) throws(EmulatorFailure) -> HTTPResponse {
         let limit = try request.intQuery("limit", default: 50, range: 1...500)
         let offset = try request.intQuery("offset", default: 0, range: 0...Int.max)
+        // Each name and value with its length: no two queries make the same key, whatever bytes they hold.
         var key = listing
         for item in request.query where item.name != "limit" && item.name != "offset" {
-            key += "\u{0}" + item.name + "=" + item.value
+            key += "&\(item.name.utf8.count):\(item.name)=\(item.value.utf8.count):\(item.value)"
         }
         let (page, count) = world.read { world in
             let all = listings.withLock { cache in cache.ids(key, revision: world.revision) { ids(world) } }
