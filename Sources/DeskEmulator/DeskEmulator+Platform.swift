@@ -134,30 +134,35 @@ extension DeskEmulator {
 
     /// A page of a short list (agents, teams, a ticket's messages), made whole for each page.
     func platformList(_ request: HTTPRequest, _ items: (EmulatorWorld) -> [JSONValue]) throws(EmulatorFailure) -> HTTPResponse {
-        let limit = try request.intQuery("limit", default: 50, range: 1...500)
-        let offset = try request.intQuery("offset", default: 0, range: 0...Int.max)
-        let (page, count) = world.read { world in
+        try platformWindow(request) { world, limit, offset in
             let all = items(world)
             return (Array(all.dropFirst(offset).prefix(limit)), all.count)
         }
-        return EmulatorResponse.json(pageJSON(page, count: count, limit: limit, offset: offset, request: request))
     }
 
     /// A page of a list of tickets or customers, which `ids` filters and orders once for all its pages while the world
     /// stands (`ListingCache`); only the page's items are rendered.
     func platformPage(_ request: HTTPRequest, listing: String, _ ids: (EmulatorWorld) -> [Int],
                       render: (EmulatorWorld, Int) -> JSONValue?) throws(EmulatorFailure) -> HTTPResponse {
-        let limit = try request.intQuery("limit", default: 50, range: 1...500)
-        let offset = try request.intQuery("offset", default: 0, range: 0...Int.max)
         // Each name and value with its length: no two queries make the same key, whatever bytes they hold.
         var key = listing
         for item in request.query where item.name != "limit" && item.name != "offset" {
             key += "&\(item.name.utf8.count):\(item.name)=\(item.value.utf8.count):\(item.value)"
         }
-        let (page, count) = world.read { world in
+        return try platformWindow(request) { world, limit, offset in
             let all = listings.withLock { cache in cache.ids(key, revision: world.revision) { ids(world) } }
             return (all.dropFirst(offset).prefix(limit).compactMap { render(world, $0) }, all.count)
         }
+    }
+
+    /// The request's `limit` (1–500, default 50) and `offset`, the page `items` takes at them under the world's lock
+    /// with the list's whole count, answered as Desk's Platform lists are.
+    private func platformWindow(_ request: HTTPRequest,
+                                _ items: (EmulatorWorld, _ limit: Int, _ offset: Int) -> ([JSONValue], Int))
+        throws(EmulatorFailure) -> HTTPResponse {
+        let limit = try request.intQuery("limit", default: 50, range: 1...500)
+        let offset = try request.intQuery("offset", default: 0, range: 0...Int.max)
+        let (page, count) = world.read { world in items(world, limit, offset) }
         return EmulatorResponse.json(pageJSON(page, count: count, limit: limit, offset: offset, request: request))
     }
 
